@@ -1,0 +1,24 @@
+#pragma once
+// The `crucible` command line is a set of command groups (dataset, train, val, project, ...).
+// Each group lives in its own cmd_<group>.cpp and registers itself with a static
+// RegisterCommand, so adding a group never touches main.cpp.
+#include <string>
+#include <vector>
+
+namespace crucible::cli {
+
+struct Command {
+    std::string name;     // first word after `crucible`
+    std::string summary;  // one line for `crucible --help`
+    // Receives the words after the group name; returns the process exit code. Throws on error
+    // (main turns exceptions into "crucible: error: ..." and exit code 1).
+    int (*run)(const std::vector<std::string>& args);
+};
+
+const std::vector<Command>& commands();
+
+struct RegisterCommand {
+    explicit RegisterCommand(Command command);
+};
+
+}  // namespace crucible::cli

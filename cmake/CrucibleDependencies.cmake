@@ -1,0 +1,52 @@
+# Every third-party dependency is found here, once. Debian packages on Linux, vcpkg + the
+# official LibTorch zip on Windows (see README "Windows").
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+# OpenCV: vcpkg ships a CMake config. Debian puts OpenCVConfig.cmake only in the libopencv-dev
+# metapackage, which drags in Qt5, VTK and GDAL; we install the core/imgproc/imgcodecs -dev
+# packages alone and find them by hand.
+find_package(OpenCV QUIET COMPONENTS core imgproc imgcodecs)
+if(NOT OpenCV_FOUND)
+    find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)
+    foreach(component core imgproc imgcodecs)
+        find_library(OPENCV_${component}_LIBRARY opencv_${component} REQUIRED)
+        add_library(opencv_${component} UNKNOWN IMPORTED)
+        set_target_properties(opencv_${component} PROPERTIES
+            IMPORTED_LOCATION "${OPENCV_${component}_LIBRARY}"
+            INTERFACE_INCLUDE_DIRECTORIES "${OPENCV_INCLUDE_DIR}")
+    endforeach()
+endif()
+# cpp-httplib: Debian ships a compiled library with a pkg-config file (no CMake config);
+# vcpkg ships httplib::httplib.
+find_package(httplib CONFIG QUIET)
+if(NOT TARGET httplib::httplib)
+    find_package(PkgConfig REQUIRED)
+    pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+    add_library(httplib::httplib ALIAS PkgConfig::CPPHTTPLIB)
+endif()
+
+# LibTorch: only core/engine, plugins/, the worker and the CLI may link it (DESIGN.md layers).
+find_package(Torch REQUIRED)
+
+if(CRUCIBLE_BUILD_STUDIO)
+    find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets Network Test PrintSupport)
+    # Debian's QCustomPlot config points at the Qt5 build: link the Qt6 library by name.
+    find_library(QCUSTOMPLOT_QT6_LIBRARY NAMES QCustomPlotQt6 qcustomplot-qt6 qcustomplot REQUIRED)
+    find_path(QCUSTOMPLOT_INCLUDE_DIR qcustomplot.h REQUIRED)
+    add_library(crucible_qcustomplot INTERFACE)
+    target_link_libraries(crucible_qcustomplot INTERFACE "${QCUSTOMPLOT_QT6_LIBRARY}"
+        Qt6::Widgets Qt6::PrintSupport)
+    target_include_directories(crucible_qcustomplot SYSTEM INTERFACE "${QCUSTOMPLOT_INCLUDE_DIR}")
+    target_compile_definitions(crucible_qcustomplot INTERFACE QCUSTOMPLOT_USE_LIBRARY)
+endif()
+if(CRUCIBLE_BUILD_TESTS)
+    find_package(GTest REQUIRED)
+endif()
+if(CRUCIBLE_BUILD_BENCHMARKS)
+    find_package(benchmark REQUIRED)
+endif()

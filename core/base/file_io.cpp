@@ -1,0 +1,117 @@
+#include "core/base/file_io.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <system_error>
+
+#include "core/base/error.h"
+
+namespace crucible {
+
+std::string path_to_utf8(const std::filesystem::path& path) {
+    auto u8 = path.u8string();
+    return std::string(u8.begin(), u8.end());
+}
+
+bool is_valid_utf8(std::string_view s) {
+    std::size_t i = 0;
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    while (i < s.size()) {
+        unsigned c = p[i];
+        std::size_t n;
+        std::uint32_t cp;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (i + n >= s.size()) return false;  // the sequence runs past the end
+        for (std::size_t k = 1; k <= n; ++k) {
+            if ((p[i + k] & 0xC0) != 0x80) return false;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
+        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+std::filesystem::path path_from_utf8(std::string_view utf8) {
+    if (!is_valid_utf8(utf8)) throw InputError("", "path is not valid UTF-8");
+    std::u8string u8(utf8.begin(), utf8.end());
+    return std::filesystem::path(u8);
+}
+
+std::string read_file_bytes_limited(const std::filesystem::path& path, std::uint64_t max_bytes) {
+    const std::string where = path_to_utf8(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw InputError(where, "is a directory, not a file");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(where, "cannot open file");
+    in.seekg(0, std::ios::end);
+    const auto size = static_cast<std::uint64_t>(in.tellg());
+    if (size > max_bytes)
+        throw InputError(where, "file is " + std::to_string(size) + " bytes, over the limit of " +
+                                    std::to_string(max_bytes));
+    in.seekg(0, std::ios::beg);
+    std::string bytes(size, '\0');
+    if (size > 0 && !in.read(bytes.data(), static_cast<std::streamsize>(size)))
+        throw InputError(where, "cannot read file");
+    return bytes;
+}
+
+std::string read_file_bytes(const std::filesystem::path& path) {
+    return read_file_bytes_limited(path, std::uint64_t{1} << 40);
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+    static std::atomic<unsigned> counter{0};
+    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::filesystem::create_directories(folder);
+    auto temp = path;
+    temp += ".tmp-" + std::to_string(platform::process_id()) + "-" + std::to_string(counter++);
+    const std::string where = path_to_utf8(path);
+    try {
+        {
+            std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+            if (!out) throw Error(where + ": cannot create temporary file: " + std::strerror(errno));
+            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+            out.flush();
+            if (!out) throw Error(where + ": write failed: " + std::strerror(errno));
+        }
+        platform::fsync_file(temp);
+        platform::replace_file(temp, path);
+        platform::fsync_folder(folder);
+    } catch (...) {
+        std::error_code ec;
+        std::filesystem::remove(temp, ec);
+        throw;
+    }
+}
+
+bool is_path_inside(const std::filesystem::path& root, const std::filesystem::path& candidate) {
+    std::error_code ec;
+    auto r = std::filesystem::weakly_canonical(std::filesystem::absolute(root, ec), ec);
+    auto c = std::filesystem::weakly_canonical(std::filesystem::absolute(candidate, ec), ec);
+    if (ec) return false;
+    auto rel = c.lexically_relative(r);
+    if (rel.empty() || rel == ".") return false;
+    auto first = *rel.begin();
+    return first != ".." && !rel.is_absolute();
+}
+
+}  // namespace crucible

@@ -1,0 +1,46 @@
+#pragma once
+// Files and paths. Paths are std::filesystem::path inside Crucible and UTF-8 strings at every
+// edge (JSON, SQLite, the command line, the agent API), so Chinese and other non-ASCII file
+// names work on Windows (where path::string() would use the ANSI code page) and on Linux.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace crucible {
+
+// UTF-8 text of a path (generic separators kept as the platform has them).
+std::string path_to_utf8(const std::filesystem::path& path);
+// Path from UTF-8 text. Throws InputError if the text is not valid UTF-8.
+std::filesystem::path path_from_utf8(std::string_view utf8);
+// True when `text` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+bool is_valid_utf8(std::string_view text);
+
+// Whole file as bytes; InputError naming the file when it cannot be read or is a directory.
+std::string read_file_bytes(const std::filesystem::path& path);
+// Whole file, refusing files over max_bytes (hostile input never allocates unbounded memory).
+std::string read_file_bytes_limited(const std::filesystem::path& path, std::uint64_t max_bytes);
+
+// Writes `bytes` so that `path` holds either the old content or the complete new one, never a
+// mix: temp file in the same folder, write, flush, fsync, rename over, fsync the folder.
+// Throws Error (with the OS reason, e.g. "No space left on device") and removes the temp file
+// if any step fails; the previous file is untouched then.
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+// True when `candidate` (after normalization) lies inside `root`. Used to refuse path traversal.
+bool is_path_inside(const std::filesystem::path& root, const std::filesystem::path& candidate);
+
+// Low-level platform pieces (file_io_posix.cpp / file_io_windows.cpp).
+namespace platform {
+// Flushes a written file to stable storage.
+void fsync_file(const std::filesystem::path& path);
+// Flushes a folder entry (rename durability); no-op where the OS has no such notion.
+void fsync_folder(const std::filesystem::path& folder);
+// Atomically replaces `to` by `from`.
+void replace_file(const std::filesystem::path& from, const std::filesystem::path& to);
+// Current process id and host name, for lock messages ("opened by pid 42 on host X").
+long process_id();
+std::string host_name();
+}  // namespace platform
+
+}  // namespace crucible

@@ -1,0 +1,30 @@
+#pragma once
+// JSON helpers over nlohmann-json: parsing that names the file and position on failure, and
+// typed field access that names the field ("spec.json: field 'epochs': expected integer").
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace crucible {
+
+using Json = nlohmann::json;
+
+// Parses text; on failure throws InputError naming `where` and the byte position.
+Json parse_json(std::string_view text, const std::string& where);
+// Reads and parses a file; the error names the file.
+Json read_json_file(const std::filesystem::path& path);
+// Writes pretty JSON atomically (temp file + rename).
+void write_json_file(const std::filesystem::path& path, const Json& value);
+
+// Required field of an object with a given type; throws InputError "<where>: field '<name>' ...".
+const Json& require_field(const Json& object, const std::string& name, const std::string& where);
+std::string get_string(const Json& object, const std::string& name, const std::string& where);
+double get_number(const Json& object, const std::string& name, const std::string& where);
+long long get_integer(const Json& object, const std::string& name, const std::string& where);
+
+// Name of a JSON value's type for messages ("string", "number", ...).
+const char* json_type_name(const Json& value);
+
+}  // namespace crucible

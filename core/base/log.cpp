@@ -1,0 +1,24 @@
+#include "core/base/log.h"
+
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <vector>
+
+namespace crucible {
+
+void init_logging(const LogOptions& options) {
+    std::vector<spdlog::sink_ptr> sinks;
+    if (options.console) sinks.push_back(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    if (!options.file.empty()) {
+        std::filesystem::create_directories(options.file.parent_path());
+        sinks.push_back(std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
+            options.file.string(), options.max_file_bytes, options.max_files));
+    }
+    auto logger = std::make_shared<spdlog::logger>("crucible", sinks.begin(), sinks.end());
+    logger->set_level(spdlog::level::from_str(options.level));
+    logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+    spdlog::set_default_logger(logger);
+}
+
+}  // namespace crucible

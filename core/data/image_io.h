@@ -1,0 +1,42 @@
+#pragma once
+// Image reading for every dataset path (owned by core/data). Reads bytes and decodes with
+// cv::imdecode, because cv::imread fails on non-ASCII paths on Windows. The pixel count from the
+// file header is checked against a limit *before* decoding (a PNG claiming 30000x30000 must not
+// allocate gigabytes), and truncated JPEGs (no end-of-image marker, which OpenCV decodes
+// silently) are detected.
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace crucible::data {
+
+struct ImageLimits {
+    std::uint64_t max_pixels = 100'000'000;  // 100 MP
+    std::uint64_t max_file_bytes = 512ull << 20;
+};
+
+struct ImageHeader {
+    std::string format;  // "jpeg", "png", "bmp", "webp", "tiff", ...
+    int width = 0;
+    int height = 0;
+};
+
+// Parses width/height from the header bytes of JPEG, PNG, BMP (others: nullopt).
+std::optional<ImageHeader> peek_image_header(std::string_view bytes);
+
+// Problems that make a file unusable, or "" when fine: empty file, unknown format, pixel limit,
+// truncated JPEG/PNG.
+std::string image_bytes_problem(std::string_view bytes, const ImageLimits& limits = {});
+
+// Decodes to 8-bit BGR. Throws InputError naming `where` on any problem above or a failed decode.
+cv::Mat decode_image(std::string_view bytes, const std::string& where, const ImageLimits& limits = {});
+cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits = {});
+
+// Encodes (".jpg", ".png") and writes atomically; works with non-ASCII paths.
+void write_image(const std::filesystem::path& path, const cv::Mat& image, int jpeg_quality = 95);
+
+}  // namespace crucible::data

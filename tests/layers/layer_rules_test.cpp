@@ -1,0 +1,47 @@
+// Enforces DESIGN.md's layer table on the real tree, and shows on a planted tree that the
+// check does fail on violations.
+#include "tests/layers/layer_rules.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+using namespace crucible::layers;
+
+namespace {
+void write(const std::filesystem::path& p, const std::string& text) {
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+}
+}  // namespace
+
+TEST(LayerRules, RealTreeHasNoViolations) {
+    auto violations = check_tree(CRUCIBLE_SOURCE_DIR);
+    for (const auto& v : violations)
+        ADD_FAILURE() << v.file << ":" << v.line << ": #include " << v.include << " breaks: " << v.rule;
+    EXPECT_TRUE(violations.empty());
+}
+
+TEST(LayerRules, PlantedViolationsAreFound) {
+    auto root = std::filesystem::temp_directory_path() / "crucible_layer_plant";
+    std::filesystem::remove_all(root);
+    write(root / "core/base/bad.cpp", "#include <QString>\n#include <opencv2/core.hpp>\n");
+    write(root / "ui/bad.cpp", "#include <torch/torch.h>\n#include \"core/engine/device.h\"\n");
+    write(root / "core/data/bad.h", "  #  include \"core/store/project.h\"\n");
+    write(root / "plugins/detect/bad.cpp", "#include \"plugins/llm_lora/x.h\"\n#include <QWidget>\n");
+    write(root / "app/agent/main.cpp", "#include <ATen/ATen.h>\n");
+    write(root / "core/engine/good.cpp", "#include <torch/torch.h>\n#include \"core/data/image_io.h\"\n");
+    auto v = check_tree(root);
+    std::set<std::string> files;
+    for (auto& x : v) files.insert(x.file + " " + x.include);
+    EXPECT_TRUE(files.count("core/base/bad.cpp QString"));
+    EXPECT_TRUE(files.count("core/base/bad.cpp opencv2/core.hpp"));
+    EXPECT_TRUE(files.count("ui/bad.cpp torch/torch.h"));
+    EXPECT_TRUE(files.count("ui/bad.cpp core/engine/device.h"));
+    EXPECT_TRUE(files.count("core/data/bad.h core/store/project.h"));
+    EXPECT_TRUE(files.count("plugins/detect/bad.cpp plugins/llm_lora/x.h"));
+    EXPECT_TRUE(files.count("plugins/detect/bad.cpp QWidget"));
+    EXPECT_TRUE(files.count("app/agent/main.cpp ATen/ATen.h"));
+    for (auto& x : v) EXPECT_NE(x.file, "core/engine/good.cpp");
+    std::filesystem::remove_all(root);
+}
