@@ -21,4 +21,21 @@ struct RegisterCommand {
     explicit RegisterCommand(Command command);
 };
 
+// Second-level commands such as `crucible dataset synth`: several files may each add
+// subcommands to one group; main.cpp dispatches `crucible <group> <sub> ...` to them and lists
+// them in `crucible <group> --help`. A group may have both a Command and subcommands: the
+// Command runs when the second word names no subcommand.
+struct Subcommand {
+    std::string group;    // "dataset"
+    std::string name;     // "synth"
+    std::string summary;
+    int (*run)(const std::vector<std::string>& args);  // words after the subcommand name
+};
+
+const std::vector<Subcommand>& subcommands();
+
+struct RegisterSubcommand {
+    explicit RegisterSubcommand(Subcommand subcommand);
+};
+
 }  // namespace crucible::cli
