@@ -16,7 +16,8 @@ int run_demo(const std::vector<std::string>& args) {
     return 0;
 }
 
-RegisterCommand reg({"demo", "run the headless demo (synthetic dataset, short training)", &run_demo});
+RegisterCommand reg({"demo", "run the headless demo (synthetic dataset, short training)",
+                     &run_demo});
 
 }  // namespace
 }  // namespace crucible::cli

@@ -26,8 +26,8 @@ struct RegisterCommand {
 // them in `crucible <group> --help`. A group may have both a Command and subcommands: the
 // Command runs when the second word names no subcommand.
 struct Subcommand {
-    std::string group;    // "dataset"
-    std::string name;     // "synth"
+    std::string group;  // "dataset"
+    std::string name;   // "synth"
     std::string summary;
     int (*run)(const std::vector<std::string>& args);  // words after the subcommand name
 };

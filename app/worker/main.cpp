@@ -25,4 +25,6 @@ int worker_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return crucible::run_at_boundary("crucible-worker", worker_main, argc, argv); }
+int main(int argc, char** argv) {
+    return crucible::run_at_boundary("crucible-worker", worker_main, argc, argv);
+}

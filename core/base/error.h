@@ -8,19 +8,19 @@
 namespace crucible {
 
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
 // Input that the user can fix: a dataset row, an option, a file. `where` is a file path, a
 // "file:line" or an option name; it leads the message so the user sees what to fix.
 class InputError : public Error {
-public:
+  public:
     InputError(std::string where, const std::string& what)
         : Error(where.empty() ? what : where + ": " + what), where_(std::move(where)) {}
     const std::string& where() const { return where_; }
 
-private:
+  private:
     std::string where_;
 };
 

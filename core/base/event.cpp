@@ -12,10 +12,9 @@ namespace crucible {
 
 bool is_known_event_kind(const std::string& kind) {
     static const std::set<std::string> kinds = {
-        event_kind::kMetric, event_kind::kProgress,   event_kind::kEval,
-        event_kind::kStatus, event_kind::kLog,        event_kind::kCheckpoint,
-        event_kind::kArtifact, event_kind::kSample,   event_kind::kAlarm,
-        event_kind::kRollback};
+        event_kind::kMetric, event_kind::kProgress,   event_kind::kEval,     event_kind::kStatus,
+        event_kind::kLog,    event_kind::kCheckpoint, event_kind::kArtifact, event_kind::kSample,
+        event_kind::kAlarm,  event_kind::kRollback};
     return kinds.count(kind) > 0;
 }
 
@@ -30,7 +29,8 @@ Json event_to_json(const Event& event) {
     j["seq"] = event.seq;
     j["t"] = event.t;
     j["kind"] = event.kind;
-    for (auto it = event.fields.begin(); it != event.fields.end(); ++it) j[it.key()] = it.value();
+    for (auto it = event.fields.begin(); it != event.fields.end(); ++it)
+        j[it.key()] = it.value();
     return j;
 }
 
@@ -42,7 +42,8 @@ Event event_from_json(const Json& json, const std::string& where) {
         throw InputError(where, "field 'seq': expected a non-negative integer");
     e.seq = seq.get<std::int64_t>();
     e.kind = get_string(json, "kind", where);
-    if (!is_known_event_kind(e.kind)) throw InputError(where, "field 'kind': unknown kind '" + e.kind + "'");
+    if (!is_known_event_kind(e.kind))
+        throw InputError(where, "field 'kind': unknown kind '" + e.kind + "'");
     if (auto it = json.find("t"); it != json.end()) {
         if (!it->is_number()) throw InputError(where, "field 't': expected number");
         e.t = it->get<double>();

@@ -67,14 +67,14 @@ double unix_time_now();
 // Appends events to events.jsonl with gap-free seq numbers. On open it reads the existing file,
 // continues after its last seq and cuts off a torn last line left by a crash. Thread-safe.
 class EventLogWriter {
-public:
+  public:
     explicit EventLogWriter(std::filesystem::path path);
     // Assigns seq (and t when 0), writes one line, flushes. Returns the stored event.
     Event append(Event event);
     std::int64_t next_seq() const;
     const std::filesystem::path& path() const { return path_; }
 
-private:
+  private:
     std::filesystem::path path_;
     mutable std::mutex mutex_;
     std::ofstream out_;

@@ -43,7 +43,8 @@ bool is_valid_utf8(std::string_view s) {
             if ((p[i + k] & 0xC0) != 0x80) return false;
             cp = (cp << 6) | (p[i + k] & 0x3F);
         }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000)) return false;
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000))
+            return false;
         if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
         i += n + 1;
     }
@@ -59,7 +60,8 @@ std::filesystem::path path_from_utf8(std::string_view utf8) {
 std::string read_file_bytes_limited(const std::filesystem::path& path, std::uint64_t max_bytes) {
     const std::string where = path_to_utf8(path);
     std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw InputError(where, "is a directory, not a file");
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(where, "is a directory, not a file");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(where, "cannot open file");
     in.seekg(0, std::ios::end);
@@ -88,7 +90,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
     try {
         {
             std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-            if (!out) throw Error(where + ": cannot create temporary file: " + std::strerror(errno));
+            if (!out)
+                throw Error(where + ": cannot create temporary file: " + std::strerror(errno));
             out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
             out.flush();
             if (!out) throw Error(where + ": write failed: " + std::strerror(errno));

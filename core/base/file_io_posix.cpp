@@ -33,7 +33,9 @@ void replace_file(const std::filesystem::path& from, const std::filesystem::path
         throw Error(to.string() + ": rename failed: " + std::strerror(errno));
 }
 
-long process_id() { return static_cast<long>(::getpid()); }
+long process_id() {
+    return static_cast<long>(::getpid());
+}
 
 std::string host_name() {
     char buf[256] = {};

@@ -14,12 +14,13 @@ namespace {
 std::string last_error_text() {
     DWORD code = GetLastError();
     char* text = nullptr;
-    FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM |
-                       FORMAT_MESSAGE_IGNORE_INSERTS,
-                   nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
+    FormatMessageA(
+        FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
+        nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
     std::string out = text ? text : ("error " + std::to_string(code));
     if (text) LocalFree(text);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+    while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
+        out.pop_back();
     return out;
 }
 }  // namespace
@@ -44,7 +45,9 @@ void replace_file(const std::filesystem::path& from, const std::filesystem::path
         throw Error(path_to_utf8(to) + ": replace failed: " + last_error_text());
 }
 
-long process_id() { return static_cast<long>(GetCurrentProcessId()); }
+long process_id() {
+    return static_cast<long>(GetCurrentProcessId());
+}
 
 std::string host_name() {
     wchar_t buf[MAX_COMPUTERNAME_LENGTH + 1] = {};

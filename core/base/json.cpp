@@ -21,7 +21,9 @@ void write_json_file(const std::filesystem::path& path, const Json& value) {
     write_file_atomically(path, value.dump(2) + "\n");
 }
 
-const char* json_type_name(const Json& value) { return value.type_name(); }
+const char* json_type_name(const Json& value) {
+    return value.type_name();
+}
 
 const Json& require_field(const Json& object, const std::string& name, const std::string& where) {
     if (!object.is_object()) throw InputError(where, "expected a JSON object");

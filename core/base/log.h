@@ -8,8 +8,8 @@
 namespace crucible {
 
 struct LogOptions {
-    std::string level = "info";          // trace, debug, info, warn, error
-    std::filesystem::path file;          // empty: console only
+    std::string level = "info";  // trace, debug, info, warn, error
+    std::filesystem::path file;  // empty: console only
     std::size_t max_file_bytes = 10u << 20;
     std::size_t max_files = 3;
     bool console = true;

@@ -10,13 +10,20 @@ namespace crucible {
 
 const char* option_type_name(OptionType type) {
     switch (type) {
-        case OptionType::Boolean: return "boolean";
-        case OptionType::Integer: return "integer";
-        case OptionType::Number: return "number";
-        case OptionType::String: return "string";
-        case OptionType::Choice: return "enum";
-        case OptionType::Path: return "path";
-        case OptionType::List: return "list";
+        case OptionType::Boolean:
+            return "boolean";
+        case OptionType::Integer:
+            return "integer";
+        case OptionType::Number:
+            return "number";
+        case OptionType::String:
+            return "string";
+        case OptionType::Choice:
+            return "enum";
+        case OptionType::Path:
+            return "path";
+        case OptionType::List:
+            return "list";
     }
     return "string";
 }
@@ -30,7 +37,8 @@ static OptionType option_type_from_name(const std::string& name) {
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
     std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        prev[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         cur[0] = i;
         for (std::size_t j = 1; j <= b.size(); ++j)
@@ -41,7 +49,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 OptionSchema& OptionSchema::add(OptionSpec spec) {
-    if (find(spec.name)) throw Error("schema " + task_ + ": option '" + spec.name + "' declared twice");
+    if (find(spec.name))
+        throw Error("schema " + task_ + ": option '" + spec.name + "' declared twice");
     options_.push_back(std::move(spec));
     return *this;
 }
@@ -55,8 +64,12 @@ const OptionSpec* OptionSchema::find(const std::string& name) const {
 Json OptionSchema::to_json() const {
     Json opts = Json::array();
     for (const auto& o : options_) {
-        Json j = {{"name", o.name}, {"type", option_type_name(o.type)}, {"default", o.default_value},
-                  {"help", o.help},  {"group", o.group},                 {"required", o.required}};
+        Json j = {{"name", o.name},
+                  {"type", option_type_name(o.type)},
+                  {"default", o.default_value},
+                  {"help", o.help},
+                  {"group", o.group},
+                  {"required", o.required}};
         if (o.min) j["min"] = *o.min;
         if (o.max) j["max"] = *o.max;
         if (!o.choices.empty()) j["enum"] = o.choices;
@@ -103,13 +116,16 @@ static Json check_value(const OptionSpec& o, const Json& v) {
     const std::string& n = o.name;
     auto range = [&](double x) {
         if (o.min && x < *o.min)
-            throw InputError(n, "value " + Json(x).dump() + " is below the minimum " + Json(*o.min).dump());
+            throw InputError(
+                n, "value " + Json(x).dump() + " is below the minimum " + Json(*o.min).dump());
         if (o.max && x > *o.max)
-            throw InputError(n, "value " + Json(x).dump() + " is above the maximum " + Json(*o.max).dump());
+            throw InputError(
+                n, "value " + Json(x).dump() + " is above the maximum " + Json(*o.max).dump());
     };
     switch (o.type) {
         case OptionType::Boolean:
-            if (!v.is_boolean()) throw InputError(n, std::string("expected true or false, got ") + v.type_name());
+            if (!v.is_boolean())
+                throw InputError(n, std::string("expected true or false, got ") + v.type_name());
             return v;
         case OptionType::Integer:
             if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
@@ -117,48 +133,58 @@ static Json check_value(const OptionSpec& o, const Json& v) {
                 range(v.get<double>());
                 return Json(static_cast<long long>(v.get<double>()));
             }
-            if (!v.is_number_integer()) throw InputError(n, std::string("expected an integer, got ") + v.dump());
+            if (!v.is_number_integer())
+                throw InputError(n, std::string("expected an integer, got ") + v.dump());
             range(static_cast<double>(v.get<long long>()));
             return v;
         case OptionType::Number:
-            if (!v.is_number()) throw InputError(n, std::string("expected a number, got ") + v.dump());
+            if (!v.is_number())
+                throw InputError(n, std::string("expected a number, got ") + v.dump());
             if (!std::isfinite(v.get<double>())) throw InputError(n, "expected a finite number");
             range(v.get<double>());
             return v;
         case OptionType::Choice: {
-            if (!v.is_string()) throw InputError(n, std::string("expected one of the choices, got ") + v.dump());
+            if (!v.is_string())
+                throw InputError(n, std::string("expected one of the choices, got ") + v.dump());
             auto s = v.get<std::string>();
             if (std::find(o.choices.begin(), o.choices.end(), s) == o.choices.end()) {
                 std::string list;
-                for (const auto& c : o.choices) list += (list.empty() ? "" : ", ") + c;
+                for (const auto& c : o.choices)
+                    list += (list.empty() ? "" : ", ") + c;
                 throw InputError(n, "'" + s + "' is not one of: " + list);
             }
             return v;
         }
         case OptionType::String:
         case OptionType::Path:
-            if (!v.is_string()) throw InputError(n, std::string("expected text, got ") + v.type_name());
+            if (!v.is_string())
+                throw InputError(n, std::string("expected text, got ") + v.type_name());
             return v;
         case OptionType::List:
-            if (!v.is_array()) throw InputError(n, std::string("expected a list, got ") + v.type_name());
+            if (!v.is_array())
+                throw InputError(n, std::string("expected a list, got ") + v.type_name());
             return v;
     }
     return v;
 }
 
 Json OptionSchema::resolve(const Json& config) const {
-    if (!config.is_null() && !config.is_object()) throw InputError("config", "expected an object of options");
+    if (!config.is_null() && !config.is_object())
+        throw InputError("config", "expected an object of options");
     Json out = Json::object();
     if (config.is_object()) {
         for (auto it = config.begin(); it != config.end(); ++it) {
             const OptionSpec* o = find(it.key());
-            if (!o) throw InputError(it.key(), "unknown option for task " + task_ + suggestion(*this, it.key()));
+            if (!o)
+                throw InputError(it.key(),
+                                 "unknown option for task " + task_ + suggestion(*this, it.key()));
             out[it.key()] = it.value().is_null() ? Json() : check_value(*o, it.value());
         }
     }
     for (const auto& o : options_) {
         if (out.contains(o.name) && !out[o.name].is_null()) continue;
-        if (o.required && o.default_value.is_null()) throw InputError(o.name, "is required: " + o.help);
+        if (o.required && o.default_value.is_null())
+            throw InputError(o.name, "is required: " + o.help);
         out[o.name] = o.default_value;
     }
     return out;
@@ -175,7 +201,8 @@ Json OptionSchema::parse_value(const std::string& name, const std::string& text)
         }
         double d = std::strtod(text.c_str(), &end);
         if (text.empty() || !end || *end != '\0')
-            throw InputError(name, "'" + text + "' is not a " + (integer ? "whole number" : "number"));
+            throw InputError(name,
+                             "'" + text + "' is not a " + (integer ? "whole number" : "number"));
         return d;
     };
     switch (o->type) {
@@ -186,21 +213,25 @@ Json OptionSchema::parse_value(const std::string& name, const std::string& text)
             if (t == "false" || t == "0" || t == "no" || t == "off") return false;
             throw InputError(name, "'" + text + "' is not true or false");
         }
-        case OptionType::Integer: return number(true);
-        case OptionType::Number: return number(false);
+        case OptionType::Integer:
+            return number(true);
+        case OptionType::Number:
+            return number(false);
         case OptionType::List: {
             Json arr = Json::array();
             std::size_t start = 0;
             while (start <= text.size()) {
                 std::size_t comma = text.find(',', start);
-                std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+                std::string item = text.substr(
+                    start, comma == std::string::npos ? std::string::npos : comma - start);
                 if (!item.empty()) arr.push_back(item);
                 if (comma == std::string::npos) break;
                 start = comma + 1;
             }
             return arr;
         }
-        default: return text;
+        default:
+            return text;
     }
 }
 

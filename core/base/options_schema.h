@@ -18,19 +18,20 @@ const char* option_type_name(OptionType type);
 struct OptionSpec {
     std::string name;
     OptionType type = OptionType::String;
-    Json default_value;                 // null = required when `required`, else "unset"
-    std::optional<double> min;          // Integer/Number only, inclusive
+    Json default_value;         // null = required when `required`, else "unset"
+    std::optional<double> min;  // Integer/Number only, inclusive
     std::optional<double> max;
-    std::vector<std::string> choices;   // Choice only
+    std::vector<std::string> choices;  // Choice only
     std::string help;
     std::string group = "general";
     bool required = false;
 };
 
 class OptionSchema {
-public:
+  public:
     OptionSchema() = default;
-    OptionSchema(std::string task, std::string title) : task_(std::move(task)), title_(std::move(title)) {}
+    OptionSchema(std::string task, std::string title)
+        : task_(std::move(task)), title_(std::move(title)) {}
 
     OptionSchema& add(OptionSpec spec);
     const std::string& task() const { return task_; }
@@ -38,7 +39,8 @@ public:
     const std::vector<OptionSpec>& options() const { return options_; }
     const OptionSpec* find(const std::string& name) const;
 
-    // {"task":..., "title":..., "options":[{"name","type","default","min","max","enum","help","group","required"}]}
+    // {"task":..., "title":...,
+    // "options":[{"name","type","default","min","max","enum","help","group","required"}]}
     Json to_json() const;
     static OptionSchema from_json(const Json& json);
 
@@ -52,7 +54,7 @@ public:
     // Parses `key=value` words into a config object (not yet resolved).
     Json parse_key_values(const std::vector<std::string>& words) const;
 
-private:
+  private:
     std::string task_;
     std::string title_;
     std::vector<OptionSpec> options_;

@@ -22,16 +22,20 @@ Sha256::Sha256() : state_(std::make_unique<State>()) {
         throw Error("OpenSSL: cannot initialise SHA-256");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(state_->ctx); }
+Sha256::~Sha256() {
+    EVP_MD_CTX_free(state_->ctx);
+}
 
 void Sha256::update(const void* data, std::size_t size) {
-    if (EVP_DigestUpdate(state_->ctx, data, size) != 1) throw Error("OpenSSL: SHA-256 update failed");
+    if (EVP_DigestUpdate(state_->ctx, data, size) != 1)
+        throw Error("OpenSSL: SHA-256 update failed");
 }
 
 std::string Sha256::hex_digest() {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
-    if (EVP_DigestFinal_ex(state_->ctx, md, &len) != 1) throw Error("OpenSSL: SHA-256 final failed");
+    if (EVP_DigestFinal_ex(state_->ctx, md, &len) != 1)
+        throw Error("OpenSSL: SHA-256 final failed");
     static const char* digits = "0123456789abcdef";
     std::string out(len * 2, '0');
     for (unsigned i = 0; i < len; ++i) {

@@ -10,7 +10,7 @@
 namespace crucible {
 
 class Sha256 {
-public:
+  public:
     Sha256();
     ~Sha256();
     Sha256(const Sha256&) = delete;
@@ -21,7 +21,7 @@ public:
     // Lower-case hex digest; the object can not be updated afterwards.
     std::string hex_digest();
 
-private:
+  private:
     struct State;
     std::unique_ptr<State> state_;
 };

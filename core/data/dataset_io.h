@@ -29,11 +29,13 @@ struct LoadResult {
 // Loads a dataset. `path` is a data.yaml (YOLO), a COCO .json, a folder of VOC .xml files (with
 // images beside them or in a JPEGImages sibling), or a folder that holds one of these (Auto).
 // Throws InputError only when nothing can be read at all (missing path, YAML that is not a map).
-LoadResult load_detection_dataset(const std::filesystem::path& path, DatasetFormat format = DatasetFormat::Auto);
+LoadResult load_detection_dataset(const std::filesystem::path& path,
+                                  DatasetFormat format = DatasetFormat::Auto);
 
 // Writes `dataset` in `format` under `out` (images copied, labels written). Returns the main
 // file (data.yaml, annotations.json, or the folder for VOC).
-std::filesystem::path save_detection_dataset(const DetectionDataset& dataset, const std::filesystem::path& out,
+std::filesystem::path save_detection_dataset(const DetectionDataset& dataset,
+                                             const std::filesystem::path& out,
                                              DatasetFormat format);
 
 }  // namespace crucible::data

@@ -20,8 +20,8 @@ struct ImageRecord {
     std::filesystem::path path;  // absolute, or relative to DetectionDataset::root
     int width = 0;               // 0 = not known yet
     int height = 0;
-    std::string sha256;          // empty = not hashed yet
-    std::string split;           // "train", "val", "test"
+    std::string sha256;  // empty = not hashed yet
+    std::string split;   // "train", "val", "test"
     std::vector<Box> boxes;
     std::map<std::string, std::string> tags;  // free-form, e.g. station=3
 };

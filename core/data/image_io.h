@@ -19,21 +19,29 @@ struct ImageLimits {
     std::uint64_t max_file_bytes = 512ull << 20;
 };
 
+// width/height are the size cv::imdecode gives: a JPEG whose EXIF orientation is 5..8 (rotated
+// by 90 degrees) has them swapped relative to its frame header.
 struct ImageHeader {
-    std::string format;  // "jpeg", "png", "bmp", "webp", "tiff", ...
+    std::string format;  // "jpeg", "png", "bmp", "webp", "tiff"
     int width = 0;
     int height = 0;
 };
 
-// Parses width/height from the header bytes of JPEG, PNG, BMP (others: nullopt).
+// Parses width/height from the header bytes of JPEG, PNG, BMP, WebP, TIFF (others: nullopt).
 std::optional<ImageHeader> peek_image_header(std::string_view bytes);
+// Reads only the start of a file (more only for JPEGs with huge metadata); nullopt when the
+// file cannot be opened or its header is not understood.
+std::optional<ImageHeader> read_image_header(const std::filesystem::path& path);
 
 // Problems that make a file unusable, or "" when fine: empty file, unknown format, pixel limit,
 // truncated JPEG/PNG.
 std::string image_bytes_problem(std::string_view bytes, const ImageLimits& limits = {});
+// The same for a file (missing, a directory, too big, or any problem above); "" when fine.
+std::string image_file_problem(const std::filesystem::path& path, const ImageLimits& limits = {});
 
 // Decodes to 8-bit BGR. Throws InputError naming `where` on any problem above or a failed decode.
-cv::Mat decode_image(std::string_view bytes, const std::string& where, const ImageLimits& limits = {});
+cv::Mat decode_image(std::string_view bytes, const std::string& where,
+                     const ImageLimits& limits = {});
 cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits = {});
 
 // Encodes (".jpg", ".png") and writes atomically; works with non-ASCII paths.

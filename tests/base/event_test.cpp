@@ -11,7 +11,9 @@ using namespace crucible;
 
 namespace {
 std::filesystem::path temp_dir(const std::string& name) {
-    auto d = std::filesystem::temp_directory_path() / ("crucible_event_" + name + "_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+    auto d = std::filesystem::temp_directory_path() /
+             ("crucible_event_" + name + "_" +
+              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
     std::filesystem::remove_all(d);
     std::filesystem::create_directories(d);
     return d;
@@ -73,7 +75,8 @@ TEST(Event, WriterAssignsGapFreeSeqAndContinuesAfterReopen) {
 
 TEST(Event, RollbackDropsSupersededPoints) {
     std::vector<Event> ev;
-    for (int s = 1; s <= 5; ++s) ev.push_back(make_metric(0, s * 10, {{"loss", s}}));
+    for (int s = 1; s <= 5; ++s)
+        ev.push_back(make_metric(0, s * 10, {{"loss", s}}));
     ev.push_back(make_rollback(20));
     ev.push_back(make_metric(0, 30, {{"loss", 33}}));
     auto kept = drop_superseded(ev);

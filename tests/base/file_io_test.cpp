@@ -9,7 +9,8 @@ using namespace crucible;
 
 TEST(Sha256, KnownVectors) {
     EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(sha256_hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     EXPECT_TRUE(constant_time_equal("abc", "abc"));
     EXPECT_FALSE(constant_time_equal("abc", "abd"));
     EXPECT_FALSE(constant_time_equal("abc", "ab"));
@@ -20,9 +21,9 @@ TEST(Utf8, Validation) {
     EXPECT_TRUE(is_valid_utf8("plain"));
     EXPECT_TRUE(is_valid_utf8("数据集/图片.jpg"));
     EXPECT_FALSE(is_valid_utf8("\xff\xfe"));
-    EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong '/'
-    EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
-    EXPECT_FALSE(is_valid_utf8("abc\xe6\x95"));       // truncated
+    EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));      // overlong '/'
+    EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // surrogate
+    EXPECT_FALSE(is_valid_utf8("abc\xe6\x95"));   // truncated
     EXPECT_THROW(path_from_utf8("\xff"), InputError);
 }
 
@@ -37,7 +38,8 @@ TEST(FileIo, AtomicWriteAndChineseNames) {
     EXPECT_EQ(path_to_utf8(file.filename()), "权重.bin");
     // No temp files left behind.
     int n = 0;
-    for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++n;
+    for (auto& e : std::filesystem::directory_iterator(dir))
+        (void)e, ++n;
     EXPECT_EQ(n, 1);
     EXPECT_THROW(read_file_bytes(dir), InputError);  // a directory is not a file
     EXPECT_THROW(read_file_bytes_limited(file, 3), InputError);

@@ -9,9 +9,21 @@ using namespace crucible;
 namespace {
 OptionSchema sample_schema() {
     OptionSchema s("detect.yolo", "YOLO detection");
-    s.add({.name = "epochs", .type = OptionType::Integer, .default_value = 100, .min = 1, .max = 100000, .help = "epochs"});
-    s.add({.name = "lr0", .type = OptionType::Number, .default_value = 0.01, .min = 0.0, .help = "initial LR"});
-    s.add({.name = "optimizer", .type = OptionType::Choice, .default_value = "auto", .choices = {"auto", "SGD", "AdamW"}});
+    s.add({.name = "epochs",
+           .type = OptionType::Integer,
+           .default_value = 100,
+           .min = 1,
+           .max = 100000,
+           .help = "epochs"});
+    s.add({.name = "lr0",
+           .type = OptionType::Number,
+           .default_value = 0.01,
+           .min = 0.0,
+           .help = "initial LR"});
+    s.add({.name = "optimizer",
+           .type = OptionType::Choice,
+           .default_value = "auto",
+           .choices = {"auto", "SGD", "AdamW"}});
     s.add({.name = "cos_lr", .type = OptionType::Boolean, .default_value = false});
     s.add({.name = "data", .type = OptionType::Path, .help = "data.yaml", .required = true});
     return s;

@@ -19,7 +19,9 @@ const std::map<std::string, std::set<std::string>> kAllowedOwn = {
     {"ui", {"core/base", "core/data", "core/store", "core/net", "ui"}},
 };
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+    return s.rfind(p, 0) == 0;
+}
 
 std::string layer_of(const std::string& rel) {
     for (const auto& [layer, _] : kAllowedOwn)
@@ -72,20 +74,23 @@ std::vector<Violation> check_tree(const std::filesystem::path& root) {
                 auto add = [&](const std::string& rule) { out.push_back({rel, n, inc, rule}); };
                 if (is_torch_header(inc) && !torch_allowed(layer))
                     add("LibTorch only in core/engine, plugins/, app/worker and app/cli");
-                if (is_qt_header(inc) && (starts_with(rel, "core/") || starts_with(rel, "plugins/")))
+                if (is_qt_header(inc) &&
+                    (starts_with(rel, "core/") || starts_with(rel, "plugins/")))
                     add("no Qt under core/ or plugins/");
-                if (layer == "core/base" && (starts_with(inc, "opencv2/") || starts_with(inc, "yaml-cpp/") ||
-                                             inc == "sqlite3.h" || inc == "httplib.h"))
+                if (layer == "core/base" &&
+                    (starts_with(inc, "opencv2/") || starts_with(inc, "yaml-cpp/") ||
+                     inc == "sqlite3.h" || inc == "httplib.h"))
                     add("core/base uses only std, spdlog, nlohmann-json, OpenSSL, CLI11");
                 if ((layer == "app/studio" || layer == "app/agent") && is_torch_header(inc))
                     add("studio and agent never use LibTorch");
                 // Our own folders.
-                bool own = starts_with(inc, "core/") || starts_with(inc, "plugins/") || starts_with(inc, "ui/") ||
-                           starts_with(inc, "app/");
+                bool own = starts_with(inc, "core/") || starts_with(inc, "plugins/") ||
+                           starts_with(inc, "ui/") || starts_with(inc, "app/");
                 if (!own || layer.empty()) continue;
                 std::string target_layer = layer_of(inc);
                 if (auto it = kAllowedOwn.find(layer); it != kAllowedOwn.end()) {
-                    if (!it->second.count(target_layer)) add(layer + " may not include " + target_layer);
+                    if (!it->second.count(target_layer))
+                        add(layer + " may not include " + target_layer);
                 } else if (starts_with(layer, "plugins/")) {
                     bool ok = target_layer == layer || target_layer == "core/engine" ||
                               target_layer == "core/data" || target_layer == "core/base";

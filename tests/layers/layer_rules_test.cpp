@@ -18,7 +18,8 @@ void write(const std::filesystem::path& p, const std::string& text) {
 TEST(LayerRules, RealTreeHasNoViolations) {
     auto violations = check_tree(CRUCIBLE_SOURCE_DIR);
     for (const auto& v : violations)
-        ADD_FAILURE() << v.file << ":" << v.line << ": #include " << v.include << " breaks: " << v.rule;
+        ADD_FAILURE() << v.file << ":" << v.line << ": #include " << v.include
+                      << " breaks: " << v.rule;
     EXPECT_TRUE(violations.empty());
 }
 
@@ -28,12 +29,15 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     write(root / "core/base/bad.cpp", "#include <QString>\n#include <opencv2/core.hpp>\n");
     write(root / "ui/bad.cpp", "#include <torch/torch.h>\n#include \"core/engine/device.h\"\n");
     write(root / "core/data/bad.h", "  #  include \"core/store/project.h\"\n");
-    write(root / "plugins/detect/bad.cpp", "#include \"plugins/llm_lora/x.h\"\n#include <QWidget>\n");
+    write(root / "plugins/detect/bad.cpp",
+          "#include \"plugins/llm_lora/x.h\"\n#include <QWidget>\n");
     write(root / "app/agent/main.cpp", "#include <ATen/ATen.h>\n");
-    write(root / "core/engine/good.cpp", "#include <torch/torch.h>\n#include \"core/data/image_io.h\"\n");
+    write(root / "core/engine/good.cpp",
+          "#include <torch/torch.h>\n#include \"core/data/image_io.h\"\n");
     auto v = check_tree(root);
     std::set<std::string> files;
-    for (auto& x : v) files.insert(x.file + " " + x.include);
+    for (auto& x : v)
+        files.insert(x.file + " " + x.include);
     EXPECT_TRUE(files.count("core/base/bad.cpp QString"));
     EXPECT_TRUE(files.count("core/base/bad.cpp opencv2/core.hpp"));
     EXPECT_TRUE(files.count("ui/bad.cpp torch/torch.h"));
@@ -42,6 +46,7 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     EXPECT_TRUE(files.count("plugins/detect/bad.cpp plugins/llm_lora/x.h"));
     EXPECT_TRUE(files.count("plugins/detect/bad.cpp QWidget"));
     EXPECT_TRUE(files.count("app/agent/main.cpp ATen/ATen.h"));
-    for (auto& x : v) EXPECT_NE(x.file, "core/engine/good.cpp");
+    for (auto& x : v)
+        EXPECT_NE(x.file, "core/engine/good.cpp");
     std::filesystem::remove_all(root);
 }

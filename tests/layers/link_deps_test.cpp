@@ -13,7 +13,8 @@ std::string ldd(const std::filesystem::path& exe) {
     std::string out;
     if (FILE* p = popen(cmd.c_str(), "r")) {
         char buf[4096];
-        while (std::fgets(buf, sizeof buf, p)) out += buf;
+        while (std::fgets(buf, sizeof buf, p))
+            out += buf;
         pclose(p);
     }
     return out;
@@ -21,7 +22,9 @@ std::string ldd(const std::filesystem::path& exe) {
 bool mentions_torch(const std::string& deps) {
     return deps.find("libtorch") != std::string::npos || deps.find("libc10") != std::string::npos;
 }
-std::filesystem::path exe(const char* name) { return std::filesystem::path(CRUCIBLE_BINARY_DIR) / "app" / name; }
+std::filesystem::path exe(const char* name) {
+    return std::filesystem::path(CRUCIBLE_BINARY_DIR) / "app" / name;
+}
 }  // namespace
 
 TEST(LinkDeps, WorkerLinksLibTorchSoTheCheckCanSeeIt) {

@@ -1,0 +1,113 @@
+// The owner-only file SecretStore: a JSON map key -> secret, rewritten atomically. On POSIX the
+// file is created 0600 in a 0700 folder and refused when group or others can read it.
+#include <cstdlib>
+#include <mutex>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/secret_store.h"
+
+#ifndef _WIN32
+#include <sys/stat.h>
+#endif
+
+namespace crucible {
+namespace {
+
+class FileSecretStore final : public SecretStore {
+  public:
+    explicit FileSecretStore(std::filesystem::path path) : path_(std::move(path)) {}
+
+    void put(const std::string& key, const std::string& secret) override {
+        std::lock_guard lock(mutex_);
+        Json all = load();
+        all[key] = secret;
+        save(all);
+    }
+
+    std::optional<std::string> get(const std::string& key) const override {
+        std::lock_guard lock(mutex_);
+        Json all = load();
+        auto it = all.find(key);
+        if (it == all.end() || !it->is_string()) return std::nullopt;
+        return it->get<std::string>();
+    }
+
+    bool remove(const std::string& key) override {
+        std::lock_guard lock(mutex_);
+        Json all = load();
+        if (!all.contains(key)) return false;
+        all.erase(key);
+        save(all);
+        return true;
+    }
+
+  private:
+    Json load() const {
+        std::error_code ec;
+        if (!std::filesystem::exists(path_, ec)) return Json::object();
+#ifndef _WIN32
+        struct stat st {};
+        if (::stat(path_.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+            throw Error(path_to_utf8(path_) +
+                        ": secret file is readable by other users; run chmod 600 on it");
+#endif
+        Json j = read_json_file(path_);
+        if (!j.is_object())
+            throw InputError(path_to_utf8(path_), "secret file is not a JSON object");
+        return j;
+    }
+
+    void save(const Json& all) const {
+        auto folder = path_.parent_path();
+        std::filesystem::create_directories(folder);
+#ifndef _WIN32
+        ::chmod(folder.c_str(), 0700);
+        // Create the temp file's permissions restrictively: umask covers the atomic writer's file.
+        mode_t old = ::umask(077);
+        try {
+            write_file_atomically(path_, all.dump(2));
+        } catch (...) {
+            ::umask(old);
+            throw;
+        }
+        ::umask(old);
+        ::chmod(path_.c_str(), 0600);
+#else
+        write_file_atomically(path_, all.dump(2));
+#endif
+    }
+
+    std::filesystem::path path_;
+    mutable std::mutex mutex_;
+};
+
+}  // namespace
+
+std::unique_ptr<SecretStore> SecretStore::open_file(const std::filesystem::path& path) {
+    return std::make_unique<FileSecretStore>(path);
+}
+
+std::filesystem::path user_config_dir() {
+    if (const char* over = std::getenv("CRUCIBLE_CONFIG_DIR"); over && *over)
+        return path_from_utf8(over);
+#ifdef _WIN32
+    if (const wchar_t* appdata = _wgetenv(L"APPDATA"))
+        return std::filesystem::path(appdata) / "Crucible";
+#else
+    if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+        return std::filesystem::path(xdg) / "crucible";
+    if (const char* home = std::getenv("HOME"); home && *home)
+        return std::filesystem::path(home) / ".config" / "crucible";
+#endif
+    return std::filesystem::current_path() / ".crucible-config";
+}
+
+#ifndef _WIN32
+std::unique_ptr<SecretStore> SecretStore::open_default() {
+    return open_file(user_config_dir() / "secrets.json");
+}
+#endif
+
+}  // namespace crucible
