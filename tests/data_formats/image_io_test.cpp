@@ -1,0 +1,153 @@
+#include "core/data/image_io.h"
+
+#include <gtest/gtest.h>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "tests/data_formats/test_util.h"
+
+namespace crucible::data {
+namespace {
+
+using test::encoded;
+using test::TempDir;
+
+std::string be32(std::uint32_t v) {
+    return {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+}
+
+// A PNG whose IHDR claims width x height, followed by a tiny IDAT and IEND (CRCs are not
+// checked by the header peek; OpenCV must never be asked to decode it).
+std::string fake_png(std::uint32_t width, std::uint32_t height) {
+    std::string b("\x89PNG\r\n\x1a\n", 8);
+    b += be32(13) + "IHDR" + be32(width) + be32(height) + std::string("\x08\x02\x00\x00\x00", 5) +
+         be32(0);
+    b += be32(2) + "IDAT" + std::string("\x78\x9c", 2) + be32(0);
+    b += be32(0) + "IEND" + be32(0xAE426082);
+    return b;
+}
+
+TEST(ImageIo, PeeksJpegPngBmpSizes) {
+    for (const std::string ext : {".jpg", ".png", ".bmp"}) {
+        const auto bytes = encoded(ext, 37, 23);
+        const auto header = peek_image_header(bytes);
+        ASSERT_TRUE(header) << ext;
+        EXPECT_EQ(header->width, 37) << ext;
+        EXPECT_EQ(header->height, 23) << ext;
+        EXPECT_EQ(image_bytes_problem(bytes), "") << ext;
+        const cv::Mat image = decode_image(bytes, "x" + ext);
+        EXPECT_EQ(image.cols, 37);
+        EXPECT_EQ(image.rows, 23);
+        EXPECT_EQ(image.type(), CV_8UC3);
+    }
+    EXPECT_EQ(peek_image_header(encoded(".jpg", 37, 23))->format, "jpeg");
+    EXPECT_EQ(peek_image_header(encoded(".png", 37, 23))->format, "png");
+    EXPECT_EQ(peek_image_header(encoded(".bmp", 37, 23))->format, "bmp");
+    EXPECT_FALSE(peek_image_header("GIF89a......"));
+    EXPECT_FALSE(peek_image_header(""));
+}
+
+TEST(ImageIo, RejectsHugePngBeforeDecoding) {
+    const auto bytes = fake_png(30000, 30000);
+    const auto header = peek_image_header(bytes);
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header->width, 30000);
+    const auto problem = image_bytes_problem(bytes);
+    EXPECT_NE(problem.find("30000x30000"), std::string::npos) << problem;
+    EXPECT_NE(problem.find("over the limit"), std::string::npos) << problem;
+    try {
+        decode_image(bytes, "big.png");
+        FAIL() << "no error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.where(), "big.png");
+    }
+    // A smaller limit rejects a real image too; a larger one lets it through.
+    const auto real = encoded(".png", 64, 64);
+    EXPECT_NE(image_bytes_problem(real, {.max_pixels = 64 * 64 - 1}), "");
+    EXPECT_EQ(image_bytes_problem(real, {.max_pixels = 64 * 64}), "");
+}
+
+TEST(ImageIo, DetectsTruncatedJpegAndPng) {
+    const auto jpeg = encoded(".jpg", 120, 80);
+    ASSERT_EQ(image_bytes_problem(jpeg), "");
+    // OpenCV decodes these silently; the checks must not.
+    for (std::size_t keep : {jpeg.size() - 2, jpeg.size() * 3 / 4, jpeg.size() / 2}) {
+        const auto problem = image_bytes_problem(jpeg.substr(0, keep));
+        EXPECT_NE(problem.find("truncated JPEG"), std::string::npos) << keep << ": " << problem;
+    }
+    EXPECT_NE(image_bytes_problem(jpeg.substr(0, 40)), "");
+    // Trailing bytes after the end-of-image marker are tolerated.
+    EXPECT_EQ(image_bytes_problem(jpeg + std::string(100, '\0')), "");
+
+    const auto png = encoded(".png", 120, 80);
+    ASSERT_EQ(image_bytes_problem(png), "");
+    for (std::size_t keep : {png.size() - 1, png.size() - 12, png.size() / 2, std::size_t{30}}) {
+        const auto problem = image_bytes_problem(png.substr(0, keep));
+        EXPECT_NE(problem.find("truncated PNG"), std::string::npos) << keep << ": " << problem;
+    }
+    EXPECT_NE(image_bytes_problem(png.substr(0, 16)).find("PNG"), std::string::npos);
+}
+
+TEST(ImageIo, RejectsEmptyAndUnknownBytes) {
+    EXPECT_NE(image_bytes_problem("").find("empty"), std::string::npos);
+    EXPECT_NE(image_bytes_problem("hello world, not an image").find("unknown"), std::string::npos);
+    EXPECT_THROW(decode_image("", "a.jpg"), InputError);
+    EXPECT_THROW(decode_image("\xFF\xD8\xFF", "a.jpg"), InputError);
+    // Header fine, data garbage: decode fails cleanly.
+    EXPECT_THROW(decode_image(fake_png(8, 8), "a.png"), InputError);
+}
+
+TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
+    const auto jpeg = encoded(".jpg", 60, 20);
+    // APP1 "Exif" with a little-endian TIFF block: one IFD entry, orientation = 6 (90 degrees).
+    std::string tiff("II*\0\x08\0\0\0", 8);
+    tiff += std::string("\x01\x00", 2) +
+            std::string("\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00\x00\x00", 12) +
+            std::string(4, '\0');
+    const std::string payload = std::string("Exif\0\0", 6) + tiff;
+    const std::size_t length = payload.size() + 2;
+    const std::string app1 =
+        std::string("\xFF\xE1", 2) + char(length >> 8) + char(length & 0xFF) + payload;
+    const std::string rotated = jpeg.substr(0, 2) + app1 + jpeg.substr(2);
+    const auto header = peek_image_header(rotated);
+    ASSERT_TRUE(header);
+    const cv::Mat image = decode_image(rotated, "r.jpg");
+    EXPECT_EQ(header->width, image.cols);
+    EXPECT_EQ(header->height, image.rows);
+    EXPECT_EQ(header->width, 20);
+}
+
+TEST(ImageIo, WritesAndReadsNonAsciiPaths) {
+    TempDir dir;
+    const auto path = dir / "图像/测试 ü.png";
+    write_image(path, test::make_image(33, 17));
+    const cv::Mat image = read_image(path);
+    EXPECT_EQ(image.cols, 33);
+    EXPECT_EQ(image.rows, 17);
+    const auto header = read_image_header(path);
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header->height, 17);
+    EXPECT_EQ(image_file_problem(path), "");
+    const auto jpg = dir / "图像/b.JPG";
+    write_image(jpg, test::make_image(33, 17), 80);
+    EXPECT_EQ(peek_image_header(read_file_bytes(jpg))->format, "jpeg");
+}
+
+TEST(ImageIo, FileProblems) {
+    TempDir dir;
+    EXPECT_NE(image_file_problem(dir / "missing.jpg").find("missing"), std::string::npos);
+    std::filesystem::create_directories(dir / "folder.jpg");
+    EXPECT_NE(image_file_problem(dir / "folder.jpg").find("directory"), std::string::npos);
+    test::write_bytes(dir / "empty.jpg", "");
+    EXPECT_NE(image_file_problem(dir / "empty.jpg").find("empty"), std::string::npos);
+    EXPECT_THROW(read_image(dir / "empty.jpg"), InputError);
+    EXPECT_THROW(read_image(dir / "missing.jpg"), InputError);
+    test::write_bytes(dir / "big.png", fake_png(30000, 30000));
+    EXPECT_NE(image_file_problem(dir / "big.png").find("over the limit"), std::string::npos);
+    EXPECT_NE(image_file_problem(dir / "big.png", {.max_pixels = 1ull << 40, .max_file_bytes = 10})
+                  .find("bytes"),
+              std::string::npos);
+}
+
+}  // namespace
+}  // namespace crucible::data

@@ -1,0 +1,53 @@
+#include "tests/data_formats/test_util.h"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <fstream>
+#include <vector>
+
+#include "core/base/file_io.h"
+#include "core/base/sha256.h"
+
+namespace crucible::data::test {
+
+TempDir::TempDir() {
+    path_ = std::filesystem::temp_directory_path() / ("crucible-dfmt-" + random_hex(6));
+    std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+std::filesystem::path TempDir::operator/(std::string_view utf8) const {
+    return path_ / path_from_utf8(utf8);
+}
+
+cv::Mat make_image(int width, int height, int seed) {
+    cv::Mat image(height, width, CV_8UC3, cv::Scalar(40 + seed % 50, 90, 160));
+    cv::rectangle(image, cv::Point(width / 5, height / 4), cv::Point(width / 2, height / 2),
+                  cv::Scalar(200, 30 + seed % 200, 10), -1);
+    cv::circle(image, cv::Point(width * 2 / 3, height * 2 / 3), std::max(2, width / 8),
+               cv::Scalar(10, 220, 90), -1);
+    return image;
+}
+
+std::string encoded(const std::string& ext, int width, int height, int seed) {
+    std::vector<unsigned char> buffer;
+    cv::imencode(ext, make_image(width, height, seed), buffer);
+    return std::string(buffer.begin(), buffer.end());
+}
+
+void write_bytes(const std::filesystem::path& path, std::string_view bytes) {
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+std::string read_text(const std::filesystem::path& path) {
+    return read_file_bytes(path);
+}
+
+}  // namespace crucible::data::test

@@ -1,0 +1,33 @@
+#pragma once
+// Shared helpers of the data_formats tests: a temporary folder per test and small images made
+// with OpenCV.
+#include <opencv2/core.hpp>
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace crucible::data::test {
+
+// A fresh folder under the system temp dir, removed when the object dies.
+class TempDir {
+  public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(std::string_view utf8) const;
+
+  private:
+    std::filesystem::path path_;
+};
+
+// An image with some structure (so JPEG has real scan data).
+cv::Mat make_image(int width, int height, int seed = 0);
+// Encoded bytes of make_image (".jpg", ".png", ".bmp").
+std::string encoded(const std::string& ext, int width, int height, int seed = 0);
+void write_bytes(const std::filesystem::path& path, std::string_view bytes);
+std::string read_text(const std::filesystem::path& path);
+
+}  // namespace crucible::data::test
