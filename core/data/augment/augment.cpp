@@ -1,0 +1,331 @@
+#include "core/data/augment/augment.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/base/error.h"
+
+namespace crucible::data {
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+void check_range(const char* name, double v, double lo, double hi) {
+    if (!std::isfinite(v) || v < lo || v > hi)
+        throw InputError(name, "must be between " + std::to_string(lo) + " and " +
+                                   std::to_string(hi) + ", got " + std::to_string(v));
+}
+
+}  // namespace
+
+void validate_augment_options(const AugmentOptions& o) {
+    if (o.imgsz < 32 || o.imgsz > 8192 || o.imgsz % 2 != 0)
+        throw InputError("imgsz", "must be an even number between 32 and 8192");
+    check_range("mosaic", o.mosaic, 0, 1);
+    check_range("degrees", o.degrees, 0, 180);
+    check_range("translate", o.translate, 0, 0.9);
+    check_range("scale", o.scale, 0, 0.95);
+    check_range("shear", o.shear, 0, 89);
+    check_range("perspective", o.perspective, 0, 0.01);
+    check_range("hsv_h", o.hsv_h, 0, 1);
+    check_range("hsv_s", o.hsv_s, 0, 1);
+    check_range("hsv_v", o.hsv_v, 0, 1);
+    check_range("fliplr", o.fliplr, 0, 1);
+    check_range("flipud", o.flipud, 0, 1);
+    if (o.close_mosaic < 0) throw InputError("close_mosaic", "must not be negative");
+    check_range("pad_value", o.pad_value, 0, 255);
+}
+
+bool mosaic_active(const AugmentOptions& options, int epoch, int epochs) {
+    if (options.mosaic <= 0) return false;
+    return epoch < epochs - options.close_mosaic;
+}
+
+std::vector<PixelBox> to_pixel_boxes(const std::vector<Box>& boxes, int width, int height) {
+    std::vector<PixelBox> out;
+    out.reserve(boxes.size());
+    for (const auto& b : boxes) {
+        PixelBox p;
+        p.cls = b.cls;
+        p.x1 = static_cast<float>((b.cx - b.w / 2) * width);
+        p.x2 = static_cast<float>((b.cx + b.w / 2) * width);
+        p.y1 = static_cast<float>((b.cy - b.h / 2) * height);
+        p.y2 = static_cast<float>((b.cy + b.h / 2) * height);
+        out.push_back(p);
+    }
+    return out;
+}
+
+std::vector<Box> to_normalized_boxes(const std::vector<PixelBox>& boxes, int width, int height) {
+    std::vector<Box> out;
+    out.reserve(boxes.size());
+    for (const auto& p : boxes) {
+        Box b;
+        b.cls = p.cls;
+        b.cx = (static_cast<double>(p.x1) + p.x2) / 2 / width;
+        b.cy = (static_cast<double>(p.y1) + p.y2) / 2 / height;
+        b.w = (static_cast<double>(p.x2) - p.x1) / width;
+        b.h = (static_cast<double>(p.y2) - p.y1) / height;
+        out.push_back(b);
+    }
+    return out;
+}
+
+LabeledImage resize_long_side(const cv::Mat& image, const std::vector<Box>& boxes, int imgsz) {
+    LabeledImage out;
+    const int longest = std::max(image.cols, image.rows);
+    if (longest == imgsz || longest == 0) {
+        out.image = image;
+    } else {
+        const double r = static_cast<double>(imgsz) / longest;
+        const int w = std::max(1, static_cast<int>(std::lround(image.cols * r)));
+        const int h = std::max(1, static_cast<int>(std::lround(image.rows * r)));
+        cv::resize(image, out.image, cv::Size(w, h), 0, 0,
+                   r < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+    }
+    out.boxes = to_pixel_boxes(boxes, out.image.cols, out.image.rows);
+    return out;
+}
+
+LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_value, bool scaleup,
+                       LetterboxInfo* info) {
+    LabeledImage out;
+    const int w = in.image.cols, h = in.image.rows;
+    double r = std::min(static_cast<double>(width) / std::max(1, w),
+                        static_cast<double>(height) / std::max(1, h));
+    if (!scaleup) r = std::min(r, 1.0);
+    const int nw = std::clamp(static_cast<int>(std::lround(w * r)), 1, width);
+    const int nh = std::clamp(static_cast<int>(std::lround(h * r)), 1, height);
+    const int left = (width - nw) / 2, top = (height - nh) / 2;
+    out.image.create(height, width, CV_8UC3);
+    if (nw != width || nh != height) out.image.setTo(cv::Scalar::all(pad_value));
+    cv::Mat dst = out.image(cv::Rect(left, top, nw, nh));
+    if (nw == w && nh == h)
+        in.image.copyTo(dst);
+    else
+        cv::resize(in.image, dst, cv::Size(nw, nh), 0, 0, cv::INTER_LINEAR);
+    const double sx = static_cast<double>(nw) / std::max(1, w);
+    const double sy = static_cast<double>(nh) / std::max(1, h);
+    out.boxes.reserve(in.boxes.size());
+    for (PixelBox b : in.boxes) {
+        b.x1 = static_cast<float>(b.x1 * sx + left);
+        b.x2 = static_cast<float>(b.x2 * sx + left);
+        b.y1 = static_cast<float>(b.y1 * sy + top);
+        b.y2 = static_cast<float>(b.y2 * sy + top);
+        out.boxes.push_back(b);
+    }
+    if (info) {
+        info->scale = r;
+        info->pad_left = left;
+        info->pad_top = top;
+        info->width = width;
+        info->height = height;
+    }
+    return out;
+}
+
+LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng) {
+    const int s = imgsz, S = 2 * imgsz;
+    const int xc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
+    const int yc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
+    LabeledImage out;
+    out.image.create(S, S, CV_8UC3);
+    out.image.setTo(cv::Scalar::all(pad_value));
+    for (int i = 0; i < 4; ++i) {
+        const LabeledImage* im = images[i];
+        if (!im || im->image.empty()) continue;
+        const int w = im->image.cols, h = im->image.rows;
+        int x1a, y1a, x2a, y2a, x1b, y1b;
+        if (i == 0) {
+            x1a = std::max(xc - w, 0), y1a = std::max(yc - h, 0), x2a = xc, y2a = yc;
+            x1b = w - (x2a - x1a), y1b = h - (y2a - y1a);
+        } else if (i == 1) {
+            x1a = xc, y1a = std::max(yc - h, 0), x2a = std::min(xc + w, S), y2a = yc;
+            x1b = 0, y1b = h - (y2a - y1a);
+        } else if (i == 2) {
+            x1a = std::max(xc - w, 0), y1a = yc, x2a = xc, y2a = std::min(S, yc + h);
+            x1b = w - (x2a - x1a), y1b = 0;
+        } else {
+            x1a = xc, y1a = yc, x2a = std::min(xc + w, S), y2a = std::min(S, yc + h);
+            x1b = 0, y1b = 0;
+        }
+        const int cw = x2a - x1a, ch = y2a - y1a;
+        if (cw <= 0 || ch <= 0) continue;
+        im->image(cv::Rect(x1b, y1b, cw, ch)).copyTo(out.image(cv::Rect(x1a, y1a, cw, ch)));
+        const float padw = static_cast<float>(x1a - x1b), padh = static_cast<float>(y1a - y1b);
+        for (PixelBox b : im->boxes) {
+            // Shift, then clip to the placed region (the crop only happens at canvas edges).
+            b.x1 = std::clamp(b.x1 + padw, static_cast<float>(x1a), static_cast<float>(x2a));
+            b.x2 = std::clamp(b.x2 + padw, static_cast<float>(x1a), static_cast<float>(x2a));
+            b.y1 = std::clamp(b.y1 + padh, static_cast<float>(y1a), static_cast<float>(y2a));
+            b.y2 = std::clamp(b.y2 + padh, static_cast<float>(y1a), static_cast<float>(y2a));
+            if (b.x2 > b.x1 && b.y2 > b.y1) out.boxes.push_back(b);
+        }
+    }
+    return out;
+}
+
+cv::Matx33d random_affine_matrix(const AugmentOptions& o, int in_w, int in_h, int out_w, int out_h,
+                                 Rng& rng, double* scale_drawn) {
+    cv::Matx33d C = cv::Matx33d::eye();
+    C(0, 2) = -in_w / 2.0;
+    C(1, 2) = -in_h / 2.0;
+    cv::Matx33d P = cv::Matx33d::eye();
+    P(2, 0) = rng.uniform(-o.perspective, o.perspective);
+    P(2, 1) = rng.uniform(-o.perspective, o.perspective);
+    const double angle = rng.uniform(-o.degrees, o.degrees) * kPi / 180;
+    const double s = rng.uniform(1 - o.scale, 1 + o.scale);
+    // Rotation by `angle` (counter-clockwise on screen, as cv::getRotationMatrix2D) and scale.
+    cv::Matx33d R = cv::Matx33d::eye();
+    R(0, 0) = s * std::cos(angle);
+    R(0, 1) = s * std::sin(angle);
+    R(1, 0) = -s * std::sin(angle);
+    R(1, 1) = s * std::cos(angle);
+    cv::Matx33d Sh = cv::Matx33d::eye();
+    Sh(0, 1) = std::tan(rng.uniform(-o.shear, o.shear) * kPi / 180);
+    Sh(1, 0) = std::tan(rng.uniform(-o.shear, o.shear) * kPi / 180);
+    cv::Matx33d T = cv::Matx33d::eye();
+    T(0, 2) = rng.uniform(0.5 - o.translate, 0.5 + o.translate) * out_w;
+    T(1, 2) = rng.uniform(0.5 - o.translate, 0.5 + o.translate) * out_h;
+    if (scale_drawn) *scale_drawn = s;
+    return T * Sh * R * P * C;
+}
+
+std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const cv::Matx33d& M,
+                                      int out_w, int out_h, double scale, const AugmentOptions& o) {
+    std::vector<PixelBox> out;
+    out.reserve(boxes.size());
+    const bool projective = M(2, 0) != 0 || M(2, 1) != 0 || M(2, 2) != 1;
+    for (const auto& b : boxes) {
+        const double xs[4] = {b.x1, b.x2, b.x2, b.x1};
+        const double ys[4] = {b.y1, b.y1, b.y2, b.y2};
+        double x1 = 1e300, y1 = 1e300, x2 = -1e300, y2 = -1e300;
+        for (int k = 0; k < 4; ++k) {
+            double x = M(0, 0) * xs[k] + M(0, 1) * ys[k] + M(0, 2);
+            double y = M(1, 0) * xs[k] + M(1, 1) * ys[k] + M(1, 2);
+            if (projective) {
+                const double z = M(2, 0) * xs[k] + M(2, 1) * ys[k] + M(2, 2);
+                x /= z;
+                y /= z;
+            }
+            x1 = std::min(x1, x), x2 = std::max(x2, x);
+            y1 = std::min(y1, y), y2 = std::max(y2, y);
+        }
+        x1 = std::clamp(x1, 0.0, static_cast<double>(out_w));
+        x2 = std::clamp(x2, 0.0, static_cast<double>(out_w));
+        y1 = std::clamp(y1, 0.0, static_cast<double>(out_h));
+        y2 = std::clamp(y2, 0.0, static_cast<double>(out_h));
+        const double w1 = static_cast<double>(b.x2) - b.x1, h1 = static_cast<double>(b.y2) - b.y1;
+        const double w2 = x2 - x1, h2 = y2 - y1;
+        const double eps = 1e-16;
+        const double ar = std::max(w2 / (h2 + eps), h2 / (w2 + eps));
+        const bool keep = w2 > o.min_wh && h2 > o.min_wh &&
+                          w2 * h2 / (w1 * h1 * scale * scale + eps) > o.min_area_ratio &&
+                          ar < o.max_aspect;
+        if (!keep) continue;
+        PixelBox p;
+        p.cls = b.cls;
+        p.x1 = static_cast<float>(x1), p.y1 = static_cast<float>(y1);
+        p.x2 = static_cast<float>(x2), p.y2 = static_cast<float>(y2);
+        out.push_back(p);
+    }
+    return out;
+}
+
+LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_w, int out_h,
+                          double scale, const AugmentOptions& o) {
+    LabeledImage out;
+    const bool projective = M(2, 0) != 0 || M(2, 1) != 0 || M(2, 2) != 1;
+    const bool identity =
+        M == cv::Matx33d::eye() && in.image.cols == out_w && in.image.rows == out_h;
+    const cv::Scalar border = cv::Scalar::all(o.pad_value);
+    if (identity) {
+        out.image = in.image.clone();
+    } else if (projective) {
+        cv::warpPerspective(in.image, out.image, cv::Mat(M), cv::Size(out_w, out_h),
+                            cv::INTER_LINEAR, cv::BORDER_CONSTANT, border);
+    } else {
+        const cv::Matx23d A(M(0, 0), M(0, 1), M(0, 2), M(1, 0), M(1, 1), M(1, 2));
+        cv::warpAffine(in.image, out.image, cv::Mat(A), cv::Size(out_w, out_h), cv::INTER_LINEAR,
+                       cv::BORDER_CONSTANT, border);
+    }
+    out.boxes = transform_boxes(in.boxes, M, out_w, out_h, scale, o);
+    return out;
+}
+
+void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng) {
+    const double r0 = rng.uniform(-1, 1) * hgain + 1;
+    const double r1 = rng.uniform(-1, 1) * sgain + 1;
+    const double r2 = rng.uniform(-1, 1) * vgain + 1;
+    if (hgain == 0 && sgain == 0 && vgain == 0) return;
+    cv::Mat lut(1, 256, CV_8UC3);
+    auto* l = lut.ptr<cv::Vec3b>(0);
+    for (int x = 0; x < 256; ++x) {
+        const double h = std::fmod(x * r0, 180.0);
+        l[x][0] = static_cast<uchar>(h < 0 ? h + 180 : h);
+        l[x][1] = static_cast<uchar>(std::clamp(x * r1, 0.0, 255.0));
+        l[x][2] = static_cast<uchar>(std::clamp(x * r2, 0.0, 255.0));
+    }
+    cv::Mat hsv;
+    cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);
+    cv::LUT(hsv, lut, hsv);
+    cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);
+}
+
+void flip_horizontal(LabeledImage& img) {
+    cv::flip(img.image, img.image, 1);
+    const float w = static_cast<float>(img.image.cols);
+    for (auto& b : img.boxes) {
+        const float x1 = w - b.x2, x2 = w - b.x1;
+        b.x1 = x1, b.x2 = x2;
+    }
+}
+
+void flip_vertical(LabeledImage& img) {
+    cv::flip(img.image, img.image, 0);
+    const float h = static_cast<float>(img.image.rows);
+    for (auto& b : img.boxes) {
+        const float y1 = h - b.y2, y2 = h - b.y1;
+        b.y1 = y1, b.y2 = y2;
+    }
+}
+
+LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const SampleSource& load,
+                                  const AugmentOptions& o, bool use_mosaic, Rng& rng) {
+    const int s = o.imgsz;
+    LabeledImage out;
+    const bool mosaic = use_mosaic && rng.chance(o.mosaic);
+    if (mosaic) {
+        LabeledImage parts[4];
+        std::int64_t ids[4] = {index, 0, 0, 0};
+        for (int k = 1; k < 4; ++k)
+            ids[k] = rng.uniform_int(0, count - 1);
+        if (!load(ids[0], parts[0])) return {};
+        for (int k = 1; k < 4; ++k)
+            if (!load(ids[k], parts[k])) parts[k] = {};
+        const LabeledImage* ptrs[4] = {&parts[0], &parts[1], &parts[2], &parts[3]};
+        const LabeledImage canvas = mosaic4(ptrs, s, o.pad_value, rng);
+        double sc = 1;
+        const cv::Matx33d M = random_affine_matrix(o, 2 * s, 2 * s, s, s, rng, &sc);
+        out = apply_affine(canvas, M, s, s, sc, o);
+    } else {
+        LabeledImage one;
+        if (!load(index, one)) return {};
+        const LabeledImage boxed = letterbox(one, s, s, o.pad_value, /*scaleup=*/false);
+        double sc = 1;
+        const cv::Matx33d M = random_affine_matrix(o, s, s, s, s, rng, &sc);
+        out = apply_affine(boxed, M, s, s, sc, o);
+    }
+    augment_hsv(out.image, o.hsv_h, o.hsv_s, o.hsv_v, rng);
+    if (rng.chance(o.flipud)) flip_vertical(out);
+    if (rng.chance(o.fliplr)) flip_horizontal(out);
+    return out;
+}
+
+LabeledImage prepare_val_sample(const LabeledImage& resized, const AugmentOptions& o) {
+    return letterbox(resized, o.imgsz, o.imgsz, o.pad_value, /*scaleup=*/true);
+}
+
+}  // namespace crucible::data

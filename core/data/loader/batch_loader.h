@@ -1,0 +1,143 @@
+#pragma once
+// The training/validation batch loader: worker threads (not processes), a bounded prefetch
+// queue, and results that depend only on the seed — the sample order of an epoch comes from
+// (seed, epoch) and every augmentation from (seed, epoch, sample index), so 1 and N threads give
+// identical batches. Batches are one contiguous uint8 NCHW RGB buffer plus a box table; the
+// engine wraps the buffer in a tensor (no LibTorch here).
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/data/augment/augment.h"
+#include "core/data/detection_types.h"
+#include "core/data/image_io.h"
+
+namespace crucible::data {
+
+struct LoaderSample {
+    std::filesystem::path path;
+    std::vector<Box> boxes;  // normalized
+};
+
+// Samples of one split of a dataset (paths made absolute against the root); split "" = all.
+std::vector<LoaderSample> loader_samples(const DetectionDataset& dataset, const std::string& split);
+
+struct LoaderOptions {
+    int batch_size = 16;
+    int workers = 2;      // threads; 0 = produce on the consumer's thread when next() is called
+    int prefetch = 4;     // batches ready or in progress ahead of the consumer
+    bool augment = true;  // training transform (mosaic, affine, HSV, flips); else letterbox
+    bool shuffle = true;
+    bool drop_last = false;
+    bool cache = false;  // keep decoded, resized images in RAM
+    int epochs = 100;    // for close_mosaic
+    std::uint64_t seed = 0;
+    // OpenCV's own thread pool is switched off (cv::setNumThreads(0), process-wide) when workers
+    // start, so the loader's threads are the only parallelism and do not oversubscribe cores.
+    bool single_thread_opencv = true;
+    AugmentOptions augment_options;
+    ImageLimits limits;
+};
+
+// Where training stands in the data: epoch and number of samples of that epoch's order already
+// consumed. A batch reports the position after it; starting an epoch there resumes exactly.
+struct DataPosition {
+    int epoch = 0;
+    std::int64_t index = 0;
+    bool operator==(const DataPosition&) const = default;
+};
+
+struct Batch {
+    int size = 0;                      // images in this batch (bad samples are left out)
+    int imgsz = 0;                     // images are imgsz x imgsz
+    std::vector<std::uint8_t> pixels;  // size x 3 x imgsz x imgsz, RGB
+    // One row per box: image index in the batch, class, cx, cy, w, h (normalized).
+    std::vector<float> boxes;
+    std::vector<std::int64_t> sample_ids;  // dataset index of each image
+    DataPosition position;                 // position after this batch
+    std::int64_t box_count() const { return static_cast<std::int64_t>(boxes.size() / 6); }
+};
+
+struct BadSample {
+    std::int64_t sample = 0;
+    std::filesystem::path path;
+    std::string message;
+};
+
+struct LoaderStats {
+    std::int64_t batches = 0;
+    std::int64_t images = 0;
+    std::int64_t skipped = 0;     // samples left out of batches because their image was bad
+    std::int64_t bad_images = 0;  // distinct unreadable images seen (also mosaic partners)
+};
+
+class BatchLoader {
+  public:
+    // `on_bad` is called (from a worker thread, once per distinct bad image) with what was wrong.
+    BatchLoader(std::vector<LoaderSample> samples, LoaderOptions options,
+                std::function<void(const BadSample&)> on_bad = {});
+    ~BatchLoader();
+    BatchLoader(const BatchLoader&) = delete;
+    BatchLoader& operator=(const BatchLoader&) = delete;
+
+    // Starts producing the batches of position.epoch from position.index on. Cancels any epoch
+    // in progress.
+    void start_epoch(DataPosition position);
+    // Next batch in order, or nullopt at the end of the epoch.
+    std::optional<Batch> next();
+
+    // Sample order of an epoch (dataset indices), from (seed, epoch) only.
+    std::vector<std::int64_t> epoch_order(int epoch) const;
+    std::int64_t batches_in_epoch(std::int64_t from_index = 0) const;
+    std::int64_t sample_count() const { return static_cast<std::int64_t>(samples_.size()); }
+    LoaderStats stats() const;
+
+    // One sample as the loader makes it (for previews): imgsz x imgsz BGR and pixel boxes.
+    LabeledImage make_sample(int epoch, std::int64_t sample);
+
+  private:
+    bool load_resized(std::int64_t sample, LabeledImage& out);
+    Batch make_batch(int epoch, std::int64_t first, const std::vector<std::int64_t>& order,
+                     std::int64_t batch_index);
+    void worker_loop();
+    void stop_workers();
+
+    std::vector<LoaderSample> samples_;
+    LoaderOptions options_;
+    std::function<void(const BadSample&)> on_bad_;
+
+    // RAM cache (options_.cache): one slot per sample, filled once.
+    std::vector<LabeledImage> cache_;
+    std::vector<std::uint8_t> cache_state_;  // 0 empty, 1 good, 2 bad; guarded by cache_mutex_
+    std::mutex cache_mutex_;
+    std::vector<std::atomic<bool>> reported_;
+
+    std::atomic<std::int64_t> skipped_{0}, bad_images_{0}, batches_{0}, images_{0};
+
+    // Epoch state, guarded by mutex_.
+    std::mutex mutex_;
+    std::condition_variable work_cv_, ready_cv_;
+    bool stopping_ = false;
+    std::uint64_t generation_ = 0;  // bumps on every start_epoch; stale results are dropped
+    int epoch_ = 0;
+    std::int64_t first_index_ = 0;
+    std::shared_ptr<const std::vector<std::int64_t>> order_;
+    std::int64_t total_batches_ = 0;
+    std::int64_t next_to_take_ = 0;    // next batch index a worker will build
+    std::int64_t next_to_return_ = 0;  // next batch index next() returns
+    std::map<std::int64_t, Batch> ready_;
+    std::map<std::int64_t, std::exception_ptr> failed_;
+    std::vector<std::thread> threads_;
+};
+
+}  // namespace crucible::data

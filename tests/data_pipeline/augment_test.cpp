@@ -1,0 +1,283 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include <opencv2/imgproc.hpp>
+
+#include "core/base/error.h"
+#include "core/data/augment/augment.h"
+#include "core/data/synth/synth.h"
+
+using namespace crucible;
+using namespace crucible::data;
+
+namespace {
+
+cv::Matx33d translate_scale(double tx, double ty, double s) {
+    return cv::Matx33d(s, 0, tx, 0, s, ty, 0, 0, 1);
+}
+
+PixelBox pbox(int cls, float x1, float y1, float x2, float y2) {
+    PixelBox b;
+    b.cls = cls;
+    b.x1 = x1, b.y1 = y1, b.x2 = x2, b.y2 = y2;
+    return b;
+}
+
+}  // namespace
+
+TEST(Affine, KnownTranslationAndScaleMoveTheBoxExactly) {
+    AugmentOptions o;
+    const auto out =
+        transform_boxes({pbox(3, 5, 5, 15, 25)}, translate_scale(10, 20, 2), 100, 100, 2, o);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].cls, 3);
+    EXPECT_FLOAT_EQ(out[0].x1, 20);
+    EXPECT_FLOAT_EQ(out[0].y1, 30);
+    EXPECT_FLOAT_EQ(out[0].x2, 40);
+    EXPECT_FLOAT_EQ(out[0].y2, 70);
+}
+
+TEST(Affine, ImageAndBoxMoveTogether) {
+    LabeledImage in;
+    in.image = cv::Mat(60, 80, CV_8UC3, cv::Scalar(0, 0, 0));
+    in.image(cv::Rect(5, 8, 10, 12)).setTo(cv::Scalar(255, 255, 255));
+    in.boxes = {pbox(1, 5, 8, 15, 20)};
+    AugmentOptions o;
+    o.pad_value = 0;
+    const auto out = apply_affine(in, translate_scale(7, 3, 1), 80, 60, 1, o);
+    ASSERT_EQ(out.boxes.size(), 1u);
+    cv::Mat gray;
+    cv::cvtColor(out.image, gray, cv::COLOR_BGR2GRAY);
+    const cv::Rect white = cv::boundingRect(gray > 128);
+    EXPECT_EQ(white, cv::Rect(12, 11, 10, 12));
+    EXPECT_FLOAT_EQ(out.boxes[0].x1, static_cast<float>(white.x));
+    EXPECT_FLOAT_EQ(out.boxes[0].y1, static_cast<float>(white.y));
+    EXPECT_FLOAT_EQ(out.boxes[0].x2, static_cast<float>(white.x + white.width));
+    EXPECT_FLOAT_EQ(out.boxes[0].y2, static_cast<float>(white.y + white.height));
+}
+
+TEST(Affine, RotationTakesTheEnclosingBoxOfTheCorners) {
+    AugmentOptions o;
+    // 90 degrees about (50, 50): (x, y) -> (100 - y, x) in this matrix's convention.
+    const cv::Matx33d M(0, -1, 100, 1, 0, 0, 0, 0, 1);
+    const auto out = transform_boxes({pbox(0, 10, 20, 30, 60)}, M, 100, 100, 1, o);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_FLOAT_EQ(out[0].x1, 40);
+    EXPECT_FLOAT_EQ(out[0].x2, 80);
+    EXPECT_FLOAT_EQ(out[0].y1, 10);
+    EXPECT_FLOAT_EQ(out[0].y2, 30);
+}
+
+TEST(Affine, CandidateFilterDropsTinyClippedAndThinBoxes) {
+    AugmentOptions o;
+    const cv::Matx33d I = cv::Matx33d::eye();
+    const auto out = transform_boxes(
+        {
+            pbox(0, 10, 10, 40, 40),     // kept
+            pbox(1, 10, 10, 12, 40),     // 2 px wide: not > 2
+            pbox(2, -95, 10, 5, 40),     // 95 % outside: area ratio 0.05 after clipping
+            pbox(3, 0, 0, 99.5f, 2.5f),  // ~40:1 aspect, 2.5 px: kept (all limits met)
+            pbox(4, 0, 50, 100, 50.9f),  // 0.9 px tall
+        },
+        I, 100, 100, 1, o);
+    std::vector<int> kept;
+    for (const auto& b : out)
+        kept.push_back(b.cls);
+    EXPECT_EQ(kept, (std::vector<int>{0, 3}));
+    // Aspect ratio >= 100 is dropped even when big enough.
+    const auto thin = transform_boxes({pbox(5, 0, 0, 1000, 9.9f)}, I, 1000, 1000, 1, o);
+    EXPECT_TRUE(thin.empty());
+    // Scaling down by 0.5 with scale=0.5 keeps the area ratio at 1.
+    const auto half =
+        transform_boxes({pbox(6, 10, 10, 40, 40)}, translate_scale(0, 0, 0.5), 100, 100, 0.5, o);
+    EXPECT_EQ(half.size(), 1u);
+}
+
+TEST(Flip, HorizontalAndVerticalMovePixelsAndBoxes) {
+    LabeledImage img;
+    img.image = cv::Mat(20, 30, CV_8UC3, cv::Scalar(0, 0, 0));
+    img.image.at<cv::Vec3b>(2, 3) = cv::Vec3b(1, 2, 3);
+    img.boxes = {pbox(0, 3, 2, 4, 3)};
+    LabeledImage h = img;
+    h.image = img.image.clone();
+    flip_horizontal(h);
+    EXPECT_EQ(h.image.at<cv::Vec3b>(2, 26), cv::Vec3b(1, 2, 3));
+    EXPECT_FLOAT_EQ(h.boxes[0].x1, 26);
+    EXPECT_FLOAT_EQ(h.boxes[0].x2, 27);
+    EXPECT_FLOAT_EQ(h.boxes[0].y1, 2);
+    LabeledImage v = img;
+    v.image = img.image.clone();
+    flip_vertical(v);
+    EXPECT_EQ(v.image.at<cv::Vec3b>(17, 3), cv::Vec3b(1, 2, 3));
+    EXPECT_FLOAT_EQ(v.boxes[0].y1, 17);
+    EXPECT_FLOAT_EQ(v.boxes[0].y2, 18);
+    flip_horizontal(h);
+    EXPECT_EQ(cv::norm(h.image, img.image, cv::NORM_INF), 0);
+    EXPECT_FLOAT_EQ(h.boxes[0].x1, 3);
+}
+
+TEST(Letterbox, KeepsAspectCentresAndPads) {
+    LabeledImage in;
+    in.image = cv::Mat(100, 200, CV_8UC3, cv::Scalar(10, 20, 30));
+    in.boxes = {pbox(0, 0, 0, 200, 100), pbox(1, 50, 25, 100, 75)};
+    LetterboxInfo info;
+    const auto out = letterbox(in, 64, 64, 114, true, &info);
+    EXPECT_EQ(out.image.size(), cv::Size(64, 64));
+    EXPECT_DOUBLE_EQ(info.scale, 0.32);
+    EXPECT_EQ(info.pad_left, 0);
+    EXPECT_EQ(info.pad_top, 16);
+    EXPECT_EQ(out.image.at<cv::Vec3b>(0, 10), cv::Vec3b(114, 114, 114));
+    EXPECT_EQ(out.image.at<cv::Vec3b>(63, 10), cv::Vec3b(114, 114, 114));
+    EXPECT_EQ(out.image.at<cv::Vec3b>(16, 10), cv::Vec3b(10, 20, 30));
+    EXPECT_EQ(out.image.at<cv::Vec3b>(47, 10), cv::Vec3b(10, 20, 30));
+    EXPECT_FLOAT_EQ(out.boxes[0].y1, 16);
+    EXPECT_FLOAT_EQ(out.boxes[0].y2, 48);
+    EXPECT_FLOAT_EQ(out.boxes[0].x2, 64);
+    EXPECT_FLOAT_EQ(out.boxes[1].x1, 16);
+    EXPECT_FLOAT_EQ(out.boxes[1].y1, 24);
+    // scaleup=false never enlarges: a small image is centred at scale 1.
+    LabeledImage small;
+    small.image = cv::Mat(10, 20, CV_8UC3, cv::Scalar(1, 1, 1));
+    small.boxes = {pbox(0, 0, 0, 20, 10)};
+    const auto s2 = letterbox(small, 64, 64, 114, false, &info);
+    EXPECT_DOUBLE_EQ(info.scale, 1.0);
+    EXPECT_EQ(info.pad_left, 22);
+    EXPECT_EQ(info.pad_top, 27);
+    EXPECT_FLOAT_EQ(s2.boxes[0].x1, 22);
+    EXPECT_FLOAT_EQ(s2.boxes[0].y2, 37);
+}
+
+TEST(Mosaic, BoxesStayOnTheCanvasAndCoverTheirObjects) {
+    // Object ids ride in the class field and in the pixels of an id image, so every visible
+    // object pixel can be checked against its own box.
+    SynthOptions so;
+    so.imgsz = 64;
+    so.classes = 5;
+    so.seed = 5;
+    for (std::uint64_t trial = 0; trial < 12; ++trial) {
+        LabeledImage ids[4];
+        int next_id = 1;
+        for (int k = 0; k < 4; ++k) {
+            const SynthSample s =
+                make_synth_sample(so, "train", static_cast<int>(trial * 4 + k), true);
+            cv::Mat id16 = s.instances.clone();
+            std::vector<Box> boxes = s.boxes;
+            for (std::size_t j = 0; j < boxes.size(); ++j) {
+                boxes[j].cls = next_id;
+                id16.setTo(next_id, s.instances == static_cast<int>(j + 1));
+                ++next_id;
+            }
+            cv::Mat id8;
+            id16.convertTo(id8, CV_8U);
+            cv::cvtColor(id8, ids[k].image, cv::COLOR_GRAY2BGR);
+            ids[k].boxes = to_pixel_boxes(boxes, id8.cols, id8.rows);
+        }
+        const LabeledImage* ptrs[4] = {&ids[0], &ids[1], &ids[2], &ids[3]};
+        Rng rng(trial);
+        const auto m = mosaic4(ptrs, 64, 0, rng);
+        ASSERT_EQ(m.image.size(), cv::Size(128, 128));
+        cv::Mat canvas;
+        cv::extractChannel(m.image, canvas, 0);
+        std::map<int, PixelBox> by_id;
+        for (const auto& b : m.boxes) {
+            EXPECT_GE(b.x1, 0);
+            EXPECT_GE(b.y1, 0);
+            EXPECT_LE(b.x2, 128);
+            EXPECT_LE(b.y2, 128);
+            EXPECT_LT(b.x1, b.x2);
+            EXPECT_LT(b.y1, b.y2);
+            by_id[b.cls] = b;
+        }
+        for (int id = 1; id < next_id; ++id) {
+            const cv::Rect r = cv::boundingRect(canvas == id);
+            if (r.area() == 0) continue;  // cropped away
+            ASSERT_TRUE(by_id.count(id)) << "visible object " << id << " has no box";
+            const PixelBox& b = by_id[id];
+            EXPECT_GE(r.x, b.x1);
+            EXPECT_GE(r.y, b.y1);
+            EXPECT_LE(r.x + r.width, b.x2);
+            EXPECT_LE(r.y + r.height, b.y2);
+        }
+    }
+}
+
+TEST(Hsv, ZeroGainsChangeNothingGreyStaysGreyAndSeedRepeats) {
+    SynthOptions so;
+    so.imgsz = 64;
+    const cv::Mat src = make_synth_sample(so, "train", 0).image;
+    cv::Mat a = src.clone();
+    Rng r0(1);
+    augment_hsv(a, 0, 0, 0, r0);
+    EXPECT_EQ(cv::norm(a, src, cv::NORM_INF), 0);
+    cv::Mat b = src.clone(), c = src.clone();
+    Rng r1(9), r2(9);
+    augment_hsv(b, 0.015, 0.7, 0.4, r1);
+    augment_hsv(c, 0.015, 0.7, 0.4, r2);
+    EXPECT_EQ(cv::norm(b, c, cv::NORM_INF), 0);
+    EXPECT_GT(cv::norm(b, src, cv::NORM_INF), 0);
+    cv::Mat grey(8, 8, CV_8UC3, cv::Scalar(114, 114, 114));
+    Rng r3(4);
+    augment_hsv(grey, 0.015, 0.7, 0.4, r3);
+    const cv::Vec3b g = grey.at<cv::Vec3b>(3, 3);
+    EXPECT_EQ(g[0], g[1]);
+    EXPECT_EQ(g[1], g[2]);
+}
+
+TEST(Train, CloseMosaicSwitchesMosaicOffForTheLastEpochs) {
+    AugmentOptions o;
+    EXPECT_TRUE(mosaic_active(o, 0, 100));
+    EXPECT_TRUE(mosaic_active(o, 89, 100));
+    EXPECT_FALSE(mosaic_active(o, 90, 100));
+    o.close_mosaic = 0;
+    EXPECT_TRUE(mosaic_active(o, 99, 100));
+    o.mosaic = 0;
+    EXPECT_FALSE(mosaic_active(o, 0, 100));
+    o.scale = 2;
+    EXPECT_THROW(validate_augment_options(o), InputError);
+}
+
+TEST(Train, FullTransformIsSeededAndKeepsBoxesInside) {
+    SynthOptions so;
+    so.imgsz = 96;
+    so.classes = 4;
+    std::vector<LabeledImage> resized;
+    for (int i = 0; i < 6; ++i) {
+        const SynthSample s = make_synth_sample(so, "train", i);
+        resized.push_back(resize_long_side(s.image, s.boxes, 64));
+    }
+    const SampleSource load = [&](std::int64_t i, LabeledImage& out) {
+        if (i == 5) return false;  // a bad image
+        out = resized[static_cast<std::size_t>(i)];
+        return true;
+    };
+    AugmentOptions o;
+    o.imgsz = 64;
+    int with_boxes = 0;
+    for (bool mosaic : {true, false}) {
+        for (int i = 0; i < 5; ++i) {
+            Rng a(100 + i), b(100 + i);
+            const auto x = augment_train_sample(i, 6, load, o, mosaic, a);
+            const auto y = augment_train_sample(i, 6, load, o, mosaic, b);
+            ASSERT_EQ(x.image.size(), cv::Size(64, 64));
+            EXPECT_EQ(cv::norm(x.image, y.image, cv::NORM_INF), 0);
+            ASSERT_EQ(x.boxes.size(), y.boxes.size());
+            for (const auto& bx : x.boxes) {
+                EXPECT_GE(bx.x1, 0);
+                EXPECT_LE(bx.x2, 64);
+                EXPECT_GE(bx.y1, 0);
+                EXPECT_LE(bx.y2, 64);
+                EXPECT_GT(bx.x2 - bx.x1, 2);
+            }
+            with_boxes += !x.boxes.empty();
+        }
+        Rng r(1);
+        EXPECT_TRUE(augment_train_sample(5, 6, load, o, mosaic, r).image.empty());
+    }
+    EXPECT_GT(with_boxes, 5);
+    // The resized source images were never written into.
+    const SynthSample s0 = make_synth_sample(so, "train", 0);
+    EXPECT_EQ(
+        cv::norm(resize_long_side(s0.image, s0.boxes, 64).image, resized[0].image, cv::NORM_INF),
+        0);
+}
