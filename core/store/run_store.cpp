@@ -1,0 +1,304 @@
+#include "core/store/run_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+
+namespace crucible::store {
+
+namespace {
+
+std::string json_text(const Json& j) {
+    return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void check_run_exists(Project& project, std::int64_t run_id) {
+    auto s = project.db().prepare("SELECT 1 FROM runs WHERE id = ?");
+    s.bind(1, run_id);
+    if (!s.step()) throw InputError("run", "no run with id " + std::to_string(run_id));
+}
+
+std::optional<std::int64_t> integer_field(const Json& fields, const char* name) {
+    auto it = fields.find(name);
+    if (it == fields.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<std::int64_t>();
+}
+
+// Id of a metric name, inserted when new (inside the caller's transaction).
+std::int64_t metric_name_id(Project& project, Statement& insert, Statement& select,
+                            const std::string& name) {
+    auto& cache = project.metric_name_ids();
+    if (auto it = cache.find(name); it != cache.end()) return it->second;
+    insert.bind(1, name).run();
+    select.bind(1, name);
+    if (!select.step()) throw Error("metric name '" + name + "' vanished");
+    std::int64_t id = select.column_int64(0);
+    select.reset();
+    cache.emplace(name, id);
+    return id;
+}
+
+}  // namespace
+
+std::int64_t create_run(Project& project, const RunSetup& setup) {
+    project.require_writable("create a run");
+    if (setup.task.empty()) throw InputError("task", "a run needs a task");
+    Database& db = project.db();
+    std::string dataset_hash = setup.dataset_hash;
+    if (setup.dataset_id && dataset_hash.empty()) {
+        auto s = db.prepare("SELECT version_hash FROM datasets WHERE id = ?");
+        s.bind(1, *setup.dataset_id);
+        if (!s.step())
+            throw InputError("dataset", "no dataset with id " + std::to_string(*setup.dataset_id));
+        dataset_hash = s.column_text(0);
+    }
+    double now = unix_time_now();
+    Transaction tx(db);
+    db.prepare(
+          "INSERT INTO runs(name, task, options, dataset_id, dataset_hash, server_id, "
+          "remote_job_id, state, created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        .bind_all(setup.name, setup.task, json_text(setup.options), setup.dataset_id, dataset_hash,
+                  setup.server_id, setup.remote_job_id, setup.state, now, now)
+        .run();
+    std::int64_t id = db.last_insert_rowid();
+    tx.commit();
+    return id;
+}
+
+void update_run_state(Project& project, std::int64_t run_id, const std::string& state,
+                      const std::optional<std::string>& remote_job_id) {
+    project.require_writable("update a run");
+    check_run_exists(project, run_id);
+    auto s = project.db().prepare(
+        "UPDATE runs SET state = ?, remote_job_id = coalesce(?, remote_job_id), updated_at = ? "
+        "WHERE id = ?");
+    s.bind_all(state, remote_job_id, unix_time_now(), run_id).run();
+}
+
+namespace {
+constexpr const char* kRunSelect = R"sql(
+SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server_id,
+       r.remote_job_id, r.state, r.created_at, r.updated_at,
+       (SELECT count(*) FROM run_events e WHERE e.run_id = r.id),
+       (SELECT coalesce(max(seq), -1) FROM run_events e WHERE e.run_id = r.id)
+FROM runs r )sql";
+
+RunInfo read_run(Statement& s) {
+    RunInfo r;
+    r.id = s.column_int64(0);
+    r.setup.name = s.column_text(1);
+    r.setup.task = s.column_text(2);
+    r.setup.options = parse_json(s.column_text_view(3), "run options");
+    if (!s.is_null(4)) r.setup.dataset_id = s.column_int64(4);
+    r.setup.dataset_hash = s.column_text(5);
+    if (!s.is_null(6)) r.setup.server_id = s.column_int64(6);
+    r.setup.remote_job_id = s.column_text(7);
+    r.setup.state = s.column_text(8);
+    r.created_at = s.column_double(9);
+    r.updated_at = s.column_double(10);
+    r.events = s.column_int64(11);
+    r.last_seq = s.column_int64(12);
+    return r;
+}
+}  // namespace
+
+std::vector<RunInfo> list_runs(Project& project) {
+    std::vector<RunInfo> out;
+    auto s = project.db().prepare(std::string(kRunSelect) + "ORDER BY r.id");
+    while (s.step())
+        out.push_back(read_run(s));
+    return out;
+}
+
+RunInfo get_run(Project& project, std::int64_t run_id) {
+    auto s = project.db().prepare(std::string(kRunSelect) + "WHERE r.id = ?");
+    s.bind(1, run_id);
+    if (!s.step()) throw InputError("run", "no run with id " + std::to_string(run_id));
+    return read_run(s);
+}
+
+std::size_t append_events(Project& project, std::int64_t run_id, const std::vector<Event>& events) {
+    project.require_writable("store run events");
+    check_run_exists(project, run_id);
+    for (const auto& e : events)
+        if (e.seq < 0) throw InputError("event", "event without a seq cannot be stored");
+    Database& db = project.db();
+    std::size_t stored = 0;
+    try {
+        Transaction tx(db);
+        auto add_event = db.prepare(
+            "INSERT OR IGNORE INTO run_events(run_id, seq, t, kind, record) VALUES(?, ?, ?, ?, ?)");
+        auto add_value = db.prepare(
+            "INSERT OR IGNORE INTO run_values(run_id, name_id, seq, step, epoch, t, value) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?)");
+        auto add_name = db.prepare("INSERT OR IGNORE INTO metric_names(name) VALUES(?)");
+        auto find_name = db.prepare("SELECT id FROM metric_names WHERE name = ?");
+        for (const auto& e : events) {
+            if (add_event.bind_all(run_id, e.seq, e.t, e.kind, event_to_line(e)).run() == 0)
+                continue;  // this seq is stored already
+            ++stored;
+            if (e.kind != event_kind::kMetric && e.kind != event_kind::kEval) continue;
+            auto values = e.fields.find("values");
+            if (values == e.fields.end() || !values->is_object()) continue;
+            auto step = integer_field(e.fields, "step");
+            auto epoch = integer_field(e.fields, "epoch");
+            for (auto it = values->begin(); it != values->end(); ++it) {
+                if (!it.value().is_number() && !it.value().is_null()) continue;
+                std::int64_t name_id = metric_name_id(project, add_name, find_name, it.key());
+                add_value.bind_all(run_id, name_id, e.seq, step, epoch, e.t);
+                if (it.value().is_number() && std::isfinite(it.value().get<double>()))
+                    add_value.bind(7, it.value().get<double>());
+                else
+                    add_value.bind_null(7);
+                add_value.run();
+            }
+        }
+        tx.commit();
+    } catch (...) {
+        project.metric_name_ids().clear();  // ids from a rolled-back transaction are gone
+        throw;
+    }
+    return stored;
+}
+
+std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq) {
+    std::vector<Event> out;
+    auto s = project.db().prepare(
+        "SELECT seq, record FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq");
+    s.bind_all(run_id, after_seq);
+    while (s.step()) {
+        std::string where =
+            "run " + std::to_string(run_id) + " seq " + std::to_string(s.column_int64(0));
+        out.push_back(event_from_json(parse_json(s.column_text_view(1), where), where));
+    }
+    return out;
+}
+
+std::int64_t last_event_seq(Project& project, std::int64_t run_id) {
+    auto s = project.db().prepare("SELECT max(seq) FROM run_events WHERE run_id = ?");
+    s.bind(1, run_id);
+    if (!s.step() || s.is_null(0)) return -1;
+    return s.column_int64(0);
+}
+
+std::map<std::string, Series> read_series(Project& project, std::int64_t run_id) {
+    Database& db = project.db();
+    // Rollbacks (few): bound[i] = smallest to_step of rollback i and every later one.
+    std::vector<std::int64_t> rb_seq, rb_bound;
+    {
+        auto s = db.prepare(
+            "SELECT seq, record FROM run_events WHERE run_id = ? AND kind = 'rollback' ORDER BY "
+            "seq");
+        s.bind(1, run_id);
+        while (s.step()) {
+            Json j = parse_json(s.column_text_view(1), "rollback event");
+            rb_seq.push_back(s.column_int64(0));
+            rb_bound.push_back(j.value("to_step", std::int64_t{0}));
+        }
+        for (std::size_t i = rb_bound.size(); i-- > 1;)
+            rb_bound[i - 1] = std::min(rb_bound[i - 1], rb_bound[i]);
+    }
+    std::unordered_map<std::int64_t, std::string> names;
+    {
+        auto s = db.prepare(
+            "SELECT id, name FROM metric_names WHERE id IN (SELECT DISTINCT name_id FROM "
+            "run_values "
+            "WHERE run_id = ?)");
+        s.bind(1, run_id);
+        while (s.step())
+            names[s.column_int64(0)] = s.column_text(1);
+    }
+    std::map<std::string, Series> out;
+    auto s = db.prepare(
+        "SELECT name_id, seq, step, epoch, t, value FROM run_values WHERE run_id = ? "
+        "ORDER BY name_id, seq");
+    s.bind(1, run_id);
+    std::int64_t current = -1;
+    Series* series = nullptr;
+    std::size_t rb = 0;  // first rollback with seq > the row's seq
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    while (s.step()) {
+        std::int64_t name_id = s.column_int64(0);
+        if (name_id != current || !series) {
+            current = name_id;
+            series = &out[names[name_id]];
+            rb = 0;
+        }
+        std::int64_t seq = s.column_int64(1);
+        while (rb < rb_seq.size() && rb_seq[rb] <= seq)
+            ++rb;
+        std::int64_t step = s.is_null(2) ? -1 : s.column_int64(2);
+        if (rb < rb_seq.size() && step >= 0 && step > rb_bound[rb]) continue;  // superseded
+        series->step.push_back(step);
+        series->epoch.push_back(s.is_null(3) ? -1 : s.column_int64(3));
+        series->t.push_back(s.column_double(4));
+        series->value.push_back(s.is_null(5) ? nan : s.column_double(5));
+    }
+    return out;
+}
+
+std::int64_t add_server(Project& project, const ServerInfo& server) {
+    project.require_writable("add a server");
+    if (server.name.empty()) throw InputError("server name", "a server needs a name");
+    auto scheme = server.url.find("://");
+    if (scheme == std::string::npos || server.url.rfind("http", 0) != 0)
+        throw InputError(server.url, "server URL must start with http:// or https://");
+    auto host_end = server.url.find('/', scheme + 3);
+    if (server.url.substr(scheme + 3, host_end - (scheme + 3)).find('@') != std::string::npos)
+        throw InputError(server.url,
+                         "credentials in a server URL are never stored in a project; remove "
+                         "'user:password@' (tokens go to the secret store)");
+    Database& db = project.db();
+    Transaction tx(db);
+    db.prepare("INSERT INTO servers(name, url, tls_fingerprint) VALUES(?, ?, ?)")
+        .bind_all(server.name, server.url, server.tls_fingerprint)
+        .run();
+    std::int64_t id = db.last_insert_rowid();
+    tx.commit();
+    return id;
+}
+
+void set_server_fingerprint(Project& project, std::int64_t server_id,
+                            const std::string& fingerprint) {
+    project.require_writable("pin a server fingerprint");
+    project.db()
+        .prepare("UPDATE servers SET tls_fingerprint = ? WHERE id = ?")
+        .bind_all(fingerprint, server_id)
+        .run();
+}
+
+std::vector<ServerInfo> list_servers(Project& project) {
+    std::vector<ServerInfo> out;
+    auto s = project.db().prepare("SELECT id, name, url, tls_fingerprint FROM servers ORDER BY id");
+    while (s.step())
+        out.push_back({s.column_int64(0), s.column_text(1), s.column_text(2), s.column_text(3)});
+    return out;
+}
+
+void save_preset(Project& project, const std::string& task, const std::string& name,
+                 const Json& options) {
+    project.require_writable("save a preset");
+    if (name.empty()) throw InputError("preset name", "a preset needs a name");
+    project.db()
+        .prepare(
+            "INSERT INTO presets(task, name, options, updated_at) VALUES(?, ?, ?, ?) "
+            "ON CONFLICT(task, name) DO UPDATE SET options = excluded.options, "
+            "updated_at = excluded.updated_at")
+        .bind_all(task, name, json_text(options), unix_time_now())
+        .run();
+}
+
+std::map<std::string, Json> list_presets(Project& project, const std::string& task) {
+    std::map<std::string, Json> out;
+    auto s = project.db().prepare("SELECT name, options FROM presets WHERE task = ? ORDER BY name");
+    s.bind(1, task);
+    while (s.step())
+        out[s.column_text(0)] = parse_json(s.column_text_view(1), "preset options");
+    return out;
+}
+
+}  // namespace crucible::store

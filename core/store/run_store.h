@@ -1,0 +1,75 @@
+#pragma once
+// Runs inside a project: their setup (task, options, dataset version, server, remote job, state)
+// and their history as received (DESIGN.md event records keyed by run and seq). Metric and eval
+// values are also kept in a numeric table, so reading series for a plot never parses JSON.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/event.h"
+#include "core/base/json.h"
+#include "core/store/project.h"
+
+namespace crucible::store {
+
+struct RunSetup {
+    std::string name;
+    std::string task;               // "detect.yolo", "llm.lora", ...
+    Json options = Json::object();  // the task's resolved options
+    std::optional<std::int64_t> dataset_id;
+    std::string dataset_hash;  // dataset version trained on; filled from the dataset if empty
+    std::optional<std::int64_t> server_id;
+    std::string remote_job_id;
+    std::string state = "draft";
+};
+
+struct RunInfo {
+    std::int64_t id = 0;
+    RunSetup setup;
+    double created_at = 0, updated_at = 0;
+    std::int64_t events = 0;
+    std::int64_t last_seq = -1;
+};
+
+std::int64_t create_run(Project& project, const RunSetup& setup);
+void update_run_state(Project& project, std::int64_t run_id, const std::string& state,
+                      const std::optional<std::string>& remote_job_id = std::nullopt);
+std::vector<RunInfo> list_runs(Project& project);
+RunInfo get_run(Project& project, std::int64_t run_id);  // InputError when missing
+
+// Stores events in one transaction; an event whose (run, seq) is already stored is skipped, so
+// replaying a stream after a reconnect stores each event once. Returns how many were new.
+std::size_t append_events(Project& project, std::int64_t run_id, const std::vector<Event>& events);
+// Events with seq > after_seq, in seq order, as received (rollbacks included).
+std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq = -1);
+std::int64_t last_event_seq(Project& project, std::int64_t run_id);  // -1 when none
+
+// One plotted series; points superseded by a later rollback are dropped (drop_superseded rules).
+struct Series {
+    std::vector<std::int64_t> step;   // -1 where the event had no step
+    std::vector<std::int64_t> epoch;  // -1 where the event had no epoch
+    std::vector<double> t;
+    std::vector<double> value;  // NaN where the value was NaN/null
+    std::size_t size() const { return value.size(); }
+};
+
+// Every series of a run by metric name ("train/box_loss", "metrics/mAP50(B)", ...).
+std::map<std::string, Series> read_series(Project& project, std::int64_t run_id);
+
+// Servers (never a token: tokens live in the SecretStore) and option presets.
+struct ServerInfo {
+    std::int64_t id = 0;
+    std::string name, url, tls_fingerprint;
+};
+std::int64_t add_server(Project& project, const ServerInfo& server);
+void set_server_fingerprint(Project& project, std::int64_t server_id,
+                            const std::string& fingerprint);
+std::vector<ServerInfo> list_servers(Project& project);
+
+void save_preset(Project& project, const std::string& task, const std::string& name,
+                 const Json& options);
+std::map<std::string, Json> list_presets(Project& project, const std::string& task);
+
+}  // namespace crucible::store

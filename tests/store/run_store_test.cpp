@@ -1,0 +1,174 @@
+// Runs, idempotent event storage, plot series with rollbacks, servers and presets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/base/error.h"
+#include "core/store/dataset_store.h"
+#include "core/store/project.h"
+#include "core/store/run_store.h"
+#include "tests/store/store_test_util.h"
+
+namespace crucible::store {
+namespace {
+
+using test::TempDir;
+
+Event metric(std::int64_t seq, std::int64_t step, double loss) {
+    Event e = make_metric(static_cast<int>(step / 10), step,
+                          Json{{"train/box_loss", loss}, {"lr/pg0", 0.01}});
+    e.seq = seq;
+    e.t = 1000.0 + static_cast<double>(seq);
+    return e;
+}
+
+struct RunFixture : ::testing::Test {
+    TempDir dir;
+    std::unique_ptr<Project> p = Project::create(dir / "p.crucible");
+    std::int64_t run = create_run(*p, {.name = "r1", .task = "detect.yolo"});
+};
+
+TEST_F(RunFixture, SameSeqTwiceIsStoredOnce) {
+    std::vector<Event> a, b;
+    for (int i = 0; i < 10; ++i)
+        a.push_back(metric(i, i + 1, 1.0 / (i + 1)));
+    for (int i = 5; i < 15; ++i)
+        b.push_back(metric(i, i + 1, 1.0 / (i + 1)));
+    EXPECT_EQ(append_events(*p, run, a), 10u);
+    EXPECT_EQ(append_events(*p, run, b), 5u);
+    EXPECT_EQ(append_events(*p, run, b), 0u);
+    EXPECT_EQ(last_event_seq(*p, run), 14);
+    auto events = read_events(*p, run);
+    ASSERT_EQ(events.size(), 15u);
+    for (int i = 0; i < 15; ++i)
+        EXPECT_EQ(events[static_cast<std::size_t>(i)].seq, i);
+    EXPECT_EQ(event_to_json(events[3]), event_to_json(a[3]));  // as received
+    EXPECT_EQ(read_events(*p, run, 12).size(), 2u);
+    auto series = read_series(*p, run);
+    ASSERT_EQ(series.count("train/box_loss"), 1u);
+    const Series& loss = series["train/box_loss"];
+    ASSERT_EQ(loss.size(), 15u);
+    EXPECT_EQ(loss.step[14], 15);
+    EXPECT_EQ(loss.epoch[14], 1);
+    EXPECT_DOUBLE_EQ(loss.value[4], 0.2);
+    EXPECT_DOUBLE_EQ(loss.t[4], 1004.0);
+    EXPECT_EQ(series["lr/pg0"].size(), 15u);
+    auto info = get_run(*p, run);
+    EXPECT_EQ(info.events, 15);
+    EXPECT_EQ(info.last_seq, 14);
+}
+
+TEST_F(RunFixture, SeriesDropSupersededPointsLikeDropSuperseded) {
+    std::vector<Event> events;
+    std::int64_t seq = 0;
+    for (int s = 1; s <= 10; ++s)
+        events.push_back(metric(seq++, s, s));
+    Event rb = make_rollback(5);
+    rb.seq = seq++;
+    rb.t = 2000;
+    events.push_back(rb);
+    for (int s = 6; s <= 8; ++s)
+        events.push_back(metric(seq++, s, 100 + s));
+    Event rb2 = make_rollback(7);
+    rb2.seq = seq++;
+    rb2.t = 3000;
+    events.push_back(rb2);
+    for (int s = 8; s <= 9; ++s)
+        events.push_back(metric(seq++, s, 200 + s));
+    Event ev = make_eval(0, 9, Json{{"metrics/mAP50(B)", 0.5}});
+    ev.seq = seq++;
+    events.push_back(ev);
+    append_events(*p, run, events);
+
+    auto series = read_series(*p, run);
+    const Series& loss = series["train/box_loss"];
+    std::vector<std::int64_t> expected_steps;
+    std::vector<double> expected_values;
+    for (const Event& e : drop_superseded(read_events(*p, run))) {
+        if (e.kind != event_kind::kMetric) continue;
+        expected_steps.push_back(e.step());
+        expected_values.push_back(e.fields["values"]["train/box_loss"].get<double>());
+    }
+    EXPECT_EQ(loss.step, expected_steps);
+    EXPECT_EQ(loss.value, expected_values);
+    EXPECT_EQ(loss.step, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9}));
+    EXPECT_DOUBLE_EQ(loss.value[5], 106);  // step 6 from after the first rollback
+    EXPECT_DOUBLE_EQ(loss.value[7], 208);  // step 8 from after the second
+    ASSERT_EQ(series["metrics/mAP50(B)"].size(), 1u);
+    EXPECT_EQ(read_events(*p, run).size(), events.size());  // rollbacks are stored like any event
+}
+
+TEST_F(RunFixture, NanValuesAndEventsWithoutStep) {
+    Event e = make_metric(0, 1, Json{{"train/loss", nullptr}});
+    e.seq = 0;
+    Event s = make_status("running");
+    s.seq = 1;
+    Event m;
+    m.kind = event_kind::kMetric;
+    m.seq = 2;
+    m.fields = Json{{"values", {{"train/loss", 0.5}, {"text", "not a number"}}}};
+    append_events(*p, run, {e, s, m});
+    auto series = read_series(*p, run);
+    ASSERT_EQ(series.size(), 1u);
+    const Series& loss = series["train/loss"];
+    ASSERT_EQ(loss.size(), 2u);
+    EXPECT_TRUE(std::isnan(loss.value[0]));
+    EXPECT_EQ(loss.step[1], -1);
+    EXPECT_DOUBLE_EQ(loss.value[1], 0.5);
+}
+
+TEST_F(RunFixture, RejectsUnknownRunsAndUnnumberedEvents) {
+    EXPECT_THROW(append_events(*p, run + 100, {metric(0, 1, 1)}), InputError);
+    Event e = make_status("running");  // seq -1
+    EXPECT_THROW(append_events(*p, run, {e}), InputError);
+    EXPECT_EQ(read_events(*p, run).size(), 0u);
+}
+
+TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
+    auto ds = test::make_dataset(dir / "data", 3, 32);
+    auto imported = import_dataset(*p, ds, {.name = "d"});
+    auto server =
+        add_server(*p, {.name = "gpu1", .url = "https://gpu1:7443", .tls_fingerprint = "ab:cd"});
+    RunSetup setup{.name = "yolo-n",
+                   .task = "detect.yolo",
+                   .options = Json{{"epochs", 3}, {"imgsz", 320}},
+                   .dataset_id = imported.dataset_id,
+                   .server_id = server};
+    auto id = create_run(*p, setup);
+    update_run_state(*p, id, "running", std::string("job-42"));
+    auto r = get_run(*p, id);
+    EXPECT_EQ(r.setup.dataset_hash, imported.version_hash);
+    EXPECT_EQ(r.setup.options["imgsz"], 320);
+    EXPECT_EQ(r.setup.state, "running");
+    EXPECT_EQ(r.setup.remote_job_id, "job-42");
+    EXPECT_EQ(r.setup.server_id, server);
+    update_run_state(*p, id, "succeeded");
+    EXPECT_EQ(get_run(*p, id).setup.remote_job_id, "job-42");
+    EXPECT_EQ(list_runs(*p).size(), 2u);
+    // Deleting the dataset keeps the run and its recorded version.
+    delete_dataset(*p, imported.dataset_id);
+    r = get_run(*p, id);
+    EXPECT_FALSE(r.setup.dataset_id.has_value());
+    EXPECT_EQ(r.setup.dataset_hash, imported.version_hash);
+}
+
+TEST_F(RunFixture, ServersNeverStoreCredentialsAndPresetsUpsert) {
+    EXPECT_THROW(add_server(*p, {.name = "s", .url = "https://user:token@host:7443"}), InputError);
+    EXPECT_THROW(add_server(*p, {.name = "s", .url = "ftp://host"}), InputError);
+    auto id = add_server(*p, {.name = "s", .url = "https://host:7443/"});
+    set_server_fingerprint(*p, id, "sha256:00ff");
+    auto servers = list_servers(*p);
+    ASSERT_EQ(servers.size(), 1u);
+    EXPECT_EQ(servers[0].tls_fingerprint, "sha256:00ff");
+    EXPECT_THROW(add_server(*p, {.name = "s", .url = "https://other"}), Error);  // unique name
+
+    save_preset(*p, "detect.yolo", "fast", Json{{"epochs", 1}});
+    save_preset(*p, "detect.yolo", "fast", Json{{"epochs", 2}});
+    save_preset(*p, "llm.lora", "fast", Json{{"rank", 8}});
+    auto presets = list_presets(*p, "detect.yolo");
+    ASSERT_EQ(presets.size(), 1u);
+    EXPECT_EQ(presets["fast"]["epochs"], 2);
+}
+
+}  // namespace
+}  // namespace crucible::store
