@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/data/detection_types.h"
+#include "core/data/image_io.h"
 
 namespace crucible::data {
 
@@ -21,9 +22,24 @@ struct DatasetProblem {
     bool error = true;  // false: a warning (e.g. background image) that is counted, not flagged
 };
 
+struct LoadOptions {
+    // Read every image file completely: missing, empty, truncated JPEG/PNG, over the pixel limit
+    // (what validation does). Also fills width/height.
+    bool check_images = false;
+    // Fill width/height from the image headers (a few KiB per image, no decode).
+    bool read_image_sizes = false;
+    // data.yaml `path`/`train`/... and list entries may point outside the dataset folder only
+    // when this is set (otherwise refused as path traversal).
+    bool allow_outside_root = false;
+    ImageLimits image_limits;
+    std::uint64_t max_label_bytes = 16ull << 20;      // a label or annotation text file
+    std::uint64_t max_annotation_bytes = 1ull << 30;  // a COCO JSON
+};
+
 struct LoadResult {
     DetectionDataset dataset;
     std::vector<DatasetProblem> problems;  // images with problems are dropped from `dataset`
+    std::size_t dropped_images = 0;  // images (or annotation files) that were dropped for errors
 };
 
 // Loads a dataset. `path` is a data.yaml (YOLO), a COCO .json, a folder of VOC .xml files (with
@@ -31,6 +47,10 @@ struct LoadResult {
 // Throws InputError only when nothing can be read at all (missing path, YAML that is not a map).
 LoadResult load_detection_dataset(const std::filesystem::path& path,
                                   DatasetFormat format = DatasetFormat::Auto);
+LoadResult load_detection_dataset(const std::filesystem::path& path, DatasetFormat format,
+                                  const LoadOptions& options);
+// The format Auto picks for `path`; InputError naming the path when none fits.
+DatasetFormat detect_dataset_format(const std::filesystem::path& path);
 
 // Writes `dataset` in `format` under `out` (images copied, labels written). Returns the main
 // file (data.yaml, annotations.json, or the folder for VOC).

@@ -13,6 +13,8 @@ namespace crucible::data {
 struct Box {
     int cls = 0;
     double cx = 0, cy = 0, w = 0, h = 0;
+    bool difficult =
+        false;  // Pascal VOC "difficult" (kept through COCO and VOC; YOLO has no column)
     bool operator==(const Box&) const = default;
 };
 

@@ -51,3 +51,29 @@ std::string read_text(const std::filesystem::path& path) {
 }
 
 }  // namespace crucible::data::test
+
+namespace crucible::data::test {
+
+std::filesystem::path write_yolo_dataset(const std::filesystem::path& dir,
+                                         const std::vector<YoloImage>& images,
+                                         const std::string& names_yaml) {
+    bool val = false;
+    for (const auto& im : images) {
+        const auto image = dir / "images" / im.split / path_from_utf8(im.name);
+        const auto ext = path_to_utf8(image.extension());
+        write_bytes(image, encoded(ext, im.width, im.height, int(im.name.size())));
+        if (im.labels != "-") {
+            auto label = dir / "labels" / im.split / image.filename();
+            label.replace_extension(".txt");
+            write_bytes(label, im.labels);
+        }
+        val = val || im.split == "val";
+    }
+    std::filesystem::create_directories(dir / "images" / "train");
+    const auto yaml = dir / "data.yaml";
+    write_bytes(yaml, "path: .\ntrain: images/train\n" +
+                          std::string(val ? "val: images/val\n" : "") + names_yaml);
+    return yaml;
+}
+
+}  // namespace crucible::data::test

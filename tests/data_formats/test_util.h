@@ -31,3 +31,23 @@ void write_bytes(const std::filesystem::path& path, std::string_view bytes);
 std::string read_text(const std::filesystem::path& path);
 
 }  // namespace crucible::data::test
+
+#include <vector>
+
+#include "core/data/detection_types.h"
+
+namespace crucible::data::test {
+
+struct YoloImage {
+    std::string split;  // "train" / "val"
+    std::string name;   // UTF-8 file name, e.g. "a.jpg"
+    int width = 64, height = 48;
+    std::string labels;  // label file text; "-" = no label file
+};
+
+// Writes <dir>/data.yaml, images/<split>/<name>, labels/<split>/<stem>.txt.
+std::filesystem::path write_yolo_dataset(
+    const std::filesystem::path& dir, const std::vector<YoloImage>& images,
+    const std::string& names_yaml = "names: [cat, dog, bird]\n");
+
+}  // namespace crucible::data::test

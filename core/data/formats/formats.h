@@ -1,0 +1,40 @@
+#pragma once
+// The per-format readers and writers behind load_detection_dataset / save_detection_dataset.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/data/dataset_io.h"
+
+namespace crucible::data {
+
+// A parsed Ultralytics data.yaml. Pure: only lexical path work and is_path_inside.
+struct DataYaml {
+    std::filesystem::path root;  // absolute, lexically normal
+    // "train"/"val"/"test" -> the folders or .txt lists named there (absolute), in order.
+    std::map<std::string, std::vector<std::filesystem::path>> splits;
+    std::vector<std::string> names;
+    std::vector<DatasetProblem> problems;  // warnings (names map with gaps, ...)
+};
+
+// Throws InputError naming `yaml_path` (with the line where YAML gives one) for text that is
+// not a YAML map, names that are not a list/map, `path`/split entries outside the dataset folder
+// (unless allowed), no train/val entry.
+DataYaml parse_data_yaml(std::string_view text, const std::filesystem::path& yaml_path,
+                         bool allow_outside_root = false);
+
+// Label file of an image: the last "/images/" becomes "/labels/", the extension ".txt".
+std::filesystem::path yolo_label_path(const std::filesystem::path& image);
+
+LoadResult load_yolo(const std::filesystem::path& yaml_path, const LoadOptions& options);
+std::filesystem::path save_yolo(const DetectionDataset& dataset, const std::filesystem::path& out);
+
+LoadResult load_coco(const std::filesystem::path& json_path, const LoadOptions& options);
+std::filesystem::path save_coco(const DetectionDataset& dataset, const std::filesystem::path& out);
+
+LoadResult load_voc(const std::filesystem::path& folder, const LoadOptions& options);
+std::filesystem::path save_voc(const DetectionDataset& dataset, const std::filesystem::path& out);
+
+}  // namespace crucible::data
