@@ -1,0 +1,108 @@
+// Times one YOLOv8 training step (forward, loss, backward) on CPU, NCHW against channels-last,
+// and prints ms per phase plus the ratio of the whole step to pure forward + backward.
+//
+//   bench_yolo_step [iterations=3] [imgsz=320] [batch=16] [threads=2] [scale=n] [nc=4]
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "plugins/detect/loss/detection_loss.h"
+#include "plugins/detect/model/yolo_model.h"
+
+namespace {
+
+using namespace crucible::detect;
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Phases {
+    double forward = 0, loss = 0, backward = 0, pure = 0;
+};
+
+DetectionTargets synthetic_targets(int64_t batch, int64_t nc, int64_t per_image) {
+    const int64_t n = batch * per_image;
+    auto batch_index = torch::arange(batch).repeat_interleave(per_image).to(torch::kFloat);
+    auto classes = torch::randint(0, nc, {n}).to(torch::kFloat);
+    auto wh = torch::rand({n, 2}) * 0.3 + 0.05;
+    auto centre = wh / 2 + torch::rand({n, 2}) * (1 - wh);
+    return DetectionTargets{batch_index, classes, torch::cat({centre, wh}, 1)};
+}
+
+Phases run(bool channels_last, int iterations, int64_t imgsz, int64_t batch, char scale,
+           int64_t nc) {
+    torch::manual_seed(0);
+    DetectionModel model(DetectionModelOptions(yolo_scale(scale), nc));
+    model->train();
+    const auto format =
+        channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
+    model->set_memory_format(format);
+    DetectionLoss loss(DetectionLossOptions(nc));
+    auto images = torch::rand({batch, 3, imgsz, imgsz}).contiguous(format);
+    auto targets = synthetic_targets(batch, nc, 6);
+
+    Phases total;
+    for (int it = 0; it < iterations + 1; ++it) {  // the first iteration warms up
+        model->zero_grad();
+        auto t0 = Clock::now();
+        auto levels = model->forward_levels(images);
+        const double forward = ms_since(t0);
+        t0 = Clock::now();
+        auto result = loss(levels, targets);
+        const double loss_ms = ms_since(t0);
+        t0 = Clock::now();
+        result.total.backward();
+        const double backward = ms_since(t0);
+
+        // Pure forward + backward with a trivial loss, as the reference figure is measured.
+        model->zero_grad();
+        t0 = Clock::now();
+        auto plain = model->forward_levels(images);
+        torch::Tensor s = plain[0].sum() + plain[1].sum() + plain[2].sum();
+        s.backward();
+        const double pure = ms_since(t0);
+        if (it == 0) continue;
+        total.forward += forward / iterations;
+        total.loss += loss_ms / iterations;
+        total.backward += backward / iterations;
+        total.pure += pure / iterations;
+    }
+    return total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int iterations = argc > 1 ? std::atoi(argv[1]) : 3;
+    const int64_t imgsz = argc > 2 ? std::atoll(argv[2]) : 320;
+    const int64_t batch = argc > 3 ? std::atoll(argv[3]) : 16;
+    const int threads = argc > 4 ? std::atoi(argv[4]) : 2;
+    const char scale = argc > 5 ? argv[5][0] : 'n';
+    const int64_t nc = argc > 6 ? std::atoll(argv[6]) : 4;
+    if (iterations < 1 || imgsz < 32 || imgsz % 32 != 0 || batch < 1 || threads < 1 || nc < 1) {
+        std::fprintf(stderr,
+                     "usage: bench_yolo_step [iterations] [imgsz%%32] [batch] [threads] "
+                     "[scale] [nc]\n");
+        return 2;
+    }
+    at::set_num_threads(threads);
+    std::printf("yolov8%c nc=%lld imgsz=%lld batch=%lld threads=%d, mean of %d iterations (CPU)\n",
+                scale, static_cast<long long>(nc), static_cast<long long>(imgsz),
+                static_cast<long long>(batch), threads, iterations);
+    std::printf("%-14s %10s %10s %10s %10s %12s %14s %8s\n", "layout", "forward", "loss",
+                "backward", "step", "fwd+bwd", "step/fwd+bwd", "img/s");
+    for (bool cl : {false, true}) {
+        const Phases p = run(cl, iterations, imgsz, batch, scale, nc);
+        const double step = p.forward + p.loss + p.backward;
+        std::printf("%-14s %8.1fms %8.1fms %8.1fms %8.1fms %10.1fms %14.3f %8.1f\n",
+                    cl ? "channels-last" : "NCHW", p.forward, p.loss, p.backward, step, p.pure,
+                    step / p.pure, 1000.0 * static_cast<double>(batch) / step);
+    }
+    return 0;
+}
