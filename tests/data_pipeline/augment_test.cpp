@@ -281,3 +281,37 @@ TEST(Train, FullTransformIsSeededAndKeepsBoxesInside) {
         cv::norm(resize_long_side(s0.image, s0.boxes, 64).image, resized[0].image, cv::NORM_INF),
         0);
 }
+
+TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {
+    SynthOptions so;
+    so.imgsz = 64;
+    so.classes = 6;
+    std::vector<LabeledImage> imgs;
+    for (int i = 0; i < 4; ++i) {
+        const SynthSample s = make_synth_sample(so, "train", i);
+        imgs.push_back(resize_long_side(s.image, s.boxes, 64));
+    }
+    const LabeledImage* ptrs[4] = {&imgs[0], &imgs[1], &imgs[2], &imgs[3]};
+    AugmentOptions o;
+    o.imgsz = 64;
+    for (int trial = 0; trial < 20; ++trial) {
+        o.degrees = trial % 2 ? 10 : 0;
+        o.shear = trial % 3 ? 0 : 5;
+        Rng a(trial), b(trial);
+        const LabeledImage fused = mosaic_affine(ptrs, o, a);
+        const LabeledImage canvas = mosaic4(ptrs, 64, o.pad_value, b);
+        double sc = 1;
+        const cv::Matx33d M = random_affine_matrix(o, 128, 128, 64, 64, b, &sc);
+        const LabeledImage full = apply_affine(canvas, M, 64, 64, sc, o);
+        ASSERT_EQ(fused.image.size(), full.image.size());
+        // Same pixels up to fixed-point rounding of the shifted matrix.
+        EXPECT_LE(cv::norm(fused.image, full.image, cv::NORM_INF), 1) << "trial " << trial;
+        ASSERT_EQ(fused.boxes.size(), full.boxes.size());
+        for (std::size_t k = 0; k < full.boxes.size(); ++k) {
+            EXPECT_EQ(fused.boxes[k].cls, full.boxes[k].cls);
+            EXPECT_FLOAT_EQ(fused.boxes[k].x1, full.boxes[k].x1);
+            EXPECT_FLOAT_EQ(fused.boxes[k].y2, full.boxes[k].y2);
+        }
+        EXPECT_EQ(a.next_u64(), b.next_u64());  // same number of draws
+    }
+}

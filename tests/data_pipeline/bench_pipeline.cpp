@@ -15,6 +15,12 @@
 
 #include <opencv2/core.hpp>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <time.h>
+#else
+#include <ctime>
+#endif
+
 #include "core/base/file_io.h"
 #include "core/data/augment/augment.h"
 #include "core/data/image_io.h"
@@ -34,9 +40,37 @@ double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// CPU time of the whole process (all threads). On a shared machine the wall clock measures the
+// other users too; images per CPU-second is what one core achieves.
+double process_cpu_seconds() {
+#if defined(__unix__) || defined(__APPLE__)
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+#else
+    return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+#endif
+}
+
+// CPU time of the calling thread (stage breakdown).
+double thread_cpu_seconds() {
+#if defined(__unix__) || defined(__APPLE__)
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+#else
+    return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
+#endif
+}
+
+struct Rate {
+    double wall = 0;  // images per wall second
+    double cpu = 0;   // images per CPU second (= per busy core)
+};
+
 // Runs full epochs until `seconds` have passed; returns images/s.
-double loader_rate(const std::vector<LoaderSample>& samples, int threads, bool cache,
-                   double seconds) {
+Rate loader_rate(const std::vector<LoaderSample>& samples, int threads, bool cache,
+                 double seconds) {
     LoaderOptions o;
     o.batch_size = 16;
     o.workers = threads;
@@ -54,6 +88,7 @@ double loader_rate(const std::vector<LoaderSample>& samples, int threads, bool c
     std::int64_t images = 0;
     std::uint64_t sink = 0;
     const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     while (seconds_since(t0) < seconds) {
         loader.start_epoch({epoch++, 0});
         while (auto b = loader.next()) {
@@ -61,14 +96,19 @@ double loader_rate(const std::vector<LoaderSample>& samples, int threads, bool c
             sink += b->pixels[b->pixels.size() / 2];
         }
     }
-    const double rate = images / seconds_since(t0);
+    Rate rate;
+    rate.wall = images / seconds_since(t0);
+    rate.cpu = images / (process_cpu_seconds() - c0);
     if (sink == 1) std::printf(" ");
     return rate;
 }
 
-void print_rate(const char* what, double rate, int threads) {
-    std::printf("%-44s %8.1f img/s   per thread %7.1f   ratio to 150/thread %.2fx\n", what, rate,
-                rate / threads, rate / threads / kReference);
+void print_rate(const char* what, Rate rate, int threads) {
+    std::printf(
+        "%-40s wall %7.1f img/s (%6.1f per thread, %.2fx)   per CPU-second %7.1f img/s (%.2fx of "
+        "150)\n",
+        what, rate.wall, rate.wall / threads, rate.wall / threads / kReference, rate.cpu,
+        rate.cpu / kReference);
 }
 
 }  // namespace
@@ -126,10 +166,12 @@ int main(int argc, char** argv) {
     {
         std::int64_t n = 0;
         const auto t0 = Clock::now();
+        const double c0 = process_cpu_seconds();
         while (seconds_since(t0) < seconds / 2)
             for (const auto& s : samples)
                 n += read_image(s.path).cols > 0;
-        print_rate("decode only (read + imdecode), 1 thread", n / seconds_since(t0), 1);
+        print_rate("decode only (read + imdecode), 1 thread",
+                   Rate{n / seconds_since(t0), n / (process_cpu_seconds() - c0)}, 1);
     }
 
     // Per-stage breakdown on one thread, from decoded + resized images.
@@ -146,47 +188,50 @@ int main(int argc, char** argv) {
             const LabeledImage* parts[4];
             for (auto& p : parts)
                 p = &resized[static_cast<std::size_t>(rng.uniform_int(0, count - 1))];
-            auto t = Clock::now();
+            double t = thread_cpu_seconds();
             const LabeledImage canvas = mosaic4(parts, 640, 114, rng);
-            t_mosaic += seconds_since(t);
-            t = Clock::now();
+            t_mosaic += thread_cpu_seconds() - t;
+            t = thread_cpu_seconds();
             double sc = 1;
             const cv::Matx33d M = random_affine_matrix(o, 1280, 1280, 640, 640, rng, &sc);
             LabeledImage out = apply_affine(canvas, M, 640, 640, sc, o);
-            t_affine += seconds_since(t);
-            t = Clock::now();
+            t_affine += thread_cpu_seconds() - t;
+            t = thread_cpu_seconds();
             augment_hsv(out.image, o.hsv_h, o.hsv_s, o.hsv_v, rng);
-            t_hsv += seconds_since(t);
-            t = Clock::now();
+            t_hsv += thread_cpu_seconds() - t;
+            t = thread_cpu_seconds();
             if (rng.chance(0.5)) flip_horizontal(out);
-            t_flip += seconds_since(t);
-            t = Clock::now();
+            t_flip += thread_cpu_seconds() - t;
+            t = thread_cpu_seconds();
             cv::Mat planes[3] = {cv::Mat(640, 640, CV_8U, buffer.data() + 2 * 640 * 640),
                                  cv::Mat(640, 640, CV_8U, buffer.data() + 640 * 640),
                                  cv::Mat(640, 640, CV_8U, buffer.data())};
             cv::split(out.image, planes);
-            t_pack += seconds_since(t);
+            t_pack += thread_cpu_seconds() - t;
         }
         std::printf(
-            "stages, ms per sample (1 thread): mosaic %.2f  affine %.2f  hsv %.2f  flip %.2f  pack "
+            "stages, CPU ms per sample (1 thread): mosaic %.2f  affine %.2f  hsv %.2f  flip %.2f  "
+            "pack "
             "%.2f\n\n",
             1e3 * t_mosaic / reps, 1e3 * t_affine / reps, 1e3 * t_hsv / reps, 1e3 * t_flip / reps,
             1e3 * t_pack / reps);
     }
 
     for (bool cache : {true, false}) {
-        double first = 0;
+        Rate first;
         for (int t : thread_counts) {
-            const double rate = loader_rate(samples, t, cache, seconds);
+            const Rate rate = loader_rate(samples, t, cache, seconds);
             char what[96];
             std::snprintf(what, sizeof what, "full pipeline, cache %s, %d thread%s",
                           cache ? "on " : "off", t, t > 1 ? "s" : "");
             print_rate(what, rate, t);
-            if (t == thread_counts.front())
-                first = rate / t;
-            else
-                std::printf("%-44s %8.2f (1.00 = linear)\n", "  scaling efficiency per thread",
-                            rate / t / first);
+            if (t == thread_counts.front()) {
+                first = Rate{rate.wall / t, rate.cpu};
+            } else {
+                std::printf("%-40s wall %.2f   CPU %.2f   (1.00 = linear)\n",
+                            "  scaling efficiency per thread", rate.wall / t / first.wall,
+                            rate.cpu / first.cpu);
+            }
         }
     }
     if (own_dir) fs::remove_all(dir);

@@ -126,13 +126,16 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
     return out;
 }
 
-LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng) {
-    const int s = imgsz, S = 2 * imgsz;
-    const int xc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
-    const int yc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
-    LabeledImage out;
-    out.image.create(S, S, CV_8UC3);
+namespace {
+
+// Builds the part `region` (canvas coordinates) of the 2*imgsz mosaic canvas with centre (xc, yc)
+// into out.image (region-sized), and every box in full canvas coordinates.
+void build_mosaic(const LabeledImage* const images[4], int imgsz, int pad_value, int xc, int yc,
+                  const cv::Rect& region, LabeledImage& out) {
+    const int S = 2 * imgsz;
+    out.image.create(region.height, region.width, CV_8UC3);
     out.image.setTo(cv::Scalar::all(pad_value));
+    out.boxes.clear();
     for (int i = 0; i < 4; ++i) {
         const LabeledImage* im = images[i];
         if (!im || im->image.empty()) continue;
@@ -153,7 +156,13 @@ LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_val
         }
         const int cw = x2a - x1a, ch = y2a - y1a;
         if (cw <= 0 || ch <= 0) continue;
-        im->image(cv::Rect(x1b, y1b, cw, ch)).copyTo(out.image(cv::Rect(x1a, y1a, cw, ch)));
+        // Copy only what falls inside the region.
+        const cv::Rect placed = cv::Rect(x1a, y1a, cw, ch) & region;
+        if (!placed.empty()) {
+            const cv::Rect src(placed.x - x1a + x1b, placed.y - y1a + y1b, placed.width,
+                               placed.height);
+            im->image(src).copyTo(out.image(placed - region.tl()));
+        }
         const float padw = static_cast<float>(x1a - x1b), padh = static_cast<float>(y1a - y1b);
         for (PixelBox b : im->boxes) {
             // Shift, then clip to the placed region (the crop only happens at canvas edges).
@@ -164,6 +173,69 @@ LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_val
             if (b.x2 > b.x1 && b.y2 > b.y1) out.boxes.push_back(b);
         }
     }
+}
+
+void draw_mosaic_centre(int imgsz, Rng& rng, int& xc, int& yc) {
+    const int s = imgsz;
+    xc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
+    yc = static_cast<int>(rng.uniform_int(s / 2, s + s / 2 - 1));
+}
+
+bool is_projective(const cv::Matx33d& M) {
+    return M(2, 0) != 0 || M(2, 1) != 0 || M(2, 2) != 1;
+}
+
+}  // namespace
+
+LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng) {
+    int xc, yc;
+    draw_mosaic_centre(imgsz, rng, xc, yc);
+    LabeledImage out;
+    build_mosaic(images, imgsz, pad_value, xc, yc, cv::Rect(0, 0, 2 * imgsz, 2 * imgsz), out);
+    return out;
+}
+
+LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOptions& o, Rng& rng) {
+    const int s = o.imgsz, S = 2 * s;
+    int xc, yc;
+    draw_mosaic_centre(s, rng, xc, yc);
+    double sc = 1;
+    const cv::Matx33d M = random_affine_matrix(o, S, S, s, s, rng, &sc);
+    cv::Rect region(0, 0, S, S);
+    if (!is_projective(M)) {
+        // The canvas pixels the warp reads: the preimage of the output, plus a margin for the
+        // bilinear neighbours.
+        const cv::Matx33d Minv = M.inv();
+        double x1 = 1e300, y1 = 1e300, x2 = -1e300, y2 = -1e300;
+        for (double x : {0.0, static_cast<double>(s)})
+            for (double y : {0.0, static_cast<double>(s)}) {
+                const double cx = Minv(0, 0) * x + Minv(0, 1) * y + Minv(0, 2);
+                const double cy = Minv(1, 0) * x + Minv(1, 1) * y + Minv(1, 2);
+                x1 = std::min(x1, cx), x2 = std::max(x2, cx);
+                y1 = std::min(y1, cy), y2 = std::max(y2, cy);
+            }
+        const auto lo = [](double v) {
+            return static_cast<int>(std::clamp(std::floor(v) - 2, -1.0, 1e6));
+        };
+        const auto hi = [](double v) {
+            return static_cast<int>(std::clamp(std::ceil(v) + 3, -1.0, 1e6));
+        };
+        cv::Rect need(lo(x1), lo(y1), 0, 0);
+        need.width = hi(x2) - need.x;
+        need.height = hi(y2) - need.y;
+        region = need & cv::Rect(0, 0, S, S);
+        if (region.empty()) region = cv::Rect(0, 0, 1, 1);
+    }
+    LabeledImage canvas;
+    build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
+    cv::Matx33d shift = cv::Matx33d::eye();
+    shift(0, 2) = region.x;
+    shift(1, 2) = region.y;
+    LabeledImage out;
+    LabeledImage pixels_only;
+    pixels_only.image = canvas.image;
+    out = apply_affine(pixels_only, M * shift, s, s, sc, o);
+    out.boxes = transform_boxes(canvas.boxes, M, s, s, sc, o);
     return out;
 }
 
@@ -237,7 +309,7 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
 LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_w, int out_h,
                           double scale, const AugmentOptions& o) {
     LabeledImage out;
-    const bool projective = M(2, 0) != 0 || M(2, 1) != 0 || M(2, 2) != 1;
+    const bool projective = is_projective(M);
     const bool identity =
         M == cv::Matx33d::eye() && in.image.cols == out_w && in.image.rows == out_h;
     const cv::Scalar border = cv::Scalar::all(o.pad_value);
@@ -306,10 +378,7 @@ LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const 
         for (int k = 1; k < 4; ++k)
             if (!load(ids[k], parts[k])) parts[k] = {};
         const LabeledImage* ptrs[4] = {&parts[0], &parts[1], &parts[2], &parts[3]};
-        const LabeledImage canvas = mosaic4(ptrs, s, o.pad_value, rng);
-        double sc = 1;
-        const cv::Matx33d M = random_affine_matrix(o, 2 * s, 2 * s, s, s, rng, &sc);
-        out = apply_affine(canvas, M, s, s, sc, o);
+        out = mosaic_affine(ptrs, o, rng);
     } else {
         LabeledImage one;
         if (!load(index, one)) return {};

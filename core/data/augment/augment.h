@@ -79,6 +79,12 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
 // canvas. Empty images (bad samples) leave their quadrant empty.
 LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng);
 
+// mosaic4 followed by the random affine (random_affine_matrix for the 2*imgsz canvas, then
+// apply_affine to imgsz), with the same random draws and results, but only the part of the
+// canvas that the warp reads is built (a quarter to all of it, by the drawn scale).
+LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOptions& options,
+                           Rng& rng);
+
 // The 3x3 matrix the random affine uses for an input of in_w x in_h and output out_w x out_h:
 // centre to origin, perspective, rotation+scale, shear, translation to
 // (0.5 +- translate) * out size.

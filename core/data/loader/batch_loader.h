@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/data/augment/augment.h"
@@ -23,6 +24,28 @@
 #include "core/data/image_io.h"
 
 namespace crucible::data {
+
+// An allocator whose resize() leaves bytes uninitialised: the loader writes every pixel, and
+// zero-filling a 20 MB batch first would cost as much as packing it.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = DefaultInitAllocator<U>;
+    };
+    DefaultInitAllocator() = default;
+    template <class U>
+    DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... Args>
+    void construct(U* p, Args&&... args) {
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+    }
+};
+using PixelBuffer = std::vector<std::uint8_t, DefaultInitAllocator<std::uint8_t>>;
 
 struct LoaderSample {
     std::filesystem::path path;
@@ -58,9 +81,9 @@ struct DataPosition {
 };
 
 struct Batch {
-    int size = 0;                      // images in this batch (bad samples are left out)
-    int imgsz = 0;                     // images are imgsz x imgsz
-    std::vector<std::uint8_t> pixels;  // size x 3 x imgsz x imgsz, RGB
+    int size = 0;        // images in this batch (bad samples are left out)
+    int imgsz = 0;       // images are imgsz x imgsz
+    PixelBuffer pixels;  // size x 3 x imgsz x imgsz, RGB, contiguous
     // One row per box: image index in the batch, class, cx, cy, w, h (normalized).
     std::vector<float> boxes;
     std::vector<std::int64_t> sample_ids;  // dataset index of each image
