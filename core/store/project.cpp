@@ -121,6 +121,7 @@ void Project::open_file(bool create) {
         }
     }
     db_->exec("PRAGMA foreign_keys = ON");
+    db_->exec("PRAGMA cache_size = -32768");  // 32 MiB: plot series of long runs stay cached
     if (options_.read_only) return;
 
     bool wal = options_.journal == JournalMode::Wal ||

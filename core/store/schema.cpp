@@ -111,6 +111,7 @@ CREATE TABLE presets(
     UNIQUE(task, name));
 CREATE INDEX runs_dataset ON runs(dataset_id);
 CREATE INDEX runs_server ON runs(server_id);
+CREATE INDEX run_events_rollbacks ON run_events(run_id, seq) WHERE kind = 'rollback';
 )sql"},
     };
     return list;
