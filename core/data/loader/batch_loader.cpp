@@ -144,7 +144,18 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
     batch.pixels.resize(static_cast<std::size_t>(end - begin) * 3 * plane);
     for (std::int64_t p = begin; p < end; ++p) {
         const std::int64_t sample = order[static_cast<std::size_t>(p)];
-        LabeledImage img = make_sample(epoch, sample);
+        LabeledImage img;
+        try {
+            img = make_sample(epoch, sample);
+        } catch (const std::exception& e) {
+            // Anything an odd image makes the transforms throw: that sample is bad, not the run.
+            img = {};
+            const auto i = static_cast<std::size_t>(sample);
+            if (!reported_[i].exchange(true)) {
+                ++bad_images_;
+                if (on_bad_) on_bad_(BadSample{sample, samples_[i].path, e.what()});
+            }
+        }
         if (img.image.empty()) {
             ++skipped_;
             continue;
