@@ -7,6 +7,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/data/dataset_io.h"
 
 namespace crucible::store {
 
@@ -36,7 +37,8 @@ void check_canceled(const ImportOptions& options) {
 
 std::string box_line(const data::Box& b) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "%d %.6f %.6f %.6f %.6f", b.cls, b.cx, b.cy, b.w, b.h);
+    std::snprintf(buf, sizeof buf, "%d %.6f %.6f %.6f %.6f%s", b.cls, b.cx, b.cy, b.w, b.h,
+                  b.difficult ? " difficult" : "");
     return buf;
 }
 
@@ -171,8 +173,8 @@ ImportResult import_dataset(Project& project, const data::DetectionDataset& data
     auto add_image = db.prepare(
         "INSERT INTO images(dataset_id, path, size, sha256, width, height, split, tags) "
         "VALUES(?, ?, ?, ?, ?, ?, ?, ?)");
-    auto add_box =
-        db.prepare("INSERT INTO boxes(image_id, cls, cx, cy, w, h) VALUES(?, ?, ?, ?, ?, ?)");
+    auto add_box = db.prepare(
+        "INSERT INTO boxes(image_id, cls, cx, cy, w, h, difficult) VALUES(?, ?, ?, ?, ?, ?, ?)");
     progress = ImportProgress{"store", 0, hashed.size(), progress.bytes};
     for (std::size_t i = 0; i < hashed.size(); ++i) {
         const auto& img = hashed[i];
@@ -182,7 +184,7 @@ ImportResult import_dataset(Project& project, const data::DetectionDataset& data
             .run();
         std::int64_t image_id = db.last_insert_rowid();
         for (const auto& b : img.boxes) {
-            add_box.bind_all(image_id, b.cls, b.cx, b.cy, b.w, b.h).run();
+            add_box.bind_all(image_id, b.cls, b.cx, b.cy, b.w, b.h, b.difficult ? 1 : 0).run();
             ++result.boxes;
         }
         if ((i + 1) % 256 == 0 || i + 1 == hashed.size()) {
@@ -193,6 +195,33 @@ ImportResult import_dataset(Project& project, const data::DetectionDataset& data
     }
     tx.commit();
     return result;
+}
+
+ImportResult import_dataset_from(Project& project, const fs::path& source,
+                                 const std::string& format, const ImportOptions& options,
+                                 std::vector<std::string>* problems,
+                                 const data::LoadOptions& load_options) {
+    project.require_writable("import a dataset");
+    check_new_name(project, options.name);
+    data::DatasetFormat f = data::parse_dataset_format(format);
+    if (f == data::DatasetFormat::Auto) f = data::detect_dataset_format(source);
+    data::LoadResult loaded = data::load_detection_dataset(source, f, load_options);
+    if (problems) {
+        for (const auto& pr : loaded.problems)
+            problems->push_back((pr.where.empty() ? "" : pr.where + ": ") + pr.what +
+                                (pr.error ? "" : " (warning)"));
+    }
+    ImportOptions o = options;
+    if (o.format.empty()) o.format = data::dataset_format_name(f);
+    return import_dataset(project, loaded.dataset, o);
+}
+
+fs::path export_dataset_to(Project& project, std::int64_t dataset_id, const fs::path& out,
+                           const std::string& format) {
+    data::DatasetFormat f = data::parse_dataset_format(format);
+    if (f == data::DatasetFormat::Auto)
+        throw InputError("format", "choose the export format: yolo, coco or voc");
+    return data::save_detection_dataset(export_dataset(project, dataset_id), out, f);
 }
 
 std::vector<DatasetInfo> list_datasets(Project& project) {
@@ -255,12 +284,13 @@ data::DetectionDataset export_dataset(Project& project, std::int64_t dataset_id)
         }
     }
     auto s = db.prepare(
-        "SELECT b.image_id, b.cls, b.cx, b.cy, b.w, b.h FROM boxes b JOIN images i ON b.image_id "
+        "SELECT b.image_id, b.cls, b.cx, b.cy, b.w, b.h, b.difficult FROM boxes b JOIN images i ON "
+        "b.image_id "
         "= i.id WHERE i.dataset_id = ? ORDER BY b.id");
     s.bind(1, dataset_id);
     while (s.step()) {
-        data::Box b{s.column_int(1), s.column_double(2), s.column_double(3), s.column_double(4),
-                    s.column_double(5)};
+        data::Box b{s.column_int(1),    s.column_double(2), s.column_double(3),
+                    s.column_double(4), s.column_double(5), s.column_int(6) != 0};
         out.images[index.at(s.column_int64(0))].boxes.push_back(b);
     }
     return out;

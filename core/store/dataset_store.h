@@ -12,6 +12,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json.h"
+#include "core/data/dataset_io.h"
 #include "core/data/detection_types.h"
 #include "core/store/project.h"
 
@@ -59,11 +60,13 @@ struct ImportResult {
 ImportResult import_dataset(Project& project, const data::DetectionDataset& dataset,
                             const ImportOptions& options);
 
-// Loads a dataset folder/file of any format core/data reads and imports it. Problems that
-// dropped images are returned in `problems` ("file:line: what").
+// Loads a dataset (data.yaml, COCO json, VOC folder, or a folder holding one; `format` "auto",
+// "yolo", "coco" or "voc") with core/data and imports it. Problems that dropped images are
+// returned in `problems` ("file:line: what"); the format is recorded unless options name one.
 ImportResult import_dataset_from(Project& project, const std::filesystem::path& source,
                                  const std::string& format, const ImportOptions& options,
-                                 std::vector<std::string>* problems = nullptr);
+                                 std::vector<std::string>* problems = nullptr,
+                                 const data::LoadOptions& load_options = {});
 
 std::vector<DatasetInfo> list_datasets(Project& project);
 std::optional<DatasetInfo> find_dataset(Project& project, const std::string& name);
@@ -72,7 +75,8 @@ void delete_dataset(Project& project, std::int64_t dataset_id);
 
 // The dataset with absolute image paths (root = the project folder).
 data::DetectionDataset export_dataset(Project& project, std::int64_t dataset_id);
-// Writes the dataset as YOLO / COCO / VOC under `out`; returns the main file.
+// Writes the dataset as YOLO / COCO / VOC ("yolo", "coco", "voc") under `out` with core/data's
+// save_detection_dataset; returns the main file.
 std::filesystem::path export_dataset_to(Project& project, std::int64_t dataset_id,
                                         const std::filesystem::path& out,
                                         const std::string& format);

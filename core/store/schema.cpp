@@ -102,6 +102,7 @@ const std::vector<Migration>& migrations() {
     static const std::vector<Migration> list = {
         {1, R"sql(
 ALTER TABLE images ADD COLUMN caption TEXT;
+ALTER TABLE boxes ADD COLUMN difficult INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE presets(
     id INTEGER PRIMARY KEY,
     task TEXT NOT NULL,

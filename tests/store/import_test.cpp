@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstring>
 
+#include <opencv2/imgcodecs.hpp>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
@@ -262,6 +264,71 @@ TEST(ChatRecords, StoredAsJsonPerRecord) {
     EXPECT_EQ(info.version_hash.size(), 64u);
     delete_dataset(*p, id);
     EXPECT_EQ(count(*p, "chat_records"), 0);  // cascade
+}
+
+}  // namespace
+}  // namespace crucible::store
+
+namespace crucible::store {
+namespace {
+
+// Through core/data's readers and writers: a YOLO folder in, COCO and VOC out and back.
+TEST(ImportFormats, YoloFolderInCocoAndVocOut) {
+    test::TempDir dir;
+    auto ds = test::make_dataset(dir / "src", 10, 128);
+    ds.images[1].boxes[0].difficult = true;
+    // COCO and VOC need pixel sizes: real (tiny) JPEGs this time.
+    for (std::size_t i = 0; i < ds.images.size(); ++i) {
+        cv::Mat m(48, 64, CV_8UC3, cv::Scalar(static_cast<double>(i * 20), 100, 200));
+        ASSERT_TRUE(cv::imwrite(path_to_utf8(ds.root / ds.images[i].path), m));
+        ds.images[i].width = 64;
+        ds.images[i].height = 48;
+    }
+    fs::path yaml = data::save_detection_dataset(ds, dir / "yolo", data::DatasetFormat::Yolo);
+    auto p = Project::create(dir / "p.crucible");
+    std::vector<std::string> problems;
+    data::LoadOptions sizes;
+    sizes.read_image_sizes = true;
+    auto r = import_dataset_from(*p, dir / "yolo", "auto", {.name = "y"}, &problems, sizes);
+    EXPECT_EQ(export_dataset(*p, r.dataset_id).images[0].width, 64);
+    EXPECT_EQ(r.images, 10u);
+    auto info = get_dataset(*p, r.dataset_id);
+    EXPECT_EQ(info.format, "yolo");
+    EXPECT_EQ(info.classes, 3);
+    std::size_t boxes = 0;
+    for (const auto& img : ds.images)
+        boxes += img.boxes.size();
+    EXPECT_EQ(r.boxes, boxes);
+    (void)yaml;
+
+    for (const char* format : {"coco", "voc"}) {
+        fs::path out = dir / (std::string("out-") + format);
+        export_dataset_to(*p, r.dataset_id, out, format);
+        auto back = data::load_detection_dataset(out, data::parse_dataset_format(format));
+        EXPECT_EQ(back.dataset.images.size(), 10u) << format;
+        std::size_t back_boxes = 0;
+        for (const auto& img : back.dataset.images)
+            back_boxes += img.boxes.size();
+        EXPECT_EQ(back_boxes, boxes) << format;
+        auto again = import_dataset_from(*p, out, format, {.name = std::string("back-") + format});
+        EXPECT_EQ(again.boxes, boxes) << format;
+    }
+    EXPECT_THROW(export_dataset_to(*p, r.dataset_id, dir / "x", "auto"), InputError);
+    EXPECT_THROW(import_dataset_from(*p, dir / "nothing-here", "auto", {.name = "n"}), InputError);
+}
+
+TEST(ImportFormats, DifficultFlagIsKept) {
+    test::TempDir dir;
+    auto ds = test::make_dataset(dir / "src", 3, 64);
+    ds.images[2].boxes[0].difficult = true;
+    auto p = Project::create(dir / "p.crucible");
+    auto a = import_dataset(*p, ds, {.name = "a"});
+    auto out = export_dataset(*p, a.dataset_id);
+    EXPECT_TRUE(out.images[2].boxes[0].difficult);
+    EXPECT_FALSE(out.images[1].boxes[0].difficult);
+    ds.images[2].boxes[0].difficult = false;
+    auto b = import_dataset(*p, ds, {.name = "b"});
+    EXPECT_NE(a.version_hash, b.version_hash);
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
     Database& db = p->db();
     EXPECT_EQ(db.query_text("SELECT path FROM images WHERE id = 7"), "imgs/a.jpg");
     EXPECT_EQ(db.query_int("SELECT count(*) FROM boxes"), 1);
+    EXPECT_EQ(db.query_int("SELECT difficult FROM boxes"), 0);  // column added by version 2
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_events WHERE run_id = 3"), 1);
     db.prepare("UPDATE images SET caption = ? WHERE id = 7").bind(1, "a cat").run();
     EXPECT_EQ(db.query_text("SELECT caption FROM images WHERE id = 7"), "a cat");
