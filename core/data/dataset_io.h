@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/data/dataset_problem.h"
 #include "core/data/detection_types.h"
 #include "core/data/image_io.h"
 
@@ -15,12 +16,6 @@ enum class DatasetFormat { Auto, Yolo, Coco, Voc };
 
 DatasetFormat parse_dataset_format(const std::string& text);  // "auto", "yolo", "coco", "voc"
 const char* dataset_format_name(DatasetFormat format);
-
-struct DatasetProblem {
-    std::string where;  // "labels/img1.txt:3", "data.yaml", "images/a.jpg"
-    std::string what;
-    bool error = true;  // false: a warning (e.g. background image) that is counted, not flagged
-};
 
 struct LoadOptions {
     // Read every image file completely: missing, empty, truncated JPEG/PNG, over the pixel limit

@@ -6,8 +6,8 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
-#include "core/data/formats/format_util.h"
-#include "core/data/formats/formats.h"
+#include "core/data/formats/data_yaml.h"
+#include "core/data/formats/path_text.h"
 
 namespace crucible::data {
 namespace fs = std::filesystem;

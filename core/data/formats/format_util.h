@@ -8,13 +8,10 @@
 
 #include "core/data/dataset_io.h"
 #include "core/data/detection_types.h"
+#include "core/data/formats/path_text.h"
 
 namespace crucible::data::detail {
 
-// Text safe for messages and JSON: invalid UTF-8 bytes become "\xNN".
-std::string safe_utf8(std::string_view text);
-// A path for messages: relative to `root` when inside it, escaped like safe_utf8.
-std::string display_path(const std::filesystem::path& path, const std::filesystem::path& root);
 // True when the file name is valid UTF-8 (names that are not cannot go into JSON or the store).
 bool has_utf8_name(const std::filesystem::path& path);
 // jpg, jpeg, png, bmp, webp, tif, tiff (any case).
@@ -23,8 +20,6 @@ bool is_image_file_name(const std::filesystem::path& path);
 std::vector<std::filesystem::path> list_images(const std::filesystem::path& folder);
 // Absolute path of a record's image.
 std::filesystem::path image_path(const DetectionDataset& dataset, const ImageRecord& record);
-// Absolute, lexically normal.
-std::filesystem::path normalized_absolute(const std::filesystem::path& path);
 // Checks an image as LoadOptions ask (header sizes, full check); "" when fine. Fills width/height.
 std::string inspect_image(ImageRecord& record, const std::filesystem::path& file,
                           const LoadOptions& options);

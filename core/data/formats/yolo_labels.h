@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/data/dataset_io.h"
+#include "core/data/dataset_problem.h"
 #include "core/data/detection_types.h"
 
 namespace crucible::data {

@@ -1,0 +1,55 @@
+#include "core/data/formats/path_text.h"
+
+#include "core/base/file_io.h"
+
+namespace crucible::data::detail {
+namespace fs = std::filesystem;
+
+std::string safe_utf8(std::string_view text) {
+    if (is_valid_utf8(text)) return std::string(text);
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        // Take the longest valid sequence starting here (1..4 bytes), else escape one byte.
+        std::size_t len = 0;
+        for (std::size_t n = 1; n <= 4 && i + n <= text.size(); ++n)
+            if (is_valid_utf8(text.substr(i, n))) {
+                len = n;
+                break;
+            }
+        if (len > 0) {
+            out.append(text.substr(i, len));
+            i += len;
+        } else {
+            static const char* hex = "0123456789abcdef";
+            const auto u = static_cast<unsigned char>(text[i]);
+            out += "\\x";
+            out += hex[u >> 4];
+            out += hex[u & 15];
+            ++i;
+        }
+    }
+    return out;
+}
+
+fs::path normalized_absolute(const fs::path& path) {
+    std::error_code ec;
+    auto abs = fs::absolute(path, ec);
+    if (ec) abs = path;
+    abs = abs.lexically_normal();
+    if (!abs.has_filename() && abs.has_relative_path()) abs = abs.parent_path();  // "a/b/" -> "a/b"
+    return abs;
+}
+
+std::string display_path(const fs::path& path, const fs::path& root) {
+    if (!root.empty()) {
+        const auto rel = normalized_absolute(path).lexically_relative(normalized_absolute(root));
+        if (!rel.empty() && *rel.begin() != "..") {
+            const auto u8 = rel.generic_u8string();
+            return safe_utf8(std::string(u8.begin(), u8.end()));
+        }
+    }
+    return safe_utf8(path_to_utf8(path));
+}
+
+}  // namespace crucible::data::detail
