@@ -94,6 +94,7 @@ Rate loader_rate(const std::vector<LoaderSample>& samples, int threads, bool cac
         while (auto b = loader.next()) {
             images += b->size;
             sink += b->pixels[b->pixels.size() / 2];
+            loader.recycle(std::move(*b));
         }
     }
     Rate rate;

@@ -133,7 +133,7 @@ namespace {
 void build_mosaic(const LabeledImage* const images[4], int imgsz, int pad_value, int xc, int yc,
                   const cv::Rect& region, LabeledImage& out) {
     const int S = 2 * imgsz;
-    out.image.create(region.height, region.width, CV_8UC3);
+    out.image.create(region.height, region.width, CV_8UC3);  // keeps a caller's buffer of that size
     out.image.setTo(cv::Scalar::all(pad_value));
     out.boxes.clear();
     for (int i = 0; i < 4; ++i) {
@@ -226,7 +226,14 @@ LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOpt
         region = need & cv::Rect(0, 0, S, S);
         if (region.empty()) region = cv::Rect(0, 0, 1, 1);
     }
+    // The canvas lives in per-thread scratch memory: reallocating (and page-faulting) up to 5 MB
+    // per sample costs more than building it.
+    thread_local cv::Mat storage;
+    const std::size_t need = static_cast<std::size_t>(region.area()) * 3;
+    if (storage.empty() || storage.total() < need)
+        storage.create(1, static_cast<int>(std::max<std::size_t>(need, 12u * s * s)), CV_8U);
     LabeledImage canvas;
+    canvas.image = cv::Mat(region.height, region.width, CV_8UC3, storage.data);
     build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
     cv::Matx33d shift = cv::Matx33d::eye();
     shift(0, 2) = region.x;
@@ -340,7 +347,7 @@ void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rn
         l[x][1] = static_cast<uchar>(std::clamp(x * r1, 0.0, 255.0));
         l[x][2] = static_cast<uchar>(std::clamp(x * r2, 0.0, 255.0));
     }
-    cv::Mat hsv;
+    thread_local cv::Mat hsv;  // per-thread scratch, reused across samples
     cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);
     cv::LUT(hsv, lut, hsv);
     cv::cvtColor(hsv, bgr, cv::COLOR_HSV2BGR);

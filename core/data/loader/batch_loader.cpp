@@ -7,6 +7,10 @@
 
 #include "core/base/error.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace crucible::data {
 
 std::vector<LoaderSample> loader_samples(const DetectionDataset& dataset,
@@ -34,6 +38,12 @@ BatchLoader::BatchLoader(std::vector<LoaderSample> samples, LoaderOptions option
     if (options_.workers < 0 || options_.workers > 256)
         throw InputError("workers", "must be between 0 and 256");
     if (options_.prefetch < 1) throw InputError("prefetch", "must be at least 1");
+#if defined(__GLIBC__)
+    if (options_.tune_allocator) {
+        mallopt(M_MMAP_THRESHOLD, 256 << 20);
+        mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    }
+#endif
     if (options_.cache) {
         cache_.resize(samples_.size());
         cache_state_.assign(samples_.size(), 0);
@@ -141,6 +151,13 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
     batch.imgsz = s;
     batch.position = DataPosition{epoch, end};
     const std::size_t plane = static_cast<std::size_t>(s) * s;
+    {
+        std::lock_guard lock(pool_mutex_);
+        if (!pool_.empty()) {
+            batch.pixels = std::move(pool_.back());
+            pool_.pop_back();
+        }
+    }
     batch.pixels.resize(static_cast<std::size_t>(end - begin) * 3 * plane);
     for (std::int64_t p = begin; p < end; ++p) {
         const std::int64_t sample = order[static_cast<std::size_t>(p)];
@@ -179,6 +196,12 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
     ++batches_;
     images_ += batch.size;
     return batch;
+}
+
+void BatchLoader::recycle(Batch&& batch) {
+    std::lock_guard lock(pool_mutex_);
+    if (pool_.size() < static_cast<std::size_t>(options_.prefetch + options_.workers + 2))
+        pool_.push_back(std::move(batch.pixels));
 }
 
 void BatchLoader::start_epoch(DataPosition position) {
