@@ -4,3 +4,6 @@
 crucible_fuzz_target(safetensors SOURCES
     core/base/safetensors.cpp core/base/safetensors_parse.cpp core/base/safetensors_write.cpp
     core/base/mapped_file_posix.cpp)
+crucible_fuzz_target(yolo_labels SOURCES core/data/formats/yolo_labels.cpp)
+crucible_fuzz_target(data_yaml SOURCES core/data/formats/data_yaml.cpp core/data/formats/path_text.cpp
+    PACKAGES yaml-cpp LIBS yaml-cpp)
