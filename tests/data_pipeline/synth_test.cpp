@@ -157,6 +157,8 @@ TEST(Synth, RejectsBadOptions) {
     EXPECT_THROW(make_synth_sample(o, "train", 0), InputError);
     o = small_options(1);
     o.train = -1;
-    EXPECT_THROW(write_synth_dataset(temp_dir("bad"), o), InputError);
+    const fs::path bad = temp_dir("bad");
+    EXPECT_THROW(write_synth_dataset(bad, o), InputError);
+    fs::remove_all(bad);
     EXPECT_EQ(synth_class_names(3), (std::vector<std::string>{"circle", "rectangle", "triangle"}));
 }
