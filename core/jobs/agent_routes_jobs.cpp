@@ -1,0 +1,214 @@
+// /v1/jobs: submit, list, get, cancel, pause, resume, delete, events (SSE) and artifacts.
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/jobs/agent_service.h"
+#include "core/jobs/event_follower.h"
+
+namespace crucible::jobs {
+namespace {
+
+std::optional<JobRecord> find_job(JobRegistry& registry, const std::string& id,
+                                  httplib::Response& res) {
+    if (!is_valid_job_id(id)) {
+        net::send_error(res, 400, "bad_job_id", "job ids hold letters, digits and '-' only");
+        return std::nullopt;
+    }
+    auto job = registry.get(id);
+    if (!job) net::send_error(res, 404, "no_such_job", "no job " + id + " on this agent");
+    return job;
+}
+
+// Files under a job folder that clients may download: weights, artifacts, results, logs.
+std::vector<std::filesystem::path> artifact_files(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> out;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (ec) break;
+        if (!it->is_regular_file()) continue;
+        auto rel = it->path().lexically_relative(dir);
+        auto name = rel.filename().string();
+        if (name.find(".tmp") != std::string::npos || name == "job.json" || name == "control.json")
+            continue;
+        out.push_back(rel);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+const char* mime_for(const std::filesystem::path& p) {
+    auto ext = p.extension().string();
+    if (ext == ".png") return "image/png";
+    if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
+    if (ext == ".json" || ext == ".jsonl") return "application/json";
+    if (ext == ".csv" || ext == ".log" || ext == ".txt" || ext == ".yaml")
+        return "text/plain; charset=utf-8";
+    return "application/octet-stream";
+}
+
+}  // namespace
+
+void AgentService::add_job_routes() {
+    auto& r = server_->routes();
+
+    r.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.get_header_value("Content-Type").find("application/json") == std::string::npos) {
+            net::send_error(res, 415, "wrong_content_type", "send the job as application/json");
+            return;
+        }
+        Json body = parse_json(req.body, "request body");
+        JobRecord job = job_from_submit(body);
+        job.options = resolve_job_options(job.task, job.options);
+        job.submitted_by = net::HttpServer::caller(req);
+        JobRecord stored = registry_.add(job);
+        audit(job.submitted_by, "submit", stored.id + " " + stored.task);
+        scheduler_.wake();
+        net::send_json(res, 201, stored.to_json());
+    });
+
+    r.Get("/v1/jobs", [this](const httplib::Request&, httplib::Response& res) {
+        Json list = Json::array();
+        for (const auto& j : registry_.list())
+            list.push_back(j.to_json());
+        net::send_json(res, 200, {{"jobs", list}});
+    });
+
+    r.Get(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        if (auto job = find_job(registry_, req.matches[1], res))
+            net::send_json(res, 200, job->to_json());
+    });
+
+    r.Delete(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+        auto job = find_job(registry_, req.matches[1], res);
+        if (!job) return;
+        if (!is_final_state(job->state) && job->state != JobState::Paused) {
+            net::send_error(res, 409, "job_active",
+                            "job " + job->id + " is " + job_state_name(job->state) +
+                                "; cancel it before deleting");
+            return;
+        }
+        registry_.remove(job->id);
+        audit(net::HttpServer::caller(req), "delete", job->id);
+        net::send_json(res, 200, {{"deleted", job->id}});
+    });
+
+    auto control = [this](const char* action, std::string (Scheduler::*fn)(const std::string&)) {
+        return [this, action, fn](const httplib::Request& req, httplib::Response& res) {
+            auto job = find_job(registry_, req.matches[1], res);
+            if (!job) return;
+            std::string err = (scheduler_.*fn)(job->id);
+            audit(net::HttpServer::caller(req), action, job->id);
+            if (!err.empty())
+                net::send_error(res, 409, "not_possible", err);
+            else
+                net::send_json(res, 202, {{"id", job->id}, {"requested", action}});
+        };
+    };
+    r.Post(R"(/v1/jobs/([^/]+)/cancel)", control("cancel", &Scheduler::cancel));
+    r.Post(R"(/v1/jobs/([^/]+)/pause)", control("pause", &Scheduler::pause));
+    r.Post(R"(/v1/jobs/([^/]+)/resume)", control("resume", &Scheduler::resume));
+
+    // Events: SSE by default; ?format=json returns the events after `after` as one array.
+    r.Get(R"(/v1/jobs/([^/]+)/events)",
+          [this](const httplib::Request& req, httplib::Response& res) {
+              auto job = find_job(registry_, req.matches[1], res);
+              if (!job) return;
+              std::int64_t after = -1;
+              if (req.has_param("after")) after = std::atoll(req.get_param_value("after").c_str());
+              if (req.has_header("Last-Event-ID"))
+                  after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
+              auto file = registry_.folder(job->id) / "events.jsonl";
+              if (req.get_param_value("format") == "json") {
+                  Json list = Json::array();
+                  for (const auto& e : read_event_log(file, after))
+                      list.push_back(event_to_json(e));
+                  net::send_json(res, 200, {{"events", list}});
+                  return;
+              }
+              auto follower = std::make_shared<EventFollower>(file, after);
+              auto idle = std::make_shared<int>(0);
+              std::string id = job->id;
+              res.set_header("Cache-Control", "no-cache");
+              res.set_chunked_content_provider(
+                  "text/event-stream", [this, follower, idle, id](size_t, httplib::DataSink& sink) {
+                      auto events = follower->poll();
+                      for (const auto& e : events) {
+                          std::string text = format_sse(e);
+                          if (!sink.write(text.data(), text.size())) return false;
+                      }
+                      if (!events.empty()) {
+                          *idle = 0;
+                          return true;
+                      }
+                      auto job = registry_.get(id);
+                      if (!job || is_final_state(job->state)) {
+                          // Everything written: one last look, then end the stream.
+                          for (const auto& e : follower->poll()) {
+                              std::string text = format_sse(e);
+                              sink.write(text.data(), text.size());
+                          }
+                          sink.done();
+                          return true;
+                      }
+                      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                      if (++*idle % 300 == 0) {  // ~15 s
+                          static const std::string keepalive = ": keepalive\n\n";
+                          return sink.write(keepalive.data(), keepalive.size());
+                      }
+                      return true;
+                  });
+          });
+
+    r.Get(R"(/v1/jobs/([^/]+)/artifacts)",
+          [this](const httplib::Request& req, httplib::Response& res) {
+              auto job = find_job(registry_, req.matches[1], res);
+              if (!job) return;
+              auto dir = registry_.folder(job->id);
+              Json list = Json::array();
+              for (const auto& rel : artifact_files(dir)) {
+                  std::error_code ec;
+                  list.push_back({{"path", rel.generic_string()},
+                                  {"size", std::filesystem::file_size(dir / rel, ec)}});
+              }
+              net::send_json(res, 200, {{"artifacts", list}});
+          });
+
+    r.Get(R"(/v1/jobs/([^/]+)/artifacts/(.+))", [this](const httplib::Request& req,
+                                                       httplib::Response& res) {
+        auto job = find_job(registry_, req.matches[1], res);
+        if (!job) return;
+        auto dir = registry_.folder(job->id);
+        std::filesystem::path rel;
+        try {
+            rel = path_from_utf8(std::string(req.matches[2]));
+        } catch (const InputError&) {
+            net::send_error(res, 400, "bad_path", "artifact path is not UTF-8");
+            return;
+        }
+        auto file = dir / rel;
+        std::error_code ec;
+        if (rel.is_absolute() || !is_path_inside(dir, file) ||
+            !std::filesystem::is_regular_file(file, ec)) {
+            net::send_error(res, 404, "no_such_artifact",
+                            "no artifact '" + std::string(req.matches[2]) + "' in job " + job->id);
+            return;
+        }
+        audit(net::HttpServer::caller(req), "download", job->id + "/" + rel.generic_string());
+        auto size = std::filesystem::file_size(file, ec);
+        auto stream = std::make_shared<std::ifstream>(file, std::ios::binary);
+        res.set_content_provider(
+            size, mime_for(file), [stream](size_t offset, size_t length, httplib::DataSink& sink) {
+                std::vector<char> buf(std::min<size_t>(length, 1 << 20));
+                stream->seekg(static_cast<std::streamoff>(offset));
+                stream->read(buf.data(), static_cast<std::streamsize>(buf.size()));
+                auto n = static_cast<size_t>(stream->gcount());
+                return n > 0 && sink.write(buf.data(), n);
+            });
+    });
+}
+
+}  // namespace crucible::jobs

@@ -1,0 +1,220 @@
+#include "core/jobs/agent_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/base/error.h"
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+#include "core/base/options_schema.h"
+#include "core/jobs/worker_control.h"
+#include "core/net/tls.h"
+
+namespace crucible::jobs {
+
+void load_agent_config_file(AgentConfig& config) {
+    auto file = config.data_dir / "agent.json";
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return;
+    Json j = read_json_file(file);
+    const std::string where = path_to_utf8(file);
+    if (!j.is_object()) throw InputError(where, "expected a JSON object");
+    if (j.contains("roots")) {
+        if (!j["roots"].is_array())
+            throw InputError(where, "field 'roots': expected a list of folders");
+        for (const auto& r : j["roots"]) {
+            if (!r.is_string()) throw InputError(where, "field 'roots': expected folder names");
+            config.roots.push_back(path_from_utf8(r.get<std::string>()));
+        }
+    }
+    if (j.contains("max_cpu_jobs"))
+        config.scheduler.max_cpu_jobs = static_cast<int>(get_integer(j, "max_cpu_jobs", where));
+    if (j.contains("min_free_disk_mb"))
+        config.scheduler.min_free_disk_bytes =
+            static_cast<std::uint64_t>(get_integer(j, "min_free_disk_mb", where)) << 20;
+}
+
+Json describe_tasks(const std::filesystem::path& worker) {
+    // Built by append: GCC 12 at -O3 reports a false -Wrestrict for "literal" + std::string.
+    std::string cmd = "\"";
+    cmd += path_to_utf8(worker);
+    cmd += "\" describe";
+#ifdef _WIN32
+    FILE* p = _popen(cmd.c_str(), "r");
+#else
+    FILE* p = popen(cmd.c_str(), "r");
+#endif
+    if (!p) return Json::array();
+    std::string out;
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p))
+        out += buf;
+#ifdef _WIN32
+    _pclose(p);
+#else
+    pclose(p);
+#endif
+    try {
+        Json j = Json::parse(out);
+        return j.value("tasks", Json::array());
+    } catch (const std::exception& e) {
+        spdlog::warn("cannot read task schemas from {} describe: {}", path_to_utf8(worker),
+                     e.what());
+        return Json::array();
+    }
+}
+
+// GPUs the scheduler may hand out: all that NVML reports, unless the configuration names them.
+static AgentConfig with_gpu_ids(AgentConfig config) {
+    if (config.scheduler.gpu_ids.empty())
+        for (const auto& g : GpuInventory::open(config.nvml_library)->read().gpus)
+            config.scheduler.gpu_ids.push_back(g.index);
+    return config;
+}
+
+AgentService::AgentService(AgentConfig config)
+    : config_(with_gpu_ids(std::move(config))),
+      tokens_(std::make_shared<net::TokenStore>(config_.data_dir / "tokens.json")),
+      registry_(config_.data_dir / "jobs"),
+      scheduler_(registry_, config_.scheduler),
+      blobs_(config_.data_dir / "blobs") {
+    std::filesystem::create_directories(config_.data_dir / "datasets");
+    gpus_ = GpuInventory::open(config_.nvml_library);
+    net::HttpServerOptions http;
+    http.host = config_.host;
+    http.port = config_.port;
+    http.threads = config_.threads;
+    const bool loopback = net::is_loopback_host(config_.host);
+    if (!config_.cert_file.empty() || (!loopback && !config_.insecure)) {
+        if (config_.cert_file.empty()) {
+            auto paths =
+                net::ensure_self_signed_certificate(config_.data_dir / "tls", config_.host);
+            config_.cert_file = paths.cert;
+            config_.key_file = paths.key;
+        }
+        http.cert_file = config_.cert_file;
+        http.key_file = config_.key_file;
+        fingerprint_ = net::certificate_fingerprint_file(config_.cert_file);
+    } else if (!loopback) {
+        spdlog::warn("serving plain HTTP on {} (--insecure): tokens travel unencrypted",
+                     config_.host);
+        http.allow_plain_http_off_loopback = true;
+    }
+    server_ = std::make_unique<net::HttpServer>(
+        http, tokens_,
+        [this](const std::string& who, const std::string& action, const std::string& detail) {
+            audit(who, action, detail);
+        });
+    registry_.on_change([this](const JobRecord& job) {
+        feed_.publish(
+            "job", {{"id", job.id}, {"state", job_state_name(job.state)}, {"reason", job.reason}});
+    });
+    add_info_routes();
+    add_job_routes();
+    add_data_routes();
+}
+
+AgentService::~AgentService() {
+    stop(true);
+}
+
+bool AgentService::tls() const {
+    return server_->tls();
+}
+std::string AgentService::fingerprint() const {
+    return fingerprint_;
+}
+
+int AgentService::start() {
+    for (const auto& job : registry_.load()) {
+        auto dir = registry_.folder(job.id);
+        // A worker that outlived the agent is asked to checkpoint and stop, so that exactly one
+        // worker owns the job folder when it resumes.
+        if (process_alive(job.pid)) {
+            spdlog::info("job {}: worker {} outlived the agent; asking it to checkpoint and stop",
+                         job.id, job.pid);
+            write_worker_request(dir, "checkpoint");
+            for (int i = 0; i < 1200 && process_alive(job.pid); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        spdlog::info(
+            "job {} was running when the agent stopped: it resumes from its last checkpoint",
+            job.id);
+        EventLogWriter(dir / "events.jsonl")
+            .append(make_status("interrupted", "the agent stopped while the job ran; resuming"));
+    }
+    scheduler_.start();
+    int port = server_->start();
+    telemetry_running_ = true;
+    telemetry_ = std::thread([this] {
+        while (telemetry_running_) {
+            GpuReport r = gpus_->read();
+            if (r.nvml) feed_.publish("gpus", r.to_json());
+            for (int i = 0; i < 10 && telemetry_running_; ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+    });
+    return port;
+}
+
+void AgentService::stop(bool leave_workers_running) {
+    telemetry_running_ = false;
+    if (telemetry_.joinable()) telemetry_.join();
+    if (server_) server_->stop();
+    scheduler_.stop(leave_workers_running);
+}
+
+void AgentService::audit(const std::string& who, const std::string& action,
+                         const std::string& detail) {
+    std::lock_guard lock(audit_mutex_);
+    std::ofstream out(config_.data_dir / "audit.log", std::ios::app | std::ios::binary);
+    out << Json{{"t", unix_time_now()}, {"who", who}, {"action", action}, {"detail", detail}}.dump()
+        << "\n";
+}
+
+std::string AgentService::resolve_server_path(const std::string& option,
+                                              const std::string& value) const {
+    if (value.rfind("dataset:", 0) == 0) {
+        std::string id = value.substr(8);
+        if (!BlobStore::is_valid_hash(id))
+            throw InputError(option, "unknown dataset id '" + id + "'");
+        auto dir = config_.data_dir / "datasets" / id;
+        std::error_code ec;
+        if (!std::filesystem::exists(dir, ec))
+            throw InputError(option, "no dataset " + id + " on this agent; push it first");
+        auto yaml = dir / "data.yaml";
+        return path_to_utf8(std::filesystem::exists(yaml, ec) ? yaml : dir);
+    }
+    std::filesystem::path p = path_from_utf8(value);
+    if (!p.is_absolute()) return value;  // model names such as yolov8n, or files inside the job
+    for (const auto& root : config_.roots)
+        if (is_path_inside(root, p)) return value;
+    if (is_path_inside(config_.data_dir, p)) return value;
+    throw InputError(
+        option,
+        "the server path " + value +
+            " is outside the folders this agent shares; add its folder to 'roots' in agent.json");
+}
+
+Json AgentService::resolve_job_options(const std::string& task, const Json& options) const {
+    for (const auto& schema_json : config_.task_schemas) {
+        if (schema_json.value("task", std::string()) != task) continue;
+        OptionSchema schema = OptionSchema::from_json(schema_json);
+        Json resolved = schema.resolve(options);
+        for (const auto& spec : schema.options())
+            if (spec.type == OptionType::Path && resolved[spec.name].is_string() &&
+                !resolved[spec.name].get<std::string>().empty())
+                resolved[spec.name] =
+                    resolve_server_path(spec.name, resolved[spec.name].get<std::string>());
+        return resolved;
+    }
+    std::string known;
+    for (const auto& s : config_.task_schemas)
+        known += (known.empty() ? "" : ", ") + s.value("task", std::string());
+    throw InputError("task", "unknown task '" + task +
+                                 "' (this agent has: " + (known.empty() ? "none" : known) + ")");
+}
+
+}  // namespace crucible::jobs

@@ -1,0 +1,123 @@
+// Windows child processes: CreateProcessW with stdout/stderr to the log file, no console window
+// (workers of a Windows service have no console).
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
+#include <windows.h>
+
+#include <string>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/jobs/child_process.h"
+
+namespace crucible::jobs {
+namespace {
+
+std::wstring quote_arg(const std::wstring& a) {
+    if (!a.empty() && a.find_first_of(L" \t\"") == std::wstring::npos) return a;
+    std::wstring out = L"\"";
+    std::size_t backslashes = 0;
+    for (wchar_t c : a) {
+        if (c == L'\\') {
+            ++backslashes;
+            continue;
+        }
+        if (c == L'"')
+            out.append(backslashes * 2 + 1, L'\\');
+        else
+            out.append(backslashes, L'\\');
+        backslashes = 0;
+        out += c;
+    }
+    out.append(backslashes * 2, L'\\');
+    return out + L"\"";
+}
+
+class WindowsChild final : public ChildProcess {
+  public:
+    explicit WindowsChild(PROCESS_INFORMATION pi) : pi_(pi) {}
+    ~WindowsChild() override {
+        CloseHandle(pi_.hThread);
+        CloseHandle(pi_.hProcess);
+    }
+    long pid() const override { return static_cast<long>(pi_.dwProcessId); }
+    std::optional<ExitInfo> poll() override {
+        if (WaitForSingleObject(pi_.hProcess, 0) != WAIT_OBJECT_0) return std::nullopt;
+        return exit_info();
+    }
+    ExitInfo wait() override {
+        WaitForSingleObject(pi_.hProcess, INFINITE);
+        return exit_info();
+    }
+    void kill() override { TerminateProcess(pi_.hProcess, 137); }
+
+  private:
+    ExitInfo exit_info() const {
+        DWORD code = 0;
+        GetExitCodeProcess(pi_.hProcess, &code);
+        ExitInfo e;
+        e.code = static_cast<int>(code);
+        return e;
+    }
+    PROCESS_INFORMATION pi_;
+};
+
+}  // namespace
+
+bool process_alive(long pid) {
+    HANDLE h = OpenProcess(SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));
+    if (!h) return false;
+    bool alive = WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
+    CloseHandle(h);
+    return alive;
+}
+
+std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
+    std::wstring cmd = quote_arg(o.program.wstring());
+    for (const auto& a : o.args)
+        cmd += L" " + quote_arg(path_from_utf8(a).wstring());
+
+    // Environment block: the agent's, with overrides.
+    std::wstring block;
+    LPWCH env = GetEnvironmentStringsW();
+    for (LPWCH p = env; *p; p += wcslen(p) + 1) {
+        std::wstring kv = p;
+        auto eq = kv.find(L'=', 1);
+        bool overridden = false;
+        for (const auto& [k, v] : o.env)
+            if (eq != std::wstring::npos && kv.substr(0, eq) == path_from_utf8(k).wstring())
+                overridden = true;
+        if (!overridden) block += kv + L'\0';
+    }
+    FreeEnvironmentStringsW(env);
+    for (const auto& [k, v] : o.env)
+        block += path_from_utf8(k).wstring() + L"=" + path_from_utf8(v).wstring() + L'\0';
+    block += L'\0';
+
+    SECURITY_ATTRIBUTES sa{sizeof(sa), nullptr, TRUE};
+    HANDLE log = INVALID_HANDLE_VALUE;
+    if (!o.log_file.empty())
+        log = CreateFileW(o.log_file.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                          &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
+    STARTUPINFOW si{};
+    si.cb = sizeof(si);
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdOutput = log;
+    si.hStdError = log;
+    si.hStdInput = nullptr;
+    PROCESS_INFORMATION pi{};
+    std::wstring workdir = o.working_dir.wstring();
+    BOOL ok =
+        CreateProcessW(nullptr, cmd.data(), nullptr, nullptr, TRUE,
+                       CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP,
+                       block.data(), workdir.empty() ? nullptr : workdir.c_str(), &si, &pi);
+    if (log != INVALID_HANDLE_VALUE) CloseHandle(log);
+    if (!ok)
+        throw Error("cannot start " + path_to_utf8(o.program) + " (Windows error " +
+                    std::to_string(GetLastError()) + ")");
+    return std::make_unique<WindowsChild>(pi);
+}
+
+}  // namespace crucible::jobs
+#endif

@@ -1,0 +1,31 @@
+#pragma once
+// Follows a growing events.jsonl: each poll() returns the complete new lines appended since the
+// last call (a half-written last line waits for its newline). Used by the SSE streams, so a
+// reader never re-parses the whole file.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/base/event.h"
+
+namespace crucible::jobs {
+
+class EventFollower {
+  public:
+    // Events with seq <= after_seq are skipped.
+    EventFollower(std::filesystem::path file, std::int64_t after_seq);
+    std::vector<Event> poll();
+    std::int64_t last_seq() const { return last_seq_; }
+
+  private:
+    std::filesystem::path file_;
+    std::uint64_t offset_ = 0;
+    std::string pending_;
+    std::int64_t last_seq_;
+};
+
+// "id: <seq>\nevent: <kind>\ndata: <json>\n\n"
+std::string format_sse(const Event& event);
+
+}  // namespace crucible::jobs

@@ -1,0 +1,171 @@
+#include "core/jobs/gpu_inventory.h"
+
+#include "core/jobs/shared_library.h"
+
+namespace crucible::jobs {
+
+Json GpuReport::to_json() const {
+    Json gpus_json = Json::array();
+    for (const auto& g : gpus) {
+        Json mig_json = Json::array();
+        for (const auto& m : g.mig)
+            mig_json.push_back(
+                {{"index", m.index}, {"name", m.name}, {"memory_total", m.memory_total}});
+        gpus_json.push_back({{"index", g.index},
+                             {"name", g.name},
+                             {"uuid", g.uuid},
+                             {"memory_total", g.memory_total},
+                             {"memory_used", g.memory_used},
+                             {"utilization", g.utilization},
+                             {"temperature", g.temperature},
+                             {"power_w", g.power_w},
+                             {"processes", g.process_ids},
+                             {"mig_enabled", g.mig_enabled},
+                             {"mig", mig_json}});
+    }
+    return {{"nvml", nvml},
+            {"note", note},
+            {"driver_version", driver_version},
+            {"cuda_driver_version", cuda_driver_version},
+            {"gpus", gpus_json}};
+}
+
+namespace {
+
+// The few NVML entry points we use, declared by their documented C signatures.
+using nvmlReturn = int;
+struct NvmlMemory {
+    unsigned long long total, free, used;
+};
+struct NvmlUtilization {
+    unsigned gpu, memory;
+};
+struct NvmlProcessInfo {
+    unsigned pid;
+    unsigned long long used_gpu_memory;
+    unsigned gpu_instance_id, compute_instance_id;
+};
+using Device = void*;
+
+class NvmlInventory final : public GpuInventory {
+  public:
+    explicit NvmlInventory(std::unique_ptr<SharedLibrary> lib) : lib_(std::move(lib)) {}
+
+    GpuReport read() override {
+        GpuReport r;
+        if (!lib_) {
+            r.note = "NVML not found (no NVIDIA driver): CPU only";
+            return r;
+        }
+        auto init = lib_->symbol<nvmlReturn (*)()>("nvmlInit_v2");
+        auto count_fn = lib_->symbol<nvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+        auto handle_fn =
+            lib_->symbol<nvmlReturn (*)(unsigned, Device*)>("nvmlDeviceGetHandleByIndex_v2");
+        if (!init || !count_fn || !handle_fn || init() != 0) {
+            r.note = "NVML could not be initialised: is the NVIDIA driver loaded?";
+            return r;
+        }
+        r.nvml = true;
+        char text[256] = {};
+        if (auto f = lib_->symbol<nvmlReturn (*)(char*, unsigned)>("nvmlSystemGetDriverVersion");
+            f && f(text, sizeof text) == 0)
+            r.driver_version = text;
+        if (auto f = lib_->symbol<nvmlReturn (*)(int*)>("nvmlSystemGetCudaDriverVersion"); f)
+            f(&r.cuda_driver_version);
+        unsigned count = 0;
+        count_fn(&count);
+        for (unsigned i = 0; i < count && i < 64; ++i) {
+            Device dev = nullptr;
+            if (handle_fn(i, &dev) != 0) continue;
+            GpuInfo g;
+            g.index = static_cast<int>(i);
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, char*, unsigned)>("nvmlDeviceGetName");
+                f && f(dev, text, sizeof text) == 0)
+                g.name = text;
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, char*, unsigned)>("nvmlDeviceGetUUID");
+                f && f(dev, text, sizeof text) == 0)
+                g.uuid = text;
+            NvmlMemory mem{};
+            if (auto f =
+                    lib_->symbol<nvmlReturn (*)(Device, NvmlMemory*)>("nvmlDeviceGetMemoryInfo");
+                f && f(dev, &mem) == 0) {
+                g.memory_total = mem.total;
+                g.memory_used = mem.used;
+            }
+            NvmlUtilization util{};
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, NvmlUtilization*)>(
+                    "nvmlDeviceGetUtilizationRates");
+                f && f(dev, &util) == 0)
+                g.utilization = static_cast<int>(util.gpu);
+            unsigned temp = 0;
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, int, unsigned*)>(
+                    "nvmlDeviceGetTemperature");
+                f && f(dev, 0, &temp) == 0)
+                g.temperature = static_cast<int>(temp);
+            unsigned mw = 0;
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, unsigned*)>("nvmlDeviceGetPowerUsage");
+                f && f(dev, &mw) == 0)
+                g.power_w = mw / 1000.0;
+            NvmlProcessInfo procs[64];
+            unsigned n = 64;
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, unsigned*, NvmlProcessInfo*)>(
+                    "nvmlDeviceGetComputeRunningProcesses_v3");
+                f && f(dev, &n, procs) == 0)
+                for (unsigned p = 0; p < n && p < 64; ++p)
+                    g.process_ids.push_back(procs[p].pid);
+            unsigned current = 0, pending = 0;
+            if (auto f = lib_->symbol<nvmlReturn (*)(Device, unsigned*, unsigned*)>(
+                    "nvmlDeviceGetMigMode");
+                f && f(dev, &current, &pending) == 0)
+                g.mig_enabled = current == 1;
+            if (g.mig_enabled) {
+                auto max_fn = lib_->symbol<nvmlReturn (*)(Device, unsigned*)>(
+                    "nvmlDeviceGetMaxMigDeviceCount");
+                auto mig_fn = lib_->symbol<nvmlReturn (*)(Device, unsigned, Device*)>(
+                    "nvmlDeviceGetMigDeviceHandleByIndex");
+                unsigned max_mig = 0;
+                if (max_fn && mig_fn && max_fn(dev, &max_mig) == 0) {
+                    for (unsigned m = 0; m < max_mig && m < 16; ++m) {
+                        Device mig = nullptr;
+                        if (mig_fn(dev, m, &mig) != 0) continue;
+                        MigInstance mi;
+                        mi.index = static_cast<int>(m);
+                        if (auto f = lib_->symbol<nvmlReturn (*)(Device, char*, unsigned)>(
+                                "nvmlDeviceGetName");
+                            f && f(mig, text, sizeof text) == 0)
+                            mi.name = text;
+                        if (auto f = lib_->symbol<nvmlReturn (*)(Device, NvmlMemory*)>(
+                                "nvmlDeviceGetMemoryInfo");
+                            f && f(mig, &mem) == 0)
+                            mi.memory_total = mem.total;
+                        g.mig.push_back(mi);
+                    }
+                }
+            }
+            r.gpus.push_back(std::move(g));
+        }
+        if (r.gpus.empty()) r.note = "NVML found no GPU";
+        return r;
+    }
+
+  private:
+    std::unique_ptr<SharedLibrary> lib_;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuInventory> GpuInventory::open(const std::filesystem::path& library) {
+    std::unique_ptr<SharedLibrary> lib;
+    if (!library.empty())
+        lib = SharedLibrary::open(library);
+    else {
+#ifdef _WIN32
+        lib = SharedLibrary::open("nvml.dll");
+#else
+        lib = SharedLibrary::open("libnvidia-ml.so.1");
+#endif
+    }
+    return std::make_unique<NvmlInventory>(std::move(lib));
+}
+
+}  // namespace crucible::jobs

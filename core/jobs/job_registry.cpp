@@ -1,0 +1,114 @@
+#include "core/jobs/job_registry.h"
+
+#include <spdlog/spdlog.h>
+
+#include "core/base/error.h"
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+
+namespace crucible::jobs {
+
+JobRegistry::JobRegistry(std::filesystem::path jobs_dir) : jobs_dir_(std::move(jobs_dir)) {
+    std::filesystem::create_directories(jobs_dir_);
+}
+
+std::vector<JobRecord> JobRegistry::load() {
+    std::vector<JobRecord> interrupted;
+    std::lock_guard lock(mutex_);
+    for (const auto& entry : std::filesystem::directory_iterator(jobs_dir_)) {
+        auto file = entry.path() / "job.json";
+        std::error_code ec;
+        if (!entry.is_directory() || !std::filesystem::exists(file, ec)) continue;
+        try {
+            JobRecord r = JobRecord::from_json(read_json_file(file), path_to_utf8(file));
+            if (r.state == JobState::Running) {
+                interrupted.push_back(r);
+                r.state = JobState::Interrupted;
+                r.reason = "the agent stopped while the job ran";
+                r.resume = true;
+                r.gpu_ids.clear();
+                r.pid = 0;
+                persist(r);
+            }
+            jobs_[r.id] = r;
+        } catch (const std::exception& e) {
+            spdlog::warn("skipping job folder {}: {}", path_to_utf8(entry.path()), e.what());
+        }
+    }
+    return interrupted;
+}
+
+void JobRegistry::persist(const JobRecord& job) const {
+    write_json_file(jobs_dir_ / job.id / "job.json", job.to_json());
+}
+
+JobRecord JobRegistry::add(JobRecord job) {
+    job.id = new_job_id();
+    job.submitted = unix_time_now();
+    job.state = JobState::Queued;
+    auto dir = jobs_dir_ / job.id;
+    std::filesystem::create_directories(dir / "checkpoints");
+    std::filesystem::create_directories(dir / "artifacts");
+    write_json_file(dir / "spec.json",
+                    {{"task", job.task}, {"options", job.options}, {"name", job.name}});
+    std::vector<std::function<void(const JobRecord&)>> listeners;
+    {
+        std::lock_guard lock(mutex_);
+        persist(job);
+        jobs_[job.id] = job;
+        listeners = listeners_;
+    }
+    for (auto& l : listeners)
+        l(job);
+    return job;
+}
+
+std::optional<JobRecord> JobRegistry::get(const std::string& id) const {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return std::nullopt;
+    return it->second;
+}
+
+std::vector<JobRecord> JobRegistry::list() const {
+    std::lock_guard lock(mutex_);
+    std::vector<JobRecord> out;
+    for (const auto& [_, j] : jobs_)
+        out.push_back(j);
+    return out;
+}
+
+std::optional<JobRecord> JobRegistry::update(const std::string& id,
+                                             const std::function<void(JobRecord&)>& change) {
+    JobRecord copy;
+    std::vector<std::function<void(const JobRecord&)>> listeners;
+    {
+        std::lock_guard lock(mutex_);
+        auto it = jobs_.find(id);
+        if (it == jobs_.end()) return std::nullopt;
+        change(it->second);
+        persist(it->second);
+        copy = it->second;
+        listeners = listeners_;
+    }
+    for (auto& l : listeners)
+        l(copy);
+    return copy;
+}
+
+bool JobRegistry::remove(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return false;
+    std::error_code ec;
+    std::filesystem::remove_all(jobs_dir_ / id, ec);
+    jobs_.erase(it);
+    return true;
+}
+
+void JobRegistry::on_change(std::function<void(const JobRecord&)> listener) {
+    std::lock_guard lock(mutex_);
+    listeners_.push_back(std::move(listener));
+}
+
+}  // namespace crucible::jobs

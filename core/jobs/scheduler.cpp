@@ -1,0 +1,265 @@
+#include "core/jobs/scheduler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+#include "core/jobs/worker_control.h"
+
+namespace crucible::jobs {
+
+std::string tail_lines(const std::filesystem::path& file, int lines) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) return "";
+    std::string text = read_file_bytes_limited(file, 64u << 20);
+    std::size_t pos = text.size();
+    if (pos && text[pos - 1] == '\n') --pos;
+    for (int n = 0; n < lines && pos != std::string::npos && pos > 0; ++n)
+        pos = text.rfind('\n', pos - 1);
+    return pos == std::string::npos || pos == 0 ? text : text.substr(pos + 1);
+}
+
+Scheduler::Scheduler(JobRegistry& registry, SchedulerOptions options)
+    : registry_(registry), options_(std::move(options)) {}
+
+Scheduler::~Scheduler() {
+    stop(true);
+}
+
+void Scheduler::start() {
+    running_ = true;
+    thread_ = std::thread([this] { loop(); });
+}
+
+void Scheduler::stop(bool leave_running) {
+    if (!running_.exchange(false)) return;
+    wake();
+    if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mutex_);
+    if (!leave_running) {
+        for (auto& [id, child] : children_)
+            write_worker_request(registry_.folder(id), "checkpoint");
+        for (auto& [id, child] : children_)
+            finish_job(id, child->wait());
+    }
+    children_.clear();
+}
+
+void Scheduler::wake() {
+    {
+        std::lock_guard lock(mutex_);
+        woken_ = true;
+    }
+    cv_.notify_all();
+}
+
+void Scheduler::loop() {
+    while (running_) {
+        {
+            std::unique_lock lock(mutex_);
+            cv_.wait_for(lock, options_.tick, [this] { return woken_ || !running_; });
+            woken_ = false;
+            if (!running_) break;
+            reap_finished();
+            start_ready_jobs();
+        }
+    }
+}
+
+void Scheduler::reap_finished() {
+    for (auto it = children_.begin(); it != children_.end();) {
+        if (auto exit = it->second->poll()) {
+            finish_job(it->first, *exit);
+            it = children_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
+    auto dir = registry_.folder(id);
+    // The worker's own last status event says why it ended; if it wrote none (crash, kill,
+    // out of memory in the OS), the agent writes one with the exit code or signal.
+    std::string state, reason;
+    try {
+        for (const auto& e : read_event_log(dir / "events.jsonl")) {
+            if (e.kind != event_kind::kStatus) continue;
+            state = e.fields.value("state", std::string());
+            reason = e.fields.value("reason", std::string());
+        }
+    } catch (const std::exception& e) {
+        spdlog::warn("job {}: unreadable events: {}", id, e.what());
+    }
+    JobState final_state = JobState::Failed;
+    bool worker_said = false;
+    for (auto s : {JobState::Succeeded, JobState::Failed, JobState::Canceled, JobState::Paused,
+                   JobState::Interrupted})
+        if (state == job_state_name(s)) {
+            final_state = s;
+            worker_said = true;
+        }
+    if (!worker_said) {
+        reason = "the worker ended without a final status: " + exit.describe();
+        std::string tail = tail_lines(dir / "worker.log", 20);
+        if (!tail.empty()) reason += "\nlast log lines:\n" + tail;
+        try {
+            EventLogWriter writer(dir / "events.jsonl");
+            Event ev = make_status("failed", reason);
+            ev.fields["exit_code"] = exit.code;
+            ev.fields["signal"] = exit.signal;
+            writer.append(ev);
+        } catch (const std::exception& e) {
+            spdlog::warn("job {}: cannot append the final status: {}", id, e.what());
+        }
+    }
+    clear_worker_request(dir);
+    auto record = registry_.update(id, [&](JobRecord& j) {
+        j.state = final_state;
+        j.reason = reason;
+        j.finished = unix_time_now();
+        for (int g : j.gpu_ids)
+            busy_gpus_.erase(g);
+        j.gpu_ids.clear();
+        j.pid = 0;
+        // An interrupted job (preemption notice, checkpoint-now) goes back into the queue.
+        if (final_state == JobState::Interrupted && running_) {
+            j.state = JobState::Queued;
+            j.resume = true;
+        }
+        if (final_state == JobState::Paused) j.resume = true;
+    });
+    if (record) spdlog::info("job {} ended: {} {}", id, job_state_name(record->state), reason);
+}
+
+void Scheduler::start_ready_jobs() {
+    auto jobs = registry_.list();
+    std::vector<JobRecord> ready;
+    for (auto& j : jobs)
+        if (j.state == JobState::Queued || (j.state == JobState::Interrupted && j.resume))
+            ready.push_back(j);
+    std::stable_sort(ready.begin(), ready.end(), [](const JobRecord& a, const JobRecord& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        return a.submitted < b.submitted;
+    });
+    const bool have_gpus = !options_.gpu_ids.empty();
+    for (const auto& job : ready) {
+        std::vector<int> gpus;
+        if (have_gpus) {
+            int want = std::max(job.gpus, 1);
+            for (int g : options_.gpu_ids)
+                if (!busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want) gpus.push_back(g);
+            if (static_cast<int>(gpus.size()) < want) break;  // keep priority order: wait for GPUs
+        } else if (static_cast<int>(children_.size()) >= options_.max_cpu_jobs) {
+            break;
+        }
+        if (!start_job(job, gpus)) continue;
+    }
+}
+
+bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
+    auto dir = registry_.folder(job.id);
+    std::error_code ec;
+    auto space = std::filesystem::space(dir, ec);
+    if (!ec && space.available < options_.min_free_disk_bytes) {
+        registry_.update(job.id, [&](JobRecord& j) {
+            j.state = JobState::Failed;
+            j.reason = "not enough free disk for the job folder (" +
+                       std::to_string(space.available >> 20) + " MB free, " +
+                       std::to_string(options_.min_free_disk_bytes >> 20) + " MB needed)";
+            j.finished = unix_time_now();
+        });
+        return false;
+    }
+    ChildOptions co;
+    co.program = options_.worker_program;
+    co.args = options_.worker_args;
+    co.args.push_back("--job");
+    co.args.push_back(path_to_utf8(dir));
+    if (job.resume) co.args.push_back("--resume");
+    co.log_file = dir / "worker.log";
+    co.working_dir = dir;
+    std::string visible;
+    for (int g : gpus)
+        visible += (visible.empty() ? "" : ",") + std::to_string(g);
+    co.env["CUDA_VISIBLE_DEVICES"] = visible;  // empty = no GPU for a CPU job
+    clear_worker_request(dir);
+    try {
+        auto child = ChildProcess::start(co);
+        long pid = child->pid();
+        children_[job.id] = std::move(child);
+        for (int g : gpus)
+            busy_gpus_.insert(g);
+        registry_.update(job.id, [&](JobRecord& j) {
+            j.state = JobState::Running;
+            j.started = unix_time_now();
+            j.gpu_ids = gpus;
+            j.pid = pid;
+            j.reason.clear();
+        });
+        return true;
+    } catch (const std::exception& e) {
+        registry_.update(job.id, [&](JobRecord& j) {
+            j.state = JobState::Failed;
+            j.reason = e.what();
+            j.finished = unix_time_now();
+        });
+        return false;
+    }
+}
+
+std::string Scheduler::cancel(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto job = registry_.get(id);
+    if (!job) return "no job " + id;
+    if (is_final_state(job->state))
+        return "job " + id + " has already ended (" + job_state_name(job->state) + ")";
+    if (children_.count(id)) {
+        write_worker_request(registry_.folder(id), "cancel");
+        return "";
+    }
+    registry_.update(id, [](JobRecord& j) {
+        j.state = JobState::Canceled;
+        j.reason = "canceled before it ran";
+        j.finished = unix_time_now();
+    });
+    return "";
+}
+
+std::string Scheduler::pause(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    auto job = registry_.get(id);
+    if (!job) return "no job " + id;
+    if (children_.count(id)) {
+        write_worker_request(registry_.folder(id), "pause");
+        return "";
+    }
+    if (job->state == JobState::Queued || job->state == JobState::Interrupted) {
+        registry_.update(id, [](JobRecord& j) { j.state = JobState::Paused; });
+        return "";
+    }
+    return "job " + id + " is " + job_state_name(job->state) + " and cannot be paused";
+}
+
+std::string Scheduler::resume(const std::string& id) {
+    {
+        std::lock_guard lock(mutex_);
+        auto job = registry_.get(id);
+        if (!job) return "no job " + id;
+        if (job->state != JobState::Paused && job->state != JobState::Interrupted)
+            return "job " + id + " is " + job_state_name(job->state) +
+                   "; only paused or interrupted jobs resume";
+        registry_.update(id, [](JobRecord& j) {
+            j.state = JobState::Queued;
+            j.resume =
+                j.started > 0;  // a job paused while queued never ran: nothing to resume from
+        });
+    }
+    wake();
+    return "";
+}
+
+}  // namespace crucible::jobs

@@ -1,0 +1,90 @@
+#pragma once
+// Client of the agent API (used by the CLI and the studio). TLS connections are pinned to the
+// certificate fingerprint the user confirmed on first contact (as SSH does): a server that
+// presents another certificate is refused. Event streams reconnect with backoff and continue
+// after the last seq, so each event is delivered once.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/base/event.h"
+#include "core/base/json.h"
+
+namespace httplib {
+class ClientImpl;
+}
+
+namespace crucible::net {
+
+struct RemoteEndpoint {
+    std::string url;  // http://127.0.0.1:7443 or https://gpu1:7443
+    std::string token;
+    std::string fingerprint;  // pinned "AB:CD:..." (https only)
+};
+
+struct ParsedUrl {
+    bool https = false;
+    std::string host;
+    int port = 0;
+};
+ParsedUrl parse_url(const std::string& url);  // InputError("url", ...) on a bad URL
+
+// An error answer of the agent: HTTP status + the agent's message.
+class ApiError : public std::runtime_error {
+  public:
+    ApiError(int status, const std::string& message)
+        : std::runtime_error(message), status_(status) {}
+    int status() const { return status_; }
+
+  private:
+    int status_;
+};
+
+class ApiClient {
+  public:
+    explicit ApiClient(RemoteEndpoint endpoint);
+    ~ApiClient();
+
+    // Connects without trusting and returns the server certificate's fingerprint (first contact).
+    static std::string probe_fingerprint(const std::string& url);
+
+    Json get(const std::string& path);
+    Json post(const std::string& path, const Json& body);
+    Json del(const std::string& path);
+
+    // Uploads a file as a blob unless the agent has it; resumes a partial upload. Returns the
+    // SHA-256. `progress(sent, total)` is called per chunk.
+    std::string upload_blob(const std::filesystem::path& file,
+                            const std::function<void(std::uint64_t, std::uint64_t)>& progress = {},
+                            std::uint64_t chunk_bytes = 16u << 20);
+    // Uploads every file under `folder` as blobs and registers the dataset; returns its id.
+    std::string push_dataset(const std::filesystem::path& folder, const std::string& name,
+                             const std::function<void(const std::string&)>& progress = {});
+
+    // Follows a job's events after `after_seq` until the stream ends (job finished) or `stop`.
+    // Reconnects with exponential backoff (up to max_backoff) on network errors; `on_event`
+    // returns false to stop. Returns the last seq delivered.
+    std::int64_t follow_events(const std::string& job_id, std::int64_t after_seq,
+                               const std::function<bool(const Event&)>& on_event,
+                               const std::atomic<bool>* stop = nullptr,
+                               std::chrono::milliseconds max_backoff = std::chrono::seconds(30));
+
+    // Downloads an artifact to `out`, resuming with a Range request if `out` is partly there.
+    void download(const std::string& job_id, const std::string& artifact,
+                  const std::filesystem::path& out);
+
+    const RemoteEndpoint& endpoint() const { return endpoint_; }
+
+  private:
+    std::unique_ptr<httplib::ClientImpl> connect(std::chrono::seconds read_timeout) const;
+    Json check(int status, const std::string& body, const std::string& what) const;
+
+    RemoteEndpoint endpoint_;
+    ParsedUrl url_;
+};
+
+}  // namespace crucible::net

@@ -1,0 +1,81 @@
+#pragma once
+// The agent's HTTP(S) server: cpp-httplib configured for a long-running service. Handlers run on
+// a sized thread pool (an SSE stream holds a thread for its life), with read/write timeouts and
+// a payload limit. Every route but /v1/health needs `Authorization: Bearer <token>`; repeated
+// failures from one address are slowed down; clients must send a compatible protocol version.
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/base/json.h"
+#include "core/net/token_store.h"
+
+namespace crucible::net {
+
+struct HttpServerOptions {
+    std::string host = "127.0.0.1";
+    int port = 0;                     // 0 = pick a free port (tests)
+    std::filesystem::path cert_file;  // both set = TLS
+    std::filesystem::path key_file;
+    std::size_t threads = 96;  // SSE clients each hold one
+    std::chrono::seconds read_timeout{30};
+    std::chrono::seconds write_timeout{30};
+    std::size_t payload_limit = 64u << 20;  // request bodies (blob chunks are streamed under it)
+    int max_auth_failures = 5;              // per address within auth_failure_window
+    std::chrono::seconds auth_failure_window{300};
+    bool allow_plain_http_off_loopback = false;  // only with the explicit --insecure
+};
+
+// True for 127.0.0.0/8, ::1 and "localhost": the only addresses where plain HTTP is allowed.
+bool is_loopback_host(const std::string& host);
+
+// Writes a JSON body with the status; errors are {"error": {"code": ..., "message": ...}}.
+void send_json(httplib::Response& res, int status, const Json& body);
+void send_error(httplib::Response& res, int status, const std::string& code,
+                const std::string& message);
+
+class HttpServer {
+  public:
+    // `audit` (optional) receives (who, action, detail) for every authenticated request that
+    // changes something or downloads data.
+    using AuditFn = std::function<void(const std::string& who, const std::string& action,
+                                       const std::string& detail)>;
+
+    HttpServer(HttpServerOptions options, std::shared_ptr<TokenStore> tokens, AuditFn audit = {});
+    ~HttpServer();
+
+    httplib::Server& routes() { return *server_; }
+    bool tls() const { return tls_; }
+
+    // Binds and starts serving on a background thread; returns the bound port.
+    int start();
+    void stop();
+    int port() const { return port_; }
+
+    // Name of the token that authenticated the request (set by the auth pre-routing handler).
+    static std::string caller(const httplib::Request& req);
+
+  private:
+    bool authorize(const httplib::Request& req, httplib::Response& res);
+
+    HttpServerOptions options_;
+    std::shared_ptr<TokenStore> tokens_;
+    AuditFn audit_;
+    std::unique_ptr<httplib::Server> server_;
+    bool tls_ = false;
+    int port_ = 0;
+    std::thread thread_;
+    std::mutex failures_mutex_;
+    std::map<std::string, std::pair<int, std::chrono::steady_clock::time_point>> failures_;
+};
+
+}  // namespace crucible::net

@@ -1,0 +1,335 @@
+// The agent API against a real AgentService on loopback with the fake worker.
+#include <httplib.h>
+
+#include <fstream>
+
+#include "core/base/error.h"
+#include "core/base/sha256.h"
+#include "core/net/tls.h"
+#include "tests/agent/agent_test_util.h"
+
+using namespace crucible;
+using namespace crucible::test;
+
+namespace {
+
+struct AgentFixture : ::testing::Test {
+    std::filesystem::path data;
+    std::unique_ptr<jobs::AgentService> agent;
+    std::string token;
+    int port = 0;
+
+    void SetUp() override {
+        data = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+        agent = std::make_unique<jobs::AgentService>(fake_agent_config(data));
+        token = agent->tokens().create("tester");
+        port = agent->start();
+    }
+    void TearDown() override {
+        agent->stop();
+        agent.reset();
+        std::filesystem::remove_all(data);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+    net::ApiClient client() const { return net::ApiClient({url(), token, ""}); }
+    httplib::Client raw() const { return httplib::Client("127.0.0.1", port); }
+};
+
+}  // namespace
+
+TEST_F(AgentFixture, HealthIsOpenEverythingElseNeedsAToken) {
+    auto cli = raw();
+    auto health = cli.Get("/v1/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    for (const char* path : {"/v1/info", "/v1/jobs", "/v1/gpus", "/v1/datasets", "/v1/fs",
+                             "/v1/jobs/jx/events", "/v1/jobs/jx/artifacts", "/v1/blobs/00"}) {
+        auto r = cli.Get(path);
+        ASSERT_TRUE(r) << path;
+        EXPECT_EQ(r->status, 401) << path;
+        EXPECT_NE(r->body.find("Bearer"), std::string::npos) << path;
+    }
+    auto post = cli.Post("/v1/jobs", "{}", "application/json");
+    EXPECT_EQ(post->status, 401);
+    httplib::Headers wrong{{"Authorization", "Bearer crt_wrong"}};
+    EXPECT_EQ(cli.Get("/v1/info", wrong)->status, 401);
+    EXPECT_EQ(client().get("/v1/info")["tasks"][0]["task"], "test.fake");
+}
+
+TEST_F(AgentFixture, RepeatedAuthFailuresAreSlowedDown) {
+    auto cli = raw();
+    httplib::Headers wrong{{"Authorization", "Bearer nope"}};
+    for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(cli.Get("/v1/jobs", wrong)->status, 401);
+    auto r = cli.Get("/v1/jobs", wrong);
+    EXPECT_EQ(r->status, 429);
+    EXPECT_TRUE(r->has_header("Retry-After"));
+    // The audit log recorded the failures.
+    std::ifstream audit(data / "audit.log");
+    std::string all((std::istreambuf_iterator<char>(audit)), {});
+    EXPECT_NE(all.find("auth_failed"), std::string::npos);
+}
+
+TEST_F(AgentFixture, TokenCreatedWhileRunningIsAccepted) {
+    net::TokenStore other(data / "tokens.json");  // what `crucible agent token create` does
+    std::string late = other.create("late");
+    net::ApiClient c({url(), late, ""});
+    EXPECT_TRUE(c.get("/v1/jobs").contains("jobs"));
+}
+
+TEST_F(AgentFixture, SubmitFollowToTheEndAndDownload) {
+    auto c = client();
+    Json job =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 15}, {"delay_ms", 5}}}});
+    std::string id = job["id"];
+    std::vector<std::int64_t> seqs;
+    std::string final_state;
+    c.follow_events(id, -1, [&](const Event& e) {
+        seqs.push_back(e.seq);
+        if (e.kind == "status") final_state = e.fields.value("state", "");
+        return true;
+    });
+    ASSERT_FALSE(seqs.empty());
+    for (std::size_t i = 0; i < seqs.size(); ++i)
+        EXPECT_EQ(seqs[i], static_cast<std::int64_t>(i));
+    EXPECT_EQ(final_state, "succeeded");
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "succeeded"; }));
+    Json arts = c.get("/v1/jobs/" + id + "/artifacts");
+    bool found = false;
+    for (const auto& a : arts["artifacts"])
+        found = found || a["path"] == "artifacts/best.safetensors";
+    EXPECT_TRUE(found);
+    auto out = data / "downloaded.bin";
+    // Resume a partial download: keep the first 1000 bytes, fetch the rest with Range.
+    auto original = data / "jobs" / id / "artifacts" / "best.safetensors";
+    {
+        std::ifstream in(original, std::ios::binary);
+        std::string head(1000, '\0');
+        in.read(head.data(), 1000);
+        std::ofstream(out, std::ios::binary) << head;
+    }
+    c.download(id, "artifacts/best.safetensors", out);
+    EXPECT_EQ(sha256_file(out), sha256_file(original));
+    // Events again after a given seq: exactly the rest.
+    Json rest = c.get("/v1/jobs/" + id +
+                      "/events?format=json&after=" + std::to_string(seqs[seqs.size() - 3]));
+    EXPECT_EQ(rest["events"].size(), 2u);
+}
+
+TEST_F(AgentFixture, HostileRequestsGetClearAnswers) {
+    auto c = client();
+    auto cli = raw();
+    httplib::Headers auth{{"Authorization", "Bearer " + token}};
+    auto bad_json = cli.Post("/v1/jobs", auth, "{not json", "application/json");
+    EXPECT_EQ(bad_json->status, 400);
+    EXPECT_NE(bad_json->body.find("invalid JSON"), std::string::npos);
+    EXPECT_EQ(cli.Post("/v1/jobs", auth, "task=x", "text/plain")->status, 415);
+    auto unknown = cli.Post("/v1/jobs", auth, R"({"task":"test.fake","options":{"stepz":3}})",
+                            "application/json");
+    EXPECT_EQ(unknown->status, 400);
+    EXPECT_NE(unknown->body.find("did you mean 'steps'"), std::string::npos);
+    auto wrong_task = cli.Post("/v1/jobs", auth, R"({"task":"nope"})", "application/json");
+    EXPECT_EQ(wrong_task->status, 400);
+    auto outside = cli.Post("/v1/jobs", auth, R"({"task":"test.fake","options":{"data":"/etc"}})",
+                            "application/json");
+    EXPECT_EQ(outside->status, 400);
+    EXPECT_NE(outside->body.find("outside the folders"), std::string::npos);
+    auto two_gpus =
+        cli.Post("/v1/jobs", auth, R"({"task":"test.fake","gpus":2})", "application/json");
+    EXPECT_EQ(two_gpus->status, 400);
+    EXPECT_NE(two_gpus->body.find("distributed"), std::string::npos);
+    EXPECT_EQ(cli.Get("/v1/jobs/..%2F..%2Fetc", auth)->status, 404);
+    EXPECT_EQ(cli.Get("/v1/jobs/bad.id", auth)->status, 400);
+    EXPECT_EQ(cli.Get("/v1/jobs/j-missing", auth)->status, 404);
+    Json job =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 2}, {"delay_ms", 1}}}});
+    std::string id = job["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "succeeded"; }));
+    EXPECT_EQ(cli.Get(("/v1/jobs/" + id + "/artifacts/../../tokens.json").c_str(), auth)->status,
+              404);
+    EXPECT_EQ(
+        cli.Get(("/v1/jobs/" + id + "/artifacts/%2E%2E/%2E%2E/tokens.json").c_str(), auth)->status,
+        404);
+    auto bad_dataset =
+        cli.Post("/v1/datasets", auth,
+                 R"({"files":[{"path":"../x","sha256":")" + std::string(64, 'a') + R"("}]})",
+                 "application/json");
+    EXPECT_EQ(bad_dataset->status, 400);
+    // Oversized body: the agent's payload limit answers 413 and keeps serving.
+    std::string huge(65u << 20, 'x');
+    auto too_big = cli.Post("/v1/jobs", auth, huge, "application/json");
+    if (too_big) {
+        EXPECT_EQ(too_big->status, 413);
+    }
+    EXPECT_EQ(cli.Get("/v1/health")->status, 200);
+}
+
+TEST_F(AgentFixture, StalledHalfRequestDoesNotBlockOthers) {
+    httplib::Client slow("127.0.0.1", port);
+    // A client that sends headers announcing a body and then nothing: its thread waits for the
+    // read timeout; others are served meanwhile.
+    std::thread stall([&] {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(static_cast<uint16_t>(port));
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+            std::string half =
+                "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"ta";
+            ::send(fd, half.data(), half.size(), 0);
+            std::this_thread::sleep_for(std::chrono::seconds(2));
+        }
+        ::close(fd);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(client().get("/v1/jobs").count("jobs"), 1u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    stall.join();
+}
+
+TEST_F(AgentFixture, BlobUploadResumesAfterACut) {
+    auto file = data / "blob.bin";
+    {
+        std::ofstream out(file, std::ios::binary);
+        for (int i = 0; i < 300000; ++i)
+            out.put(static_cast<char>(i * 7));
+    }
+    const std::string sha = sha256_file(file);
+    auto cli = raw();
+    httplib::Headers auth{{"Authorization", "Bearer " + token}};
+    // First 100,000 bytes arrive, then the connection is "cut".
+    std::ifstream in(file, std::ios::binary);
+    std::string first(100000, '\0');
+    in.read(first.data(), 100000);
+    auth.emplace("Content-Range", "bytes 0-99999/300000");
+    auto r1 = cli.Put(("/v1/blobs/" + sha).c_str(), auth, first, "application/octet-stream");
+    ASSERT_TRUE(r1);
+    EXPECT_EQ(r1->status, 202);
+    // A wrong offset is refused with the offset to continue from.
+    httplib::Headers gap{{"Authorization", "Bearer " + token},
+                         {"Content-Range", "bytes 200000-200009/300000"}};
+    auto r2 = cli.Put(("/v1/blobs/" + sha).c_str(), gap, std::string(10, 'x'),
+                      "application/octet-stream");
+    EXPECT_EQ(r2->status, 409);
+    EXPECT_EQ(r2->get_header_value("Upload-Offset"), "100000");
+    // The client resumes from the agent's offset and finishes.
+    std::uint64_t first_progress = 0;
+    auto c = client();
+    c.upload_blob(
+        file,
+        [&](std::uint64_t sent, std::uint64_t) {
+            if (!first_progress) first_progress = sent;
+        },
+        64 * 1024);
+    EXPECT_EQ(first_progress, 100000u + 64 * 1024);
+    EXPECT_EQ(sha256_file(data / "blobs" / sha), sha);
+    // A second upload of the same content is skipped.
+    std::uint64_t calls = 0;
+    c.upload_blob(file, [&](std::uint64_t, std::uint64_t) { ++calls; });
+    EXPECT_EQ(calls, 1u);
+    // A blob whose content does not match its name is discarded.
+    httplib::Headers auth2{{"Authorization", "Bearer " + token}};
+    auto liar = cli.Put(("/v1/blobs/" + std::string(64, 'b')).c_str(), auth2, "hello",
+                        "application/octet-stream");
+    EXPECT_EQ(liar->status, 409);
+    EXPECT_FALSE(std::filesystem::exists(data / "blobs" / std::string(64, 'b')));
+}
+
+TEST_F(AgentFixture, DatasetPushSkipsKnownBlobs) {
+    auto folder = data / "ds";
+    std::filesystem::create_directories(folder / "images");
+    std::ofstream(folder / "data.yaml") << "path: .\ntrain: images\nval: images\nnames: [a]\n";
+    std::ofstream(folder / "images" / "x.jpg") << "not really a jpeg";
+    auto c = client();
+    std::string id = c.push_dataset(folder, "tiny");
+    EXPECT_EQ(id.size(), 64u);
+    EXPECT_TRUE(std::filesystem::exists(data / "datasets" / id / "images" / "x.jpg"));
+    EXPECT_EQ(c.push_dataset(folder, "tiny"), id);  // same content, same id
+    // A job can reference it.
+    Json job = c.post("/v1/jobs", {{"task", "test.fake"},
+                                   {"options", {{"steps", 1}, {"data", "dataset:" + id}}}});
+    EXPECT_NE(job["options"]["data"].get<std::string>().find(id), std::string::npos);
+}
+
+TEST_F(AgentFixture, CancelPauseResume) {
+    auto c = client();
+    std::string id = c.post(
+        "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 400}, {"delay_ms", 20}}}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "running"; }));
+    c.post("/v1/jobs/" + id + "/pause", Json::object());
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "paused"; }));
+    c.post("/v1/jobs/" + id + "/resume", Json::object());
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "running"; }));
+    c.post("/v1/jobs/" + id + "/cancel", Json::object());
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "canceled"; }));
+    // The resumed run wrote a rollback; every consumer drops superseded points.
+    auto events = read_event_log(data / "jobs" / id / "events.jsonl");
+    bool rollback = false;
+    for (auto& e : events)
+        rollback = rollback || e.kind == "rollback";
+    EXPECT_TRUE(rollback);
+    EXPECT_THROW(c.post("/v1/jobs/" + id + "/cancel", Json::object()), net::ApiError);
+}
+
+TEST_F(AgentFixture, CrashedWorkerRecordsWhy) {
+    ::setenv("FAKE_WORKER_CRASH_AT", "3", 1);
+    auto c = client();
+    std::string id = c.post(
+        "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 10}, {"delay_ms", 1}}}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "failed"; }));
+    ::unsetenv("FAKE_WORKER_CRASH_AT");
+    Json j = c.get("/v1/jobs/" + id);
+    std::string reason = j["reason"];
+    EXPECT_NE(reason.find("exit code 3"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("boom: simulated crash"), std::string::npos) << reason;
+}
+
+TEST(AgentTls, PinnedFingerprintIsRequired) {
+    auto data = fresh_dir("tls");
+    auto config = fake_agent_config(data);
+    auto paths = net::ensure_self_signed_certificate(data / "tls", "127.0.0.1");
+    config.cert_file = paths.cert;
+    config.key_file = paths.key;
+    jobs::AgentService agent(config);
+    std::string token = agent.tokens().create("t");
+    int port = agent.start();
+    std::string url = "https://127.0.0.1:" + std::to_string(port);
+    EXPECT_TRUE(agent.tls());
+    std::string seen = net::ApiClient::probe_fingerprint(url);
+    EXPECT_EQ(seen, agent.fingerprint());
+    net::ApiClient good({url, token, seen});
+    EXPECT_TRUE(good.get("/v1/jobs").contains("jobs"));
+    // Another certificate (a different agent, or a man in the middle) is refused.
+    auto other = net::ensure_self_signed_certificate(data / "other", "127.0.0.1");
+    net::ApiClient wrong({url, token, net::certificate_fingerprint_file(other.cert)});
+    try {
+        wrong.get("/v1/jobs");
+        FAIL() << "a different certificate was accepted";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("fingerprint"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(net::ApiClient(net::RemoteEndpoint{url, token, ""}), InputError);
+    agent.stop();
+    std::filesystem::remove_all(data);
+}
+
+TEST(AgentGpus, FakeNvmlTwoGpusOneMigSplit) {
+    auto report = jobs::GpuInventory::open(CRUCIBLE_FAKE_NVML)->read();
+    ASSERT_TRUE(report.nvml);
+    EXPECT_EQ(report.driver_version, "550.54.15");
+    EXPECT_EQ(report.cuda_driver_version, 12040);
+    ASSERT_EQ(report.gpus.size(), 2u);
+    EXPECT_EQ(report.gpus[0].name, "NVIDIA Fake A100");
+    EXPECT_EQ(report.gpus[0].utilization, 87);
+    EXPECT_EQ(report.gpus[0].process_ids, std::vector<unsigned>{4242});
+    EXPECT_FALSE(report.gpus[0].mig_enabled);
+    EXPECT_TRUE(report.gpus[1].mig_enabled);
+    EXPECT_EQ(report.gpus[1].mig.size(), 2u);
+    EXPECT_EQ(report.gpus[1].mig[0].memory_total, 40ull << 30);
+    auto none = jobs::GpuInventory::open("/nonexistent/libnvidia-ml.so.1")->read();
+    EXPECT_FALSE(none.nvml);
+    EXPECT_TRUE(none.gpus.empty());
+    EXPECT_FALSE(none.note.empty());
+}

@@ -1,0 +1,90 @@
+// A fake NVML for the GPU inventory tests: two GPUs, the second split into two MIG instances.
+#include <cstring>
+
+extern "C" {
+struct Mem {
+    unsigned long long total, free, used;
+};
+struct Util {
+    unsigned gpu, memory;
+};
+struct Proc {
+    unsigned pid;
+    unsigned long long used;
+    unsigned gi, ci;
+};
+static int g_handles[2 + 2];
+int nvmlInit_v2() {
+    return 0;
+}
+int nvmlSystemGetDriverVersion(char* s, unsigned n) {
+    std::strncpy(s, "550.54.15", n);
+    return 0;
+}
+int nvmlSystemGetCudaDriverVersion(int* v) {
+    *v = 12040;
+    return 0;
+}
+int nvmlDeviceGetCount_v2(unsigned* n) {
+    *n = 2;
+    return 0;
+}
+int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** h) {
+    if (i >= 2) return 2;
+    *h = &g_handles[i];
+    return 0;
+}
+static int index_of(void* h) {
+    return static_cast<int>(static_cast<int*>(h) - g_handles);
+}
+int nvmlDeviceGetName(void* h, char* s, unsigned n) {
+    int i = index_of(h);
+    std::strncpy(s, i == 0 ? "NVIDIA Fake A100" : i == 1 ? "NVIDIA Fake H100" : "MIG 3g.40gb", n);
+    return 0;
+}
+int nvmlDeviceGetUUID(void* h, char* s, unsigned n) {
+    std::strncpy(s, index_of(h) == 0 ? "GPU-aaaa" : "GPU-bbbb", n);
+    return 0;
+}
+int nvmlDeviceGetMemoryInfo(void* h, Mem* m) {
+    int i = index_of(h);
+    m->total = i >= 2 ? 40ull << 30 : 80ull << 30;
+    m->used = i == 0 ? 1ull << 30 : 0;
+    m->free = m->total - m->used;
+    return 0;
+}
+int nvmlDeviceGetUtilizationRates(void* h, Util* u) {
+    u->gpu = index_of(h) == 0 ? 87 : 0;
+    u->memory = 10;
+    return 0;
+}
+int nvmlDeviceGetTemperature(void*, int, unsigned* t) {
+    *t = 61;
+    return 0;
+}
+int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {
+    *mw = 250000;
+    return 0;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(void* h, unsigned* n, Proc* p) {
+    if (index_of(h) == 0 && *n >= 1) {
+        p[0] = {4242, 1ull << 30, 0, 0};
+        *n = 1;
+    } else {
+        *n = 0;
+    }
+    return 0;
+}
+int nvmlDeviceGetMigMode(void* h, unsigned* cur, unsigned* pend) {
+    *cur = *pend = index_of(h) == 1 ? 1 : 0;
+    return 0;
+}
+int nvmlDeviceGetMaxMigDeviceCount(void*, unsigned* n) {
+    *n = 2;
+    return 0;
+}
+int nvmlDeviceGetMigDeviceHandleByIndex(void*, unsigned i, void** h) {
+    *h = &g_handles[2 + i];
+    return 0;
+}
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A stand-in for crucible-worker in the agent tests: honours --job DIR [--resume], writes
+# DESIGN.md events with gap-free seq, obeys control.json requests, writes an artifact. Its
+# "checkpoint" is the last completed step, kept in DIR/checkpoints/last.
+set -u
+[ "${1:-}" = describe ] && { echo '{"tasks":[]}'; exit 0; }
+dir="$2"; resume="${3:-}"
+events="$dir/events.jsonl"
+steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); steps=${steps:-20}
+delay=$(sed -n 's/.*"delay_ms": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); delay=${delay:-30}
+seq=0; [ -f "$events" ] && seq=$(grep -c . "$events")
+emit() { echo "{\"seq\":$seq,\"t\":$(date +%s.%N),\"kind\":\"$1\",$2}" >> "$events"; seq=$((seq+1)); }
+start=1
+if [ "$resume" = --resume ] && [ -f "$dir/checkpoints/last" ]; then
+    done_step=$(cat "$dir/checkpoints/last"); start=$((done_step+1))
+    emit rollback "\"to_step\":$done_step"
+fi
+emit status '"state":"running"'
+for ((i=start; i<=steps; i++)); do
+    emit metric "\"epoch\":0,\"step\":$i,\"values\":{\"train/loss\":$(( 1000 / i ))}"
+    echo "$i" > "$dir/checkpoints/last.tmp" && mv "$dir/checkpoints/last.tmp" "$dir/checkpoints/last"
+    if [ -f "$dir/control.json" ]; then
+        req=$(sed -n 's/.*"request": *"\([a-z]*\)".*/\1/p' "$dir/control.json")
+        case "$req" in
+            cancel) emit status '"state":"canceled","reason":"canceled by the user"'; exit 0 ;;
+            pause) emit status '"state":"paused","reason":"paused by the user"'; exit 0 ;;
+            checkpoint) emit status '"state":"interrupted","reason":"checkpoint requested"'; exit 0 ;;
+        esac
+    fi
+    [ "${FAKE_WORKER_CRASH_AT:-0}" = "$i" ] && { echo "boom: simulated crash" >&2; exit 3; }
+    sleep "$(awk "BEGIN{print $delay/1000}")"
+done
+mkdir -p "$dir/artifacts"
+head -c 100000 /dev/urandom > "$dir/artifacts/best.safetensors"
+emit artifact '"name":"best.safetensors","type":"weights"'
+emit status '"state":"succeeded","reason":"finished"'
