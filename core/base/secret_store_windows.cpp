@@ -2,8 +2,9 @@
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
-#include <wincred.h>
 #include <windows.h>
+// wincred.h needs the types of windows.h: keep it in its own include block.
+#include <wincred.h>
 
 #include <string>
 
