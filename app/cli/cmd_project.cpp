@@ -37,7 +37,7 @@ Parsed parse(const std::vector<std::string>& args, const std::set<std::string>& 
             p.help = true;
         } else if (a.rfind("--", 0) == 0) {
             if (switches.count(a)) {
-                p.flags[a] = "1";
+                p.flags[a] = std::string(1, '1');  // not "1": GCC 12 -Wrestrict false positive
                 continue;
             }
             if (!allowed.count(a)) throw InputError(a, "unknown option (see --help)");
