@@ -1,0 +1,18 @@
+#pragma once
+// RAII fp16 autocast on CUDA, across LibTorch versions (1.13: at::autocast::set_enabled;
+// 2.4+: set_autocast_enabled(device, on)). A no-op when `enabled` is false.
+namespace crucible::engine {
+
+class AutocastGuard {
+  public:
+    explicit AutocastGuard(bool enabled);
+    ~AutocastGuard();
+    AutocastGuard(const AutocastGuard&) = delete;
+    AutocastGuard& operator=(const AutocastGuard&) = delete;
+
+  private:
+    bool enabled_;
+    bool previous_ = false;
+};
+
+}  // namespace crucible::engine

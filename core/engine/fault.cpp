@@ -1,0 +1,63 @@
+#include "core/engine/fault.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+namespace crucible::engine {
+
+namespace {
+
+FaultPlan parse_plan() {
+    FaultPlan plan;
+    const char* env = std::getenv("CRUCIBLE_FAULT");
+    if (!env || !*env) return plan;
+    std::string text = env;
+    const auto colon = text.find(':');
+    plan.point = text.substr(0, colon);
+    if (colon != std::string::npos) {
+        try {
+            plan.n = std::stoll(text.substr(colon + 1));
+        } catch (...) {
+            plan.n = -1;
+        }
+    }
+    return plan;
+}
+
+FaultPlan& plan_storage() {
+    static FaultPlan plan = parse_plan();
+    return plan;
+}
+
+}  // namespace
+
+const FaultPlan& fault_plan() {
+    return plan_storage();
+}
+
+void reload_fault_plan() {
+    plan_storage() = parse_plan();
+}
+
+bool fault_matches(const char* point, long long value, long long default_n) {
+    const FaultPlan& plan = fault_plan();
+    if (plan.point != point) return false;
+    return value == (plan.n >= 0 ? plan.n : default_n);
+}
+
+void die_now(const char* point) {
+    std::fprintf(stderr, "CRUCIBLE_FAULT: killing the process at %s\n", point);
+    std::fflush(nullptr);
+#ifdef SIGKILL
+    std::raise(SIGKILL);
+#endif
+    std::_Exit(137);
+}
+
+void fault_point(const char* point, long long value, long long default_n) {
+    if (fault_matches(point, value, default_n)) die_now(point);
+}
+
+}  // namespace crucible::engine

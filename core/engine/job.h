@@ -1,0 +1,29 @@
+#pragma once
+// One job folder, run in this process: what `crucible-worker --job DIR [--resume]` and
+// `crucible train` both do. spec.json = {"task": "detect.yolo", "options": {...}}; the options
+// are validated against the task's schema (messages name the option), logging goes to
+// worker.log and the console, events to events.jsonl, and the last status event says why the
+// job ended. Returns the worker exit code (trainer.h).
+#include <filesystem>
+
+#include "core/base/json.h"
+
+namespace crucible::engine {
+
+struct JobOptions {
+    bool resume = false;
+    bool console = true;          // log to the console too
+    bool install_signals = true;  // SIGTERM/SIGINT → checkpoint and stop
+};
+
+int run_job(const std::filesystem::path& job_dir, const JobOptions& options = {});
+
+// Validates spec.json's task and options; returns {task id, resolved config}. Throws InputError.
+struct ResolvedSpec {
+    std::string task;
+    Json options;  // as given
+    Json config;   // resolved
+};
+ResolvedSpec resolve_spec(const Json& spec, const std::string& where);
+
+}  // namespace crucible::engine

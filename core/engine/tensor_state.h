@@ -1,0 +1,28 @@
+#pragma once
+// Byte images of training state for checkpoints, through LibTorch's own archives
+// (torch::serialize::OutputArchive / InputArchive, available in 1.13 and 2.x): module parameters
+// and buffers, optimizer state (momentum buffers, Adam moments and step counts), pending
+// gradients, and the random generators.
+#include <torch/torch.h>
+
+#include <string>
+
+namespace crucible::engine {
+
+std::string module_to_bytes(torch::nn::Module& module);
+// Values are copied into the module's existing tensors (the optimizer keeps its references).
+void module_from_bytes(torch::nn::Module& module, const std::string& bytes);
+
+std::string optimizer_to_bytes(torch::optim::Optimizer& optimizer);
+void optimizer_from_bytes(torch::optim::Optimizer& optimizer, const std::string& bytes);
+
+// Gradients of the module's parameters (those defined), for checkpoints taken in the middle of
+// an accumulation window.
+std::string grads_to_bytes(torch::nn::Module& module);
+void grads_from_bytes(torch::nn::Module& module, const std::string& bytes);
+
+// The default CPU generator's state, and each CUDA device's when CUDA is present.
+std::string rng_to_bytes();
+void rng_from_bytes(const std::string& bytes);
+
+}  // namespace crucible::engine

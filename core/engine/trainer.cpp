@@ -1,0 +1,457 @@
+#include "core/engine/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/sha256.h"
+#include "core/engine/autocast.h"
+#include "core/engine/fault.h"
+#include "core/engine/optimizer_factory.h"
+#include "core/engine/threads.h"
+#include "core/engine/trainer_impl.h"
+#include "core/engine/weights_file.h"
+
+namespace crucible::engine {
+
+namespace {
+
+// A loss that is NaN or infinite ends the run (alarm + failed).
+struct NonFiniteLoss : Error {
+    using Error::Error;
+};
+
+bool is_out_of_memory(const std::string& what) {
+    return what.find("out of memory") != std::string::npos ||
+           what.find("can't allocate memory") != std::string::npos ||
+           what.find("not enough memory") != std::string::npos;
+}
+
+std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    const long long s = static_cast<long long>(seconds + 0.5);
+    char buf[32];
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, (s / 60) % 60);
+    else
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    return buf;
+}
+
+std::string first_line(const std::string& text) {
+    return text.substr(0, text.find('\n'));
+}
+
+}  // namespace
+
+std::string config_hash(const Json& config) {
+    Json copy = config;
+    if (copy.is_object())
+        for (auto it = copy.begin(); it != copy.end();)
+            it = is_location_option(it.key()) ? copy.erase(it) : std::next(it);
+    return sha256_hex(copy.dump());
+}
+
+Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, RunPaths paths_,
+                    EventLogWriter& events_)
+    : task(task_),
+      info(info_),
+      config(std::move(config_)),
+      opt(TrainOptions::from_config(config)),
+      paths(std::move(paths_)),
+      events(events_),
+      config_sha(config_hash(config)),
+      store(paths.checkpoints(), opt.keep_checkpoints),
+      control(paths.dir) {}
+
+Trainer::Trainer(Task& task, const TaskInfo& info, Json config, RunPaths paths,
+                 EventLogWriter& events)
+    : impl_(std::make_unique<Impl>(task, info, std::move(config), std::move(paths), events)) {}
+
+Trainer::~Trainer() = default;
+
+void Trainer::Impl::emit(Event event) {
+    events.append(std::move(event));
+}
+
+void Trainer::Impl::log(const std::string& level, const std::string& message) {
+    if (level == "error")
+        spdlog::error("{}", message);
+    else if (level == "warning")
+        spdlog::warn("{}", message);
+    else
+        spdlog::info("{}", message);
+    log_tail.push_back(message);
+    while (log_tail.size() > 20)
+        log_tail.pop_front();
+    emit(make_log(level, message));
+}
+
+double Trainer::Impl::elapsed_now() const {
+    return s.elapsed_s +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+std::map<std::string, std::string> Trainer::Impl::provenance() const {
+    return {{"crucible_version", CRUCIBLE_VERSION},
+            {"crucible_task", info.id},
+            {"crucible_config", config.dump()},
+            {"crucible_config_sha256", config_sha},
+            {"crucible_dataset_sha256", task.dataset_hash()},
+            {"crucible_seed", std::to_string(opt.seed)},
+            {"crucible_device", device.describe()}};
+}
+
+void Trainer::Impl::save_weights(const std::string& name) {
+    auto meta = provenance();
+    const Json extra = task.weights_metadata();
+    if (extra.is_object())
+        for (const auto& [k, v] : extra.items())
+            meta[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    meta["crucible_epoch"] = std::to_string(s.epoch);
+    save_module_safetensors(eval_model(), paths.weights() / (name + ".safetensors"), meta);
+}
+
+void Trainer::Impl::setup(bool resume) {
+    started = std::chrono::steady_clock::now();
+    threads = configure_cpu_threads(opt.workers);
+    device = choose_device(opt.device);
+    amp = opt.amp && device.device.is_cuda();
+    scaler = DynamicLossScaler(amp);
+    torch::manual_seed(static_cast<std::uint64_t>(opt.seed));
+    if (device.device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(opt.seed));
+
+    TaskContext context;
+    context.config = config;
+    context.device = device.device;
+    context.run_dir = paths.dir;
+    context.artifacts_dir = paths.artifacts();
+    context.seed = opt.seed;
+    context.workers = threads;
+    context.log = [this](const std::string& level, const std::string& message) {
+        log(level, message);
+    };
+    task.setup(context);
+
+    data = task.train_data();
+    nb = data->batches_per_epoch();
+    if (nb <= 0) throw InputError("data", "the training set yields no batches");
+
+    model = task.build_model();
+    model->to(device.device);
+    if (!opt.weights.empty()) {
+        const auto report = load_module_safetensors(*model, path_from_utf8(opt.weights));
+        log("info",
+            "weights: loaded " + std::to_string(report.loaded) + " tensors from " + opt.weights +
+                (report.mismatched.empty() ? ""
+                                           : ", " + std::to_string(report.mismatched.size()) +
+                                                 " skipped for another shape") +
+                (report.missing.empty()
+                     ? ""
+                     : ", " + std::to_string(report.missing.size()) + " not in the file"));
+    }
+    if (opt.ema) {
+        auto copy = task.build_model();
+        copy->to(device.device);
+        ema = std::make_unique<ModelEma>(copy, *model);
+    }
+
+    groups = task.split_parameters(*model);
+    params.clear();
+    for (const auto* g : {&groups.biases, &groups.weights, &groups.norm_weights})
+        params.insert(params.end(), g->begin(), g->end());
+    choice =
+        choose_optimizer(opt.optimizer, data->items_per_epoch(), opt.batch, opt.nbs, opt.epochs,
+                         task.num_classes(), opt.lr0, opt.momentum, opt.warmup_bias_lr);
+    const int accumulate = accumulate_steps(opt.nbs, opt.batch);
+    weight_decay = scaled_weight_decay(opt.weight_decay, opt.batch, accumulate, opt.nbs);
+    optimizer = make_optimizer(choice, groups, weight_decay);
+
+    schedule.epochs = opt.epochs;
+    schedule.batch = opt.batch;
+    schedule.nbs = opt.nbs;
+    schedule.lrf = opt.lrf;
+    schedule.cos_lr = opt.cos_lr;
+    schedule.momentum = choice.momentum;
+    schedule.warmup_momentum = opt.warmup_momentum;
+    schedule.warmup_bias_lr = choice.warmup_bias_lr;
+    schedule.warmup_iters = warmup_iterations(opt.warmup_epochs, nb);
+    schedule.initial_lr = {choice.lr, choice.lr, choice.lr};
+    schedule.has_momentum = choice.name == "SGD";
+
+    loss_names = task.loss_names();
+    eval_columns = task.eval_columns();
+    std::vector<std::string> columns = {"epoch", "time"};
+    for (const auto& n : loss_names)
+        columns.push_back("train/" + n);
+    columns.insert(columns.end(), eval_columns.begin(), eval_columns.end());
+    for (int j = 0; j < 3; ++j)
+        columns.push_back("lr/pg" + std::to_string(j));
+    results = ResultsTable(columns);
+    s.loss_sum.assign(loss_names.size(), 0.0);
+
+    log("info", std::string(info.id) + " on " + device.describe() + (amp ? " (AMP)" : "") + ", " +
+                    std::to_string(threads) + " CPU threads; optimizer " + choice.name + "(lr=" +
+                    std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
+                    ") with " + std::to_string(groups.weights.size()) +
+                    " weight(decay=" + std::to_string(weight_decay) + "), " +
+                    std::to_string(groups.norm_weights.size()) + " norm weight(decay=0), " +
+                    std::to_string(groups.biases.size()) + " bias(decay=0); accumulate " +
+                    std::to_string(accumulate) + ", " + std::to_string(nb) + " batches per epoch");
+    store.remove_stale_temp_files();
+    if (resume) {
+        if (!resume_from_checkpoint()) {
+            log("warning", "resume: no valid checkpoint in " + path_to_utf8(paths.checkpoints()) +
+                               "; starting from the beginning");
+            emit(make_rollback(0));
+        }
+    }
+    results.write(paths.results_csv());
+}
+
+void Trainer::Impl::apply_schedule(std::int64_t ni) {
+    const ScheduleValues v = schedule_at(schedule, ni, s.epoch);
+    for (std::size_t j = 0; j < 3; ++j) {
+        set_group_lr(*optimizer, j, v.lr[j]);
+        if (schedule.has_momentum) set_group_momentum(*optimizer, j, v.momentum);
+    }
+    s.lr = v.lr;
+    s.momentum = v.momentum;
+}
+
+void Trainer::Impl::optimizer_step() {
+    const bool finite = scaler.unscale(params);
+    if (finite && opt.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, opt.grad_clip);
+    if (finite) optimizer->step();
+    scaler.update(!finite);
+    optimizer->zero_grad();
+    if (ema) ema->update(*model);
+}
+
+void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
+    const std::int64_t ni = i + nb * s.epoch;
+    apply_schedule(ni);
+    const int accumulate = schedule_at(schedule, ni, s.epoch).accumulate;
+    LossOutput out;
+    {
+        AutocastGuard autocast(amp);
+        out = task.compute_loss(*model, batch);
+    }
+    const double total = out.total.detach().to(torch::kCPU, torch::kDouble).item<double>();
+    if (!std::isfinite(total))
+        throw NonFiniteLoss("non-finite loss (" + std::to_string(total) + ") at epoch " +
+                            std::to_string(s.epoch + 1) + ", step " + std::to_string(s.step + 1));
+    scaler.scale_loss(out.total).backward();
+    const torch::Tensor items = out.items.detach().to(torch::kCPU, torch::kDouble).contiguous();
+    for (std::size_t k = 0; k < s.loss_sum.size() && k < static_cast<std::size_t>(items.numel());
+         ++k)
+        s.loss_sum[k] += items.data_ptr<double>()[k];
+    if (ni - s.last_opt_step >= accumulate) {
+        optimizer_step();
+        s.last_opt_step = ni;
+    }
+    s.index = i + 1;
+    s.step += 1;
+}
+
+void Trainer::Impl::report_step(std::int64_t batch_items) {
+    window_items += batch_items;
+    window_steps += 1;
+    const std::int64_t total_steps = nb * opt.epochs;
+    if (s.step % opt.log_steps != 0 && s.index != nb) return;
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
+    const double items_per_s = secs > 0 ? static_cast<double>(window_items) / secs : 0.0;
+    if (window_steps > 0 && secs > 0) seconds_per_step = secs / static_cast<double>(window_steps);
+    const double eta = seconds_per_step * static_cast<double>(total_steps - s.step);
+    Json values = Json::object();
+    std::string line = "epoch " + std::to_string(s.epoch + 1) + "/" + std::to_string(opt.epochs) +
+                       "  step " + std::to_string(s.index) + "/" + std::to_string(nb);
+    for (std::size_t k = 0; k < loss_names.size(); ++k) {
+        const double mean = s.loss_sum[k] / static_cast<double>(std::max<std::int64_t>(s.index, 1));
+        values["train/" + loss_names[k]] = mean;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "  %s %.4g", loss_names[k].c_str(), mean);
+        line += buf;
+    }
+    for (int j = 0; j < 3; ++j)
+        values["lr/pg" + std::to_string(j)] = s.lr[static_cast<std::size_t>(j)];
+    emit(make_metric(s.epoch + 1, s.step, values));
+    emit(make_progress(s.step, total_steps, s.epoch + 1, opt.epochs, items_per_s, eta));
+    char tail[96];
+    std::snprintf(tail, sizeof tail, "  %.1f items/s  ETA %s", items_per_s,
+                  format_duration(eta).c_str());
+    spdlog::info("{}{}", line, tail);
+    window_items = 0;
+    window_steps = 0;
+    window_start = std::chrono::steady_clock::now();
+}
+
+TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
+    const int epoch = s.epoch;
+    const bool final_epoch = epoch + 1 >= opt.epochs;
+    fault_point("during_validation", epoch, 0);
+    EvalResult eval;
+    const bool validated = opt.val || final_epoch;
+    std::vector<double> loss_means;
+    for (double sum : s.loss_sum)
+        loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(nb, 1)));
+    double fitness = 0;
+    if (validated) {
+        torch::NoGradGuard no_grad;
+        eval_model().eval();
+        eval = task.validate(eval_model());
+        fitness = eval.fitness;
+    } else {
+        for (double m : loss_means)
+            fitness -= m;
+    }
+    const bool improved = !s.has_best || fitness >= s.best_fitness;
+    if (improved) {
+        s.has_best = true;
+        s.best_fitness = fitness;
+        s.best_epoch = epoch;
+    }
+    stop = opt.patience > 0 && epoch - s.best_epoch >= opt.patience;
+
+    std::vector<double> row = {static_cast<double>(epoch + 1), elapsed_now()};
+    row.insert(row.end(), loss_means.begin(), loss_means.end());
+    Json eval_values = Json::object();
+    for (const auto& column : eval_columns) {
+        double value = 0;
+        for (const auto& [name, v] : eval.values)
+            if (name == column) value = v;
+        row.push_back(value);
+        eval_values[column] = value;
+    }
+    row.insert(row.end(), s.lr.begin(), s.lr.end());
+    results.add_row(row);
+    results.write(paths.results_csv());
+
+    Json train_values = Json::object();
+    for (std::size_t k = 0; k < loss_names.size(); ++k)
+        train_values["train/" + loss_names[k]] = loss_means[k];
+    for (int j = 0; j < 3; ++j)
+        train_values["lr/pg" + std::to_string(j)] = s.lr[static_cast<std::size_t>(j)];
+    emit(make_metric(epoch + 1, s.step, train_values));
+    if (validated) {
+        eval_values["fitness"] = fitness;
+        emit(make_eval(epoch + 1, s.step, eval_values, eval.per_class));
+    }
+    std::string summary = "epoch " + std::to_string(epoch + 1) + "/" + std::to_string(opt.epochs) +
+                          " done: fitness " + std::to_string(fitness) + (improved ? " (best)" : "");
+    log("info", summary);
+
+    s.epoch = epoch + 1;
+    s.index = 0;
+    std::fill(s.loss_sum.begin(), s.loss_sum.end(), 0.0);
+    save_weights("last");
+    if (improved) save_weights("best");
+    if (opt.save_period > 0 && (epoch + 1) % opt.save_period == 0)
+        save_weights("epoch" + std::to_string(epoch + 1));
+    checkpoint(improved);
+    return {};
+}
+
+TrainOutcome Trainer::Impl::finish(const std::string& state, const std::string& reason, int code) {
+    Event status = make_status(state, reason);
+    status.fields["epoch"] = s.epoch;
+    status.fields["step"] = s.step;
+    if (s.has_best) status.fields["best_fitness"] = s.best_fitness;
+    if (state == "failed")
+        status.fields["log_tail"] =
+            Json(std::vector<std::string>(log_tail.begin(), log_tail.end()));
+    emit(status);
+    TrainOutcome outcome;
+    outcome.state = state;
+    outcome.reason = reason;
+    outcome.exit_code = code;
+    outcome.epochs_done = s.epoch;
+    outcome.best_fitness = s.best_fitness;
+    return outcome;
+}
+
+TrainOutcome Trainer::Impl::loop() {
+    emit(make_status("running"));
+    window_start = std::chrono::steady_clock::now();
+    while (s.epoch < opt.epochs) {
+        task.on_epoch_start(s.epoch, opt.epochs);
+        model->train();
+        data->start_epoch(s.epoch, s.index);
+        for (std::int64_t i = s.index; i < nb; ++i) {
+            std::optional<Batch> batch = data->next();
+            if (!batch) break;
+            train_step(*batch, i);
+            report_step(batch->size);
+            if (opt.checkpoint_steps > 0 && s.step % opt.checkpoint_steps == 0 && s.index != nb)
+                checkpoint(false);
+            if (s.index == std::max<std::int64_t>(nb / 2, 1)) fault_point("mid_epoch", s.epoch, 1);
+            fault_point("after_step", s.step, 1);
+            const StopRequest request = control.poll();
+            if (request == StopRequest::Cancel)
+                return finish("canceled", "canceled by request", kExitCanceled);
+            if (request == StopRequest::Pause || request == StopRequest::Checkpoint) {
+                const bool saved = last_checkpoint_step == s.step || checkpoint(false);
+                const std::string note = saved ? "" : " (the checkpoint could not be written)";
+                if (request == StopRequest::Pause)
+                    return finish("paused", "paused by request" + note, kExitPaused);
+                return finish("interrupted",
+                              "stopped on request (SIGTERM or checkpoint request)" + note,
+                              kExitInterrupted);
+            }
+        }
+        s.index = nb;
+        bool stop = false;
+        end_epoch(stop);
+        if (stop) {
+            return finish("succeeded",
+                          "early stopping: no improvement in " + std::to_string(opt.patience) +
+                              " epochs (best epoch " + std::to_string(s.best_epoch + 1) + ")",
+                          kExitSucceeded);
+        }
+    }
+    {
+        auto best = task.build_model();
+        best->to(device.device);
+        const auto best_file = paths.weights() / "best.safetensors";
+        std::error_code ec;
+        if (std::filesystem::exists(best_file, ec)) load_module_safetensors(*best, best_file);
+        best->eval();
+        task.save_artifacts(*best, paths.artifacts());
+    }
+    return finish("succeeded", "finished", kExitSucceeded);
+}
+
+TrainOutcome Trainer::run(bool resume) {
+    Impl& m = *impl_;
+    try {
+        m.setup(resume);
+        return m.loop();
+    } catch (const NonFiniteLoss& e) {
+        m.emit(make_alarm("non_finite_loss", e.what()));
+        return m.finish("failed", e.what(), kExitFailed);
+    } catch (const c10::Error& e) {
+        const std::string what = first_line(e.what());
+        if (is_out_of_memory(e.what())) {
+            const std::string reason = "out of memory at batch size " +
+                                       std::to_string(m.opt.batch) + " on " + m.device.describe() +
+                                       ": " + what;
+            m.emit(make_alarm("out_of_memory", reason));
+            return m.finish("failed", reason, kExitFailed);
+        }
+        m.log("error", "LibTorch error: " + what);
+        return m.finish("failed", "LibTorch error: " + what, kExitFailed);
+    } catch (const std::bad_alloc&) {
+        const std::string reason = "out of memory at batch size " + std::to_string(m.opt.batch);
+        m.emit(make_alarm("out_of_memory", reason));
+        return m.finish("failed", reason, kExitFailed);
+    } catch (const std::exception& e) {
+        m.log("error", e.what());
+        return m.finish("failed", e.what(), kExitFailed);
+    }
+}
+
+}  // namespace crucible::engine

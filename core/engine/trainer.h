@@ -1,0 +1,53 @@
+#pragma once
+// The generic training loop (DESIGN.md "Task plugins", SPECS.md "YOLOv8"): epochs and steps,
+// nbs gradient accumulation ramped during warmup, AMP with dynamic loss scaling on CUDA,
+// gradient clipping, EMA, warmup and linear/cosine LR, three parameter groups, optimizer=auto,
+// early stopping, events, results.csv, best/last weights, checkpoints, exact resume, and stop
+// requests. Tasks plug in through task.h.
+#include <memory>
+#include <string>
+
+#include "core/base/event.h"
+#include "core/base/json.h"
+#include "core/engine/run_folder.h"
+#include "core/engine/task.h"
+
+namespace crucible::engine {
+
+// Exit codes of crucible-worker (the last status event says the same in words).
+inline constexpr int kExitSucceeded = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitPaused = 3;
+inline constexpr int kExitCanceled = 4;
+inline constexpr int kExitInterrupted = 5;
+
+struct TrainOutcome {
+    std::string state;   // succeeded, failed, canceled, paused, interrupted
+    std::string reason;  // finished, early stopping ..., out of memory ..., the error message
+    int exit_code = kExitFailed;
+    int epochs_done = 0;
+    double best_fitness = 0;
+};
+
+class Trainer {
+  public:
+    // `config` is resolved against the task's schema. `events` is the job's events.jsonl.
+    Trainer(Task& task, const TaskInfo& info, Json config, RunPaths paths, EventLogWriter& events);
+    ~Trainer();
+    Trainer(const Trainer&) = delete;
+    Trainer& operator=(const Trainer&) = delete;
+
+    // Trains (from the newest valid checkpoint when `resume`); never throws: every failure ends
+    // in a final status event and the outcome.
+    TrainOutcome run(bool resume);
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// SHA-256 of the resolved config without the location options (project, name, ...).
+std::string config_hash(const Json& config);
+
+}  // namespace crucible::engine

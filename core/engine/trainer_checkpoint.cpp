@@ -1,0 +1,144 @@
+// Saving and restoring the whole training state (issue [4/10] "Checkpoints" and "Resume").
+#include <spdlog/spdlog.h>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/engine/tensor_state.h"
+#include "core/engine/trainer_impl.h"
+
+namespace crucible::engine {
+
+std::string Trainer::Impl::encode_state() {
+    CheckpointData data;
+    data.meta = {{"format", 1},
+                 {"crucible_version", CRUCIBLE_VERSION},
+                 {"task", info.id},
+                 {"config", config},
+                 {"config_sha256", config_sha},
+                 {"epochs", opt.epochs},
+                 {"epoch", s.epoch},
+                 {"index", s.index},
+                 {"step", s.step},
+                 {"last_opt_step", s.last_opt_step},
+                 {"loss_sum", s.loss_sum},
+                 {"has_best", s.has_best},
+                 {"best_fitness", s.best_fitness},
+                 {"best_epoch", s.best_epoch},
+                 {"elapsed_s", elapsed_now()},
+                 {"lr", s.lr},
+                 {"momentum", s.momentum},
+                 {"optimizer", choice.name},
+                 {"ema_updates", ema ? ema->updates() : 0},
+                 {"scaler", scaler.state()},
+                 {"results_columns", results.columns()},
+                 {"results_rows", results.rows_json()},
+                 {"last_event_seq", events.next_seq() - 1},
+                 {"device", device.describe()}};
+    data.blobs["model"] = module_to_bytes(*model);
+    if (ema) data.blobs["ema"] = module_to_bytes(ema->module());
+    data.blobs["optimizer"] = optimizer_to_bytes(*optimizer);
+    data.blobs["grads"] = grads_to_bytes(*model);
+    data.blobs["rng"] = rng_to_bytes();
+    return encode_checkpoint(data);
+}
+
+bool Trainer::Impl::checkpoint(bool best) {
+    std::string bytes;
+    try {
+        bytes = encode_state();
+        store.write_step(s.step, bytes);
+    } catch (const std::exception& e) {
+        const std::string what = e.what();
+        const bool full = what.find("No space") != std::string::npos ||
+                          what.find("ENOSPC") != std::string::npos ||
+                          what.find("disk full") != std::string::npos;
+        emit(make_alarm(full ? "disk_full" : "checkpoint_failed",
+                        what + "; the previous checkpoint is kept and training goes on"));
+        spdlog::warn("{}", what);
+        return false;
+    }
+    last_checkpoint_step = s.step;
+    emit(make_checkpoint("last", s.step));
+    if (best) {
+        try {
+            store.write_named("best", bytes);
+            emit(make_checkpoint("best", s.step));
+        } catch (const std::exception& e) {
+            emit(
+                make_alarm("checkpoint_failed", std::string(e.what()) + "; best.ckpt not updated"));
+        }
+    }
+    return true;
+}
+
+void Trainer::Impl::restore_state(const CheckpointData& data, const std::string& where) {
+    const Json& m = data.meta;
+    auto need = [&](const char* name) -> const Json& { return require_field(m, name, where); };
+    if (get_string(m, "task", where) != info.id)
+        throw InputError(
+            where, "checkpoint of task '" + get_string(m, "task", where) + "', not " + info.id);
+    if (get_string(m, "optimizer", where) != choice.name)
+        throw InputError(where, "checkpoint was trained with " + get_string(m, "optimizer", where) +
+                                    ", the config now asks for " + choice.name);
+    for (const char* blob : {"model", "optimizer", "grads", "rng"})
+        if (!data.blobs.count(blob))
+            throw InputError(where, std::string("checkpoint lacks '") + blob + "'");
+
+    module_from_bytes(*model, data.blobs.at("model"));
+    if (ema) {
+        if (data.blobs.count("ema"))
+            module_from_bytes(ema->module(), data.blobs.at("ema"));
+        else
+            copy_module_state(*model, ema->module());
+        ema->set_updates(m.value("ema_updates", 0LL));
+    }
+    optimizer_from_bytes(*optimizer, data.blobs.at("optimizer"));
+    grads_from_bytes(*model, data.blobs.at("grads"));
+    scaler.load_state(m.value("scaler", Json::object()));
+
+    s.epoch = static_cast<int>(get_integer(m, "epoch", where));
+    s.index = get_integer(m, "index", where);
+    s.step = get_integer(m, "step", where);
+    s.last_opt_step = get_integer(m, "last_opt_step", where);
+    s.loss_sum = need("loss_sum").get<std::vector<double>>();
+    s.loss_sum.resize(loss_names.size(), 0.0);
+    s.has_best = need("has_best").get<bool>();
+    s.best_fitness = get_number(m, "best_fitness", where);
+    s.best_epoch = static_cast<int>(get_integer(m, "best_epoch", where));
+    s.elapsed_s = get_number(m, "elapsed_s", where);
+    s.lr = need("lr").get<std::array<double, 3>>();
+    s.momentum = get_number(m, "momentum", where);
+    if (m.value("results_columns", Json::array()) != Json(results.columns()))
+        throw InputError(where, "checkpoint's results.csv columns differ from this task's");
+    results.set_rows_json(need("results_rows"));
+    if (s.index > nb)
+        throw InputError(where, "checkpoint position lies beyond the epoch's batches");
+
+    const int old_epochs = static_cast<int>(get_integer(m, "epochs", where));
+    if (old_epochs != opt.epochs) {
+        // Extending (or shortening) a run: the schedule follows the new length, and patience
+        // counts from here so a run that stopped early can go on.
+        log("info",
+            "resume: epochs " + std::to_string(old_epochs) + " -> " + std::to_string(opt.epochs));
+        if (s.has_best) s.best_epoch = std::max(s.best_epoch, s.epoch - 1);
+    }
+    rng_from_bytes(data.blobs.at("rng"));
+}
+
+bool Trainer::Impl::resume_from_checkpoint() {
+    std::vector<std::string> rejected;
+    auto loaded = store.load_newest_valid(rejected);
+    for (const auto& message : rejected)
+        log("warning", "resume: skipping checkpoint: " + message);
+    if (!loaded) return false;
+    // An intact checkpoint that does not fit this run (other task or optimizer) is a
+    // configuration problem, not corruption: restore_state throws with its message.
+    restore_state(loaded->data, path_to_utf8(loaded->file));
+    last_checkpoint_step = s.step;
+    emit(make_rollback(s.step));
+    log("info", "resumed from " + path_to_utf8(loaded->file.filename()) + " at epoch " +
+                    std::to_string(s.epoch + 1) + ", step " + std::to_string(s.step));
+    return true;
+}
+
+}  // namespace crucible::engine

@@ -1,0 +1,107 @@
+#pragma once
+// Internal state of the Trainer, shared by trainer.cpp (the loop) and trainer_checkpoint.cpp
+// (saving and restoring that state). Not part of the engine's interface.
+#include <torch/torch.h>
+
+#include <array>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/event.h"
+#include "core/engine/checkpoint_store.h"
+#include "core/engine/device.h"
+#include "core/engine/ema.h"
+#include "core/engine/loss_scaler.h"
+#include "core/engine/results_csv.h"
+#include "core/engine/schedule.h"
+#include "core/engine/stop_control.h"
+#include "core/engine/task.h"
+#include "core/engine/train_options.h"
+#include "core/engine/trainer.h"
+
+namespace crucible::engine {
+
+// Everything that changes while training and must survive a restart.
+struct LoopState {
+    int epoch = 0;           // current epoch (0-based)
+    std::int64_t index = 0;  // batches done in the current epoch
+    std::int64_t step = 0;   // batches done in the whole run
+    std::int64_t last_opt_step = -1;
+    std::vector<double> loss_sum;  // sums of the loss items over the current epoch
+    bool has_best = false;
+    double best_fitness = 0;
+    int best_epoch = -1;
+    double elapsed_s = 0;  // training time before this process (results.csv `time`)
+    std::array<double, 3> lr{};
+    double momentum = 0;
+};
+
+struct Trainer::Impl {
+    Impl(Task& task, const TaskInfo& info, Json config, RunPaths paths, EventLogWriter& events);
+
+    Task& task;
+    const TaskInfo& info;
+    Json config;
+    TrainOptions opt;
+    RunPaths paths;
+    EventLogWriter& events;
+    std::string config_sha;
+
+    DeviceChoice device;
+    bool amp = false;
+    int threads = 1;
+    std::unique_ptr<BatchSource> data;
+    std::int64_t nb = 0;
+    std::shared_ptr<torch::nn::Module> model;
+    std::unique_ptr<ModelEma> ema;
+    ParamGroups groups;
+    std::vector<torch::Tensor> params;  // every optimized parameter
+    OptimizerChoice choice;
+    double weight_decay = 0;
+    std::unique_ptr<torch::optim::Optimizer> optimizer;
+    ScheduleConfig schedule;
+    DynamicLossScaler scaler{false};
+    std::vector<std::string> loss_names, eval_columns;
+    ResultsTable results;
+    CheckpointStore store;
+    StopControl control;
+    LoopState s;
+    std::int64_t last_checkpoint_step = -1;
+    std::deque<std::string> log_tail;
+    std::chrono::steady_clock::time_point started;
+    std::int64_t window_items = 0;
+    std::int64_t window_steps = 0;
+    std::chrono::steady_clock::time_point window_start;
+    double seconds_per_step = 0;
+
+    // trainer.cpp
+    void log(const std::string& level, const std::string& message);
+    void emit(Event event);
+    void setup(bool resume);
+    TrainOutcome loop();
+    void train_step(const Batch& batch, std::int64_t i);
+    void optimizer_step();
+    void apply_schedule(std::int64_t ni);
+    void report_step(std::int64_t batch_items);
+    TrainOutcome end_epoch(bool& stop);
+    TrainOutcome finish(const std::string& state, const std::string& reason, int code);
+    std::map<std::string, std::string> provenance() const;
+    void save_weights(const std::string& name);
+    torch::nn::Module& eval_model() { return ema ? ema->module() : *model; }
+    double elapsed_now() const;
+
+    // trainer_checkpoint.cpp
+    std::string encode_state();
+    void restore_state(const CheckpointData& data, const std::string& where);
+    // Writes a step checkpoint (and best.ckpt when `best`); a failed write raises an alarm and
+    // returns false, leaving the previous checkpoints as they were.
+    bool checkpoint(bool best);
+    // Restores the newest valid checkpoint; false when there is none.
+    bool resume_from_checkpoint();
+};
+
+}  // namespace crucible::engine
