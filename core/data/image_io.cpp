@@ -266,13 +266,13 @@ cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits)
 std::optional<ImageHeader> read_image_header(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return std::nullopt;
-    // 256 KiB holds the frame header of nearly every JPEG (EXIF blocks come first); read on
+    // 64 KiB holds the frame header of nearly every JPEG (EXIF blocks come first); read on
     // only when it does not.
-    std::string bytes(256 * 1024, '\0');
+    std::string bytes(64 * 1024, '\0');
     in.read(bytes.data(), std::streamsize(bytes.size()));
     bytes.resize(std::size_t(in.gcount()));
     auto header = peek_image_header(bytes);
-    if (!header && bytes.size() == 256 * 1024) {
+    if (!header && bytes.size() == 64 * 1024) {
         std::error_code ec;
         const auto size = std::filesystem::file_size(path, ec);
         if (!ec && size <= (64u << 20)) {

@@ -117,6 +117,27 @@ TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
     EXPECT_EQ(header->width, 20);
 }
 
+TEST(ImageIo, HeaderAfterLargeMetadataIsFound) {
+    // Three 60 KB APP2 segments before the frame header: past the first 64 KiB read.
+    const auto jpeg = encoded(".jpg", 41, 29);
+    std::string app;
+    for (int k = 0; k < 3; ++k) {
+        const std::size_t length = 60000;
+        app += std::string("\xFF\xE2", 2) + char(length >> 8) + char(length & 0xFF) +
+               std::string(length - 2, 'm');
+    }
+    const std::string big = jpeg.substr(0, 2) + app + jpeg.substr(2);
+    EXPECT_EQ(image_bytes_problem(big), "");
+    TempDir dir;
+    const auto path = dir / "big-exif.jpg";
+    test::write_bytes(path, big);
+    const auto header = read_image_header(path);
+    ASSERT_TRUE(header);
+    EXPECT_EQ(header->width, 41);
+    EXPECT_EQ(header->height, 29);
+    EXPECT_EQ(read_image(path).cols, 41);
+}
+
 TEST(ImageIo, WritesAndReadsNonAsciiPaths) {
     TempDir dir;
     const auto path = dir / "图像/测试 ü.png";

@@ -37,5 +37,22 @@ TEST(Validate, StatsAndJson) {
     EXPECT_NE(text.find("1 background"), std::string::npos) << text;
 }
 
+TEST(Validate, ReportsImageAndLabelProblemsOfOneImage) {
+    test::TempDir dir;
+    const auto yaml =
+        test::write_yolo_dataset(dir.path(), {{"train", "a.jpg", 32, 32, "0 0.5 0.5 0.2\n"}});
+    test::write_bytes(dir / "images/train/a.jpg", "");
+    const auto report = validate_dataset(yaml);
+    bool image = false, label = false;
+    for (const auto& p : report.problems) {
+        image =
+            image || (p.where == "images/train/a.jpg" && p.what.find("empty") != std::string::npos);
+        label = label || p.where == "labels/train/a.txt:1";
+    }
+    EXPECT_TRUE(image) << report.to_text();
+    EXPECT_TRUE(label) << report.to_text();
+    EXPECT_EQ(report.stats.dropped_images, 1u);
+}
+
 }  // namespace
 }  // namespace crucible::data

@@ -44,20 +44,38 @@ fs::path image_path(const DetectionDataset& dataset, const ImageRecord& record) 
 }
 
 std::string inspect_image(ImageRecord& record, const fs::path& file, const LoadOptions& options) {
+    std::optional<ImageHeader> header;
     if (options.check_images) {
-        const std::string problem = image_file_problem(file, options.image_limits);
-        if (!problem.empty()) return problem;
-    }
-    if (options.check_images || options.read_image_sizes) {
-        const auto header = read_image_header(file);
-        if (!header) {
-            std::error_code ec;
-            if (!fs::exists(file, ec)) return "image file is missing";
-            return "cannot read the image header (unknown format or corrupt file)";
+        // One read serves the full check and the header.
+        std::error_code ec;
+        if (!fs::exists(file, ec)) return "image file is missing";
+        if (fs::is_directory(file, ec)) return "is a directory, not an image file";
+        const auto size = fs::file_size(file, ec);
+        if (ec) return "cannot read image file: " + ec.message();
+        if (size > options.image_limits.max_file_bytes)
+            return "file is " + std::to_string(size) + " bytes, over the limit of " +
+                   std::to_string(options.image_limits.max_file_bytes);
+        std::string bytes;
+        try {
+            bytes = read_file_bytes_limited(file, options.image_limits.max_file_bytes);
+        } catch (const InputError&) {
+            return "cannot read image file";
         }
-        record.width = header->width;
-        record.height = header->height;
+        if (auto problem = image_bytes_problem(bytes, options.image_limits); !problem.empty())
+            return problem;
+        header = peek_image_header(bytes);
+    } else if (options.read_image_sizes) {
+        header = read_image_header(file);
+    } else {
+        return "";
     }
+    if (!header) {
+        std::error_code ec;
+        if (!fs::exists(file, ec)) return "image file is missing";
+        return "cannot read the image header (unknown format or corrupt file)";
+    }
+    record.width = header->width;
+    record.height = header->height;
     return "";
 }
 

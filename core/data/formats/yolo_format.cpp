@@ -57,10 +57,9 @@ struct YoloLoader {
         ImageRecord record;
         record.path = image;
         record.split = split;
-        if (auto problem = detail::inspect_image(record, image, options); !problem.empty()) {
-            problems.push_back({shown, problem});
-            return;
-        }
+        // The image and its labels are both checked, so that validation lists every problem.
+        const std::string image_problem = detail::inspect_image(record, image, options);
+        if (!image_problem.empty()) problems.push_back({shown, image_problem});
         const fs::path label = yolo_label_path(image);
         const std::string label_shown = display_path(label, root);
         if (fs::exists(label, ec) || fs::is_symlink(label, ec)) {
@@ -81,6 +80,7 @@ struct YoloLoader {
             }
             record.boxes = std::move(parsed.boxes);
         }
+        if (!image_problem.empty()) return;
         result.dataset.images.push_back(std::move(record));
     }
 
