@@ -43,7 +43,7 @@ Phases run(bool channels_last, int iterations, int64_t imgsz, int64_t batch, cha
     const auto format =
         channels_last ? torch::MemoryFormat::ChannelsLast : torch::MemoryFormat::Contiguous;
     model->set_memory_format(format);
-    DetectionLoss loss(DetectionLossOptions(nc));
+    DetectionLoss loss{DetectionLossOptions(nc)};
     auto images = torch::rand({batch, 3, imgsz, imgsz}).contiguous(format);
     auto targets = synthetic_targets(batch, nc, 6);
 
