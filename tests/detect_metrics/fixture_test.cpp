@@ -21,6 +21,7 @@ double max_abs_diff_to_expected(const DetectionMetrics& m, const Json& expected)
     auto check = [&](double got, double want, const std::string& what) {
         const double d = std::abs(got - want);
         EXPECT_NEAR(got, want, 1e-6) << what;
+        std::printf("  %-22s %.17g  reference %.17g  |diff| %.3g\n", what.c_str(), got, want, d);
         worst = std::max(worst, d);
     };
     check(m.precision, expected.at("metrics/precision(B)").get<double>(), "precision");

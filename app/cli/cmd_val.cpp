@@ -1,0 +1,192 @@
+// `crucible val <task> key=value ...`: validation in the `yolo val` habit.
+//
+//   crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]
+//   crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]
+//
+// scores a folder of prediction files in the `save_txt save_conf` layout (`class cx cy w h conf`
+// per line, normalized; one `<image stem>.txt` per image; a missing file = no predictions)
+// against the dataset's labels, and prints the reference's results table (all + per class) or,
+// with json=true, JSON keyed by the results.csv names.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/options_schema.h"
+#include "core/data/dataset_io.h"
+#include "plugins/detect/metrics/metrics_report.h"
+#include "plugins/detect/metrics/prediction_folder.h"
+
+namespace crucible::cli {
+namespace {
+
+OptionSchema val_detect_schema() {
+    OptionSchema s("detect", "Validate detections");
+    s.add({.name = "data",
+           .type = OptionType::Path,
+           .default_value = "",
+           .help = "dataset: data.yaml, COCO .json or VOC folder (labels come from it)"});
+    s.add(
+        {.name = "labels",
+         .type = OptionType::Path,
+         .default_value = "",
+         .help =
+             "alternative to data=: a folder of YOLO label .txt files (classes.txt gives names)"});
+    s.add(
+        {.name = "predictions",
+         .type = OptionType::Path,
+         .default_value = "",
+         .help = "folder of prediction files <image stem>.txt: class cx cy w h conf (normalized)"});
+    s.add({.name = "model",
+           .type = OptionType::String,
+           .default_value = "",
+           .help = "weights to validate (not supported yet: use predictions=)"});
+    s.add({.name = "split",
+           .type = OptionType::Choice,
+           .default_value = "val",
+           .choices = {"train", "val", "test"},
+           .help = "dataset split scored with data="});
+    s.add({.name = "imgsz",
+           .type = OptionType::Integer,
+           .default_value = 640,
+           .min = 1,
+           .max = 65536,
+           .help = "pixel scale for images of unknown size (IoU does not depend on it)"});
+    s.add({.name = "json",
+           .type = OptionType::Boolean,
+           .default_value = false,
+           .help = "print the metrics as JSON with the results.csv names"});
+    s.add({.name = "tag",
+           .type = OptionType::String,
+           .default_value = "",
+           .help = "also break the metrics down by this image tag (e.g. station)"});
+    s.add({.name = "curves",
+           .type = OptionType::Boolean,
+           .default_value = false,
+           .help =
+               "with json=true, include the PR curve (precision at 1000 recall points per class)"});
+    return s;
+}
+
+void print_usage() {
+    std::printf(
+        "usage: crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]\n"
+        "       crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]\n\n"
+        "Scores prediction files (<image stem>.txt: class cx cy w h conf, normalized — the\n"
+        "save_txt save_conf layout) against the dataset's labels with the Ultralytics metrics.\n\n"
+        "options:\n");
+    const auto schema = val_detect_schema();
+    for (const auto& o : schema.options())
+        std::printf("  %-12s %s\n", o.name.c_str(), o.help.c_str());
+}
+
+data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
+    const std::string data_path = opt["data"].get<std::string>();
+    const std::string labels_path = opt["labels"].get<std::string>();
+    if (!data_path.empty() && !labels_path.empty())
+        throw InputError("labels", "give either data= or labels=, not both");
+    if (!labels_path.empty()) {
+        split.clear();  // a label folder has no splits
+        return detect::load_label_folder(path_from_utf8(labels_path));
+    }
+    if (data_path.empty())
+        throw InputError("data",
+                         "is required: a data.yaml (or labels=DIR, a folder of label files)");
+    auto loaded = data::load_detection_dataset(path_from_utf8(data_path));
+    int errors = 0;
+    for (const auto& p : loaded.problems) {
+        if (!p.error) continue;
+        if (++errors <= 10)
+            std::fprintf(stderr, "warning: %s: %s\n", p.where.c_str(), p.what.c_str());
+    }
+    if (errors > 0)
+        std::fprintf(
+            stderr,
+            "warning: %d label problems; those images are left out (as the reference does)\n",
+            errors);
+    return std::move(loaded.dataset);
+}
+
+int run_val_detect(const std::vector<std::string>& words) {
+    const auto schema = val_detect_schema();
+    const Json opt = schema.resolve(schema.parse_key_values(words));
+
+    if (!opt["model"].get<std::string>().empty()) {
+        // Hook for the engine work: validating a model (load weights, letterboxed rectangular
+        // batches, eval-mode forward, detect::non_max_suppression, then the same DetectionStats
+        // as below) goes here.
+        std::fprintf(stderr,
+                     "crucible val detect: model= is not supported yet; save the model's "
+                     "predictions as text files and pass predictions=DIR\n");
+        return 2;
+    }
+    const std::string predictions = opt["predictions"].get<std::string>();
+    if (predictions.empty())
+        throw InputError("predictions",
+                         "is required: a folder of <image stem>.txt prediction files");
+
+    std::string split = opt["split"].get<std::string>();
+    const auto dataset = load_dataset(opt, split);
+
+    detect::PredictionFolderOptions options;
+    options.split = split;
+    options.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
+    options.tag_key = opt["tag"].get<std::string>();
+    const auto result =
+        detect::evaluate_prediction_folder(dataset, path_from_utf8(predictions), options);
+    if (result.metrics.images == 0)
+        throw InputError(split.empty() ? "labels" : "split",
+                         split.empty() ? "no label files found"
+                                       : "the dataset has no images in split '" + split + "'");
+
+    if (opt["json"].get<bool>()) {
+        Json out = detect::prediction_folder_json(result, options.tag_key);
+        if (opt["curves"].get<bool>())
+            out["pr_curve"] = detect::pr_curve_json(result.metrics, result.class_names);
+        std::printf("%s\n", out.dump(1).c_str());
+        return 0;
+    }
+    std::printf("%d images, %d prediction files (%lld predictions) from %s\n",
+                result.metrics.images, result.prediction_files, result.predictions,
+                path_to_utf8(result.predictions_dir).c_str());
+    std::printf("%s", detect::results_table(result.metrics, result.class_names).c_str());
+    std::printf("fitness %.6g (0.1·mAP50 + 0.9·mAP50-95); P and R at confidence %.3f\n",
+                result.metrics.fitness, result.metrics.best_confidence);
+    for (const auto& [value, m] : result.by_tag) {
+        std::printf("\n%s=%s\n", options.tag_key.c_str(), value.c_str());
+        std::printf("%s", detect::results_table(m, result.class_names, false).c_str());
+    }
+    if (!options.tag_key.empty() && result.by_tag.empty())
+        std::printf("\nno image has the tag '%s'\n", options.tag_key.c_str());
+    if (!result.unmatched_files.empty()) {
+        std::fprintf(stderr,
+                     "warning: %zu prediction files name no image of the dataset (first: %s)\n",
+                     result.unmatched_files.size(), result.unmatched_files.front().c_str());
+    }
+    return 0;
+}
+
+int run_val(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_usage();
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] == "detect") {
+        const std::vector<std::string> rest(args.begin() + 1, args.end());
+        if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
+            print_usage();
+            return 0;
+        }
+        return run_val_detect(rest);
+    }
+    throw InputError(args[0], "unknown task for val (known: detect)");
+}
+
+RegisterCommand reg({"val", "validate: score predictions against a dataset (val detect ...)",
+                     &run_val});
+
+}  // namespace
+}  // namespace crucible::cli
