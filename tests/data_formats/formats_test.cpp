@@ -104,6 +104,22 @@ TEST(Formats, YoloListFilesAndListsOfSources) {
         32);
 }
 
+#ifndef _WIN32
+TEST(Formats, SymlinkedImageFolderIsNotTraversal) {
+    TempDir dir;
+    test::write_yolo_dataset(dir / "elsewhere",
+                             {{"train", "a.jpg", 32, 32, "0 0.5 0.5 0.2 0.2\n"}});
+    fs::create_directories(dir / "ds");
+    fs::create_directory_symlink(dir / "elsewhere/images", dir / "ds/images");
+    fs::create_directory_symlink(dir / "elsewhere/labels", dir / "ds/labels");
+    write_bytes(dir / "ds/data.yaml", "train: images/train\nnames: [a]\n");
+    const auto r = load_detection_dataset(dir / "ds/data.yaml");
+    ASSERT_TRUE(r.problems.empty()) << r.problems.front().where << ": " << r.problems.front().what;
+    ASSERT_EQ(r.dataset.images.size(), 1u);
+    EXPECT_EQ(r.dataset.images[0].boxes.size(), 1u);
+}
+#endif
+
 TEST(Formats, CocoNonContiguousCategoriesAndCrowd) {
     TempDir dir;
     write_bytes(dir / "images/x.jpg", test::encoded(".jpg", 100, 50));

@@ -45,6 +45,7 @@ fs::path one_image(const fs::path& d, const std::string& labels) {
 }
 
 const Case kCases[] = {
+#ifndef _WIN32  // Windows file names are UTF-16: no such bytes
     {"non-UTF-8 file name",
      [](const fs::path& d) {
          const auto y = one_image(d, kBox);
@@ -53,6 +54,7 @@ const Case kCases[] = {
          return y;
      },
      false, "\\xff\\xfe", "not valid UTF-8", 2},
+#endif
     {"Chinese file names work",
      [](const fs::path& d) {
          return write_yolo_dataset(

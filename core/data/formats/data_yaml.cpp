@@ -31,8 +31,7 @@ std::string scalar_text(const YAML::Node& node, const std::string& where,
 }
 
 bool inside_or_equal(const fs::path& root, const fs::path& candidate) {
-    if (detail::normalized_absolute(root) == detail::normalized_absolute(candidate)) return true;
-    return is_path_inside(root, candidate);
+    return detail::lexically_inside(root, candidate);
 }
 
 }  // namespace

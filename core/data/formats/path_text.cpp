@@ -52,4 +52,10 @@ std::string display_path(const fs::path& path, const fs::path& root) {
     return safe_utf8(path_to_utf8(path));
 }
 
+bool lexically_inside(const fs::path& root, const fs::path& candidate) {
+    const auto rel = normalized_absolute(candidate).lexically_relative(normalized_absolute(root));
+    if (rel.empty()) return false;  // different root names (Windows drives)
+    return *rel.begin() != "..";
+}
+
 }  // namespace crucible::data::detail

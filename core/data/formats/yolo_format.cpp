@@ -112,7 +112,7 @@ struct YoloLoader {
             const fs::path given = path_from_utf8(line);
             const fs::path image =
                 (given.is_absolute() ? given : list.parent_path() / given).lexically_normal();
-            if (!options.allow_outside_root && !is_path_inside(root, image)) {
+            if (!options.allow_outside_root && !detail::lexically_inside(root, image)) {
                 result.problems.push_back(
                     {where, "image path '" + std::string(line) +
                                 "' points outside the dataset root (path traversal refused)"});

@@ -1,6 +1,6 @@
 // libFuzzer target for the Ultralytics data.yaml reader (core/data/formats/data_yaml.h). Any
 // bytes must either be rejected with crucible::InputError or give at least one class name and a
-// train or val entry, every entry inside the dataset root (path traversal is refused).
+// train or val entry, every entry lexically inside the dataset root (path traversal is refused).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/formats/data_yaml.h"
+#include "core/data/formats/path_text.h"
 
 namespace {
 
@@ -30,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const auto& [split, entries] : spec.splits) {
             require(split == "train" || split == "val" || split == "test");
             for (const auto& entry : entries)
-                require(entry == spec.root || crucible::is_path_inside(spec.root, entry));
+                require(crucible::data::detail::lexically_inside(spec.root, entry));
         }
         if (!spec.root.empty()) require(spec.root.is_absolute());
     } catch (const crucible::InputError&) {
