@@ -1,0 +1,52 @@
+#pragma once
+// The remotes the CLI (and later the studio) knows: <user_config_dir()>/remotes.json holds each
+// remote's name, URL and pinned certificate fingerprint. Tokens are never stored here; they live
+// in the SecretStore under remote_secret_key(url).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/json.h"
+
+namespace crucible::net {
+
+struct RemoteEntry {
+    std::string name;         // letters, digits, - _ . (1..64)
+    std::string url;          // http(s)://host:port
+    std::string fingerprint;  // "AB:CD:..." for https; empty for http
+};
+
+// The SecretStore key of a remote's token: "agent:" + url.
+std::string remote_secret_key(const std::string& url);
+
+// Throws InputError naming the field when the entry is unusable: bad name, a URL that
+// parse_url rejects or that carries a path, https without a fingerprint, http with one.
+void validate_remote(const RemoteEntry& entry);
+
+class RemoteConfig {
+  public:
+    // Reads `file` when it exists (a missing file is an empty list). Throws InputError naming
+    // the file and entry when it is malformed.
+    static RemoteConfig load(const std::filesystem::path& file);
+    // Writes atomically (temp + rename).
+    void save(const std::filesystem::path& file) const;
+
+    const std::vector<RemoteEntry>& remotes() const { return remotes_; }
+    std::optional<RemoteEntry> find(const std::string& name) const;
+    // Validates and adds; throws InputError when the name is taken (unless `replace`).
+    void add(const RemoteEntry& entry, bool replace = false);
+    bool remove(const std::string& name);
+    // find() or InputError("remote", "no remote named ... (see `crucible remote ls`)").
+    const RemoteEntry& require(const std::string& name) const;
+
+    Json to_json() const;
+
+  private:
+    std::vector<RemoteEntry> remotes_;
+};
+
+// <user_config_dir()>/remotes.json
+std::filesystem::path default_remotes_file();
+
+}  // namespace crucible::net

@@ -1,0 +1,147 @@
+// remotes.json: round trip, atomic save, and hostile content rejected with messages that name
+// the file, the entry and the field.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/net/remote_config.h"
+
+using namespace crucible;
+using namespace crucible::net;
+
+namespace {
+
+const std::string kFp =
+    "AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:67:89:AB:CD:EF:01:23:45:"
+    "67:89";
+
+struct RemoteConfigTest : ::testing::Test {
+    std::filesystem::path dir;
+    void SetUp() override {
+        dir = std::filesystem::temp_directory_path() /
+              ("crucible_remote_cfg_" +
+               std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+    }
+    void TearDown() override { std::filesystem::remove_all(dir); }
+    void write(const std::string& text) const {
+        std::ofstream(dir / "remotes.json", std::ios::binary) << text;
+    }
+    std::string load_error() const {
+        try {
+            RemoteConfig::load(dir / "remotes.json");
+        } catch (const InputError& e) {
+            return e.what();
+        }
+        return "";
+    }
+};
+
+}  // namespace
+
+TEST_F(RemoteConfigTest, MissingFileIsEmptyAndRoundTripKeepsEntries) {
+    auto cfg = RemoteConfig::load(dir / "remotes.json");
+    EXPECT_TRUE(cfg.remotes().empty());
+    cfg.add({"local", "http://127.0.0.1:7443", ""});
+    cfg.add({"gpu1", "https://gpu1.lan:7443", kFp});
+    // Chinese folder names work (path_from_utf8 at the edge).
+    auto file = dir / path_from_utf8("配置") / "remotes.json";
+    cfg.save(file);
+    auto back = RemoteConfig::load(file);
+    ASSERT_EQ(back.remotes().size(), 2u);
+    EXPECT_EQ(back.require("gpu1").fingerprint, kFp);
+    EXPECT_EQ(back.require("local").url, "http://127.0.0.1:7443");
+    // No token and no temp file left behind.
+    std::string text = read_file_bytes(file);
+    EXPECT_EQ(text.find("token"), std::string::npos);
+    for (const auto& e : std::filesystem::directory_iterator(file.parent_path()))
+        EXPECT_EQ(e.path().filename(), "remotes.json");
+    EXPECT_EQ(remote_secret_key("https://gpu1.lan:7443"), "agent:https://gpu1.lan:7443");
+}
+
+TEST_F(RemoteConfigTest, AddRemoveAndDuplicates) {
+    RemoteConfig cfg;
+    cfg.add({"a", "http://127.0.0.1:1", ""});
+    try {
+        cfg.add({"a", "http://127.0.0.1:2", ""});
+        FAIL() << "duplicate accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("remote rm a"), std::string::npos) << e.what();
+    }
+    cfg.add({"a", "http://127.0.0.1:2", ""}, /*replace=*/true);
+    EXPECT_EQ(cfg.require("a").url, "http://127.0.0.1:2");
+    EXPECT_TRUE(cfg.remove("a"));
+    EXPECT_FALSE(cfg.remove("a"));
+    try {
+        cfg.require("a");
+        FAIL();
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("remote ls"), std::string::npos);
+    }
+}
+
+TEST_F(RemoteConfigTest, InvalidEntriesAreRejectedNamingTheField) {
+    struct Case {
+        RemoteEntry entry;
+        std::string field;
+    };
+    const std::vector<Case> cases = {
+        {{"", "http://127.0.0.1:1", ""}, "name"},
+        {{"../x", "http://127.0.0.1:1", ""}, "name"},
+        {{"名字", "http://127.0.0.1:1", ""}, "name"},
+        {{std::string(65, 'a'), "http://127.0.0.1:1", ""}, "name"},
+        {{"a", "ftp://host:1", ""}, "url"},
+        {{"a", "http://host:99999", ""}, "url"},
+        {{"a", "http://host:1/v1/jobs", ""}, "url"},
+        {{"a", "", ""}, "url"},
+        {{"a", "https://host:1", ""}, "fingerprint"},
+        {{"a", "https://host:1", "AB:CD"}, "fingerprint"},
+        {{"a", "https://host:1", "ab" + kFp.substr(2)}, "fingerprint"},
+        {{"a", "http://host:1", kFp}, "fingerprint"},
+    };
+    for (const auto& c : cases) {
+        try {
+            validate_remote(c.entry);
+            ADD_FAILURE() << "accepted " << c.entry.name << " " << c.entry.url;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.where(), c.field) << e.what();
+        }
+    }
+    EXPECT_NO_THROW(validate_remote({"ok", "https://[::1]:7443", kFp}));
+}
+
+TEST_F(RemoteConfigTest, HostileFilesAreRejectedWithTheFileAndEntryNamed) {
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"", "remotes.json"},
+        {"{", "remotes.json"},
+        {"[]", "expected {\"remotes\""},
+        {R"({"remotes": {}})", "expected {\"remotes\""},
+        {R"({"remotes": [1]})", "remotes[0]"},
+        {R"({"remotes": [{"name": 5, "url": "http://a:1"}]})", "name"},
+        {R"({"remotes": [{"name": "a"}]})", "url"},
+        {R"({"remotes": [{"name": "a", "url": "http://a:1"}, {"name": "a", "url": "http://b:1"}]})",
+         "twice"},
+        {R"({"remotes": [{"name": "a", "url": "http://a:1", "token": "crt_x"}]})", "secret store"},
+        {R"({"remotes": [{"name": "a", "url": "https://a:1"}]})", "fingerprint"},
+        {"{\"remotes\": [{\"name\": \"\xff\xfe\", \"url\": \"http://a:1\"}]}", "remotes.json"},
+    };
+    for (const auto& [text, expect] : cases) {
+        write(text);
+        std::string err = load_error();
+        EXPECT_NE(err.find(expect), std::string::npos) << "input: " << text << "\nerror: " << err;
+        EXPECT_NE(err.find("remotes.json"), std::string::npos) << err;
+    }
+    // A huge file is refused, not read whole.
+    {
+        std::ofstream big(dir / "remotes.json", std::ios::binary);
+        big << "{\"remotes\": [";
+        std::string pad(1 << 20, ' ');
+        for (int i = 0; i < 6; ++i)
+            big << pad;
+        big << "]}";
+    }
+    EXPECT_FALSE(load_error().empty());
+}
