@@ -1,0 +1,352 @@
+// Agent benchmarks on loopback, against an in-process AgentService (no worker runs):
+//  (a) upload of a 256 MB file through ApiClient::upload_blob, plain HTTP and TLS, against curl
+//      uploading the same file to the same kind of server (the baseline; goal >= 90%);
+//  (b) SSE fan-out: 50 clients follow one job while a writer appends 1,000 events/s for ~10 s;
+//      delivered, lost, duplicated, latency p50/p99 (event timestamp -> receive time);
+//  (c) GET /v1/jobs latency p50/p99 under 20 concurrent clients.
+// Usage: bench_agent [--mb N] [--seconds S] [--clients C] [--rate R] [--skip-upload]
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/event.h"
+#include "core/base/sha256.h"
+#include "core/jobs/agent_service.h"
+#include "core/net/api_client.h"
+#include "core/net/tls.h"
+
+using namespace crucible;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double unix_now() {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    auto i = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size() - 1) + 0.5);
+    return v[std::min(i, v.size() - 1)];
+}
+
+fs::path fresh_dir(const std::string& name) {
+    auto d = fs::temp_directory_path() / ("crucible_bench_agent_" + name);
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+struct Agent {
+    fs::path data;
+    std::unique_ptr<jobs::AgentService> service;
+    std::string token;
+    int port = 0;
+    bool tls = false;
+
+    Agent(const std::string& name, bool with_tls, std::size_t threads = 96) {
+        data = fresh_dir(name);
+        jobs::AgentConfig c;
+        c.data_dir = data;
+        c.port = 0;
+        c.scheduler.worker_program = CRUCIBLE_FAKE_WORKER;
+        c.scheduler.max_cpu_jobs = 0;  // nothing runs: jobs stay queued
+        c.scheduler.min_free_disk_bytes = 1 << 20;
+        c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+        c.threads = threads;
+        if (with_tls) {
+            auto paths = net::ensure_self_signed_certificate(data / "tls", "127.0.0.1");
+            c.cert_file = paths.cert;
+            c.key_file = paths.key;
+        }
+        service = std::make_unique<jobs::AgentService>(c);
+        token = service->tokens().create("bench");
+        port = service->start();
+        tls = with_tls;
+    }
+    ~Agent() {
+        service->stop();
+        service.reset();
+        std::error_code ec;
+        fs::remove_all(data, ec);
+    }
+    std::string url() const {
+        return std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
+    }
+    net::ApiClient client() const { return net::ApiClient({url(), token, service->fingerprint()}); }
+};
+
+// ---------------------------------------------------------------- (a) upload ----------------
+
+void write_test_file(const fs::path& file, std::uint64_t bytes) {
+    std::ofstream out(file, std::ios::binary);
+    std::vector<std::uint64_t> block(1 << 17);  // 1 MiB
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (std::uint64_t done = 0; done < bytes; done += block.size() * 8) {
+        for (auto& w : block) {  // xorshift: incompressible, fast
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            w = x;
+        }
+        out.write(
+            reinterpret_cast<const char*>(block.data()),
+            static_cast<std::streamsize>(std::min<std::uint64_t>(block.size() * 8, bytes - done)));
+    }
+}
+
+bool have_curl() {
+    return std::system("curl --version > /dev/null 2>&1") == 0;
+}
+
+// Seconds for curl to PUT the whole file to /v1/blobs/<sha>; <0 on failure.
+double curl_upload(const Agent& agent, const fs::path& file, const std::string& sha) {
+    std::string cmd =
+        "curl -sS -o /dev/null -w '%{http_code}' -H 'Expect:' -H 'Authorization: Bearer " +
+        agent.token + "' -H 'Content-Type: application/octet-stream' " + (agent.tls ? "-k " : "") +
+        "-T '" + file.string() + "' '" + agent.url() + "/v1/blobs/" + sha + "' > '" +
+        (agent.data / "curl.out").string() + "'";
+    auto t0 = Clock::now();
+    int rc = std::system(cmd.c_str());
+    double s = seconds_since(t0);
+    std::ifstream in(agent.data / "curl.out");
+    std::string code;
+    in >> code;
+    if (rc != 0 || code != "201") {
+        std::printf("  curl failed (rc %d, HTTP %s)\n", rc, code.c_str());
+        return -1;
+    }
+    return s;
+}
+
+void bench_upload(std::uint64_t mb) {
+    const std::uint64_t bytes = mb << 20;
+    auto dir = fresh_dir("upload_src");
+    auto file = dir / "blob.bin";
+    write_test_file(file, bytes);
+    auto t_hash = Clock::now();
+    const std::string sha = sha256_file(file);
+    const double hash_s = seconds_since(t_hash);
+    std::printf(
+        "(a) upload of %llu MB on loopback (client SHA-256 of the file alone: %.2f s = %.0f "
+        "MB/s)\n",
+        static_cast<unsigned long long>(mb), hash_s, static_cast<double>(mb) / hash_s);
+    const bool curl = have_curl();
+    if (!curl) std::printf("  curl not installed: no baseline\n");
+    for (bool tls : {false, true}) {
+        std::vector<double> client_s, curl_s;
+        for (int round = 0; round < 2; ++round) {
+            {
+                Agent agent(std::string("up_client_") + (tls ? "tls" : "plain"), tls);
+                auto c = agent.client();
+                auto t0 = Clock::now();
+                std::string got = c.upload_blob(file);
+                client_s.push_back(seconds_since(t0));
+                if (got != sha) std::printf("  WRONG HASH from upload_blob\n");
+            }
+            if (curl) {
+                Agent agent(std::string("up_curl_") + (tls ? "tls" : "plain"), tls);
+                double s = curl_upload(agent, file, sha);
+                if (s > 0) curl_s.push_back(s);
+            }
+        }
+        double best_client = *std::min_element(client_s.begin(), client_s.end());
+        double client_rate = static_cast<double>(mb) / best_client;
+        std::printf(
+            "  %-5s ApiClient::upload_blob: %7.1f MB/s (best of %zu: %.2f s, incl. hashing)\n",
+            tls ? "TLS" : "plain", client_rate, client_s.size(), best_client);
+        if (!curl_s.empty()) {
+            double best_curl = *std::min_element(curl_s.begin(), curl_s.end());
+            double curl_rate = static_cast<double>(mb) / best_curl;
+            std::printf("  %-5s curl -T (baseline):     %7.1f MB/s (best of %zu: %.2f s)\n",
+                        tls ? "TLS" : "plain", curl_rate, curl_s.size(), best_curl);
+            std::printf(
+                "  %-5s ratio client/curl: %.0f%%   (transfer only, hashing excluded: "
+                "%.0f%%)\n",
+                tls ? "TLS" : "plain", 100.0 * client_rate / curl_rate,
+                best_client > hash_s ? 100.0 * (best_curl / (best_client - hash_s)) : 0.0);
+        }
+    }
+    fs::remove_all(dir);
+}
+
+// ---------------------------------------------------------------- (b) SSE fan-out -----------
+
+void bench_fanout(int clients, int rate, double seconds) {
+    Agent agent("fanout", false, static_cast<std::size_t>(clients) + 32);
+    jobs::JobRecord job;
+    job.task = "test.fake";
+    auto stored = agent.service->registry().add(job);
+    const std::string id = stored.id;
+    EventLogWriter writer(agent.service->registry().folder(id) / "events.jsonl");
+
+    struct Received {
+        std::vector<std::int64_t> seqs;
+        std::vector<double> latency_ms;
+    };
+    std::vector<Received> got(static_cast<std::size_t>(clients));
+    std::atomic<int> connected{0};
+    std::vector<std::thread> threads;
+    // A first event so every client sees its stream open before the clock starts.
+    writer.append(make_log("info", "start"));
+    for (int i = 0; i < clients; ++i) {
+        threads.emplace_back([&, i] {
+            auto c = agent.client();
+            auto& r = got[static_cast<std::size_t>(i)];
+            r.seqs.reserve(static_cast<std::size_t>(rate * seconds) + 16);
+            r.latency_ms.reserve(r.seqs.capacity());
+            try {
+                c.follow_events(id, -1, [&](const Event& e) {
+                    double now = unix_now();
+                    if (e.seq == 0) {
+                        ++connected;
+                        return true;
+                    }
+                    r.seqs.push_back(e.seq);
+                    r.latency_ms.push_back(1000.0 * (now - e.t));
+                    return true;
+                });
+            } catch (const std::exception& e) {
+                std::printf("  client %d: %s\n", i, e.what());
+            }
+        });
+    }
+    auto wait_start = Clock::now();
+    while (connected < clients && seconds_since(wait_start) < 60)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const int total = static_cast<int>(rate * seconds);
+    auto t0 = Clock::now();
+    for (int n = 0; n < total; ++n) {
+        std::this_thread::sleep_until(t0 + std::chrono::microseconds(1'000'000LL * n / rate));
+        Event e = make_log("info", "event " + std::to_string(n));
+        e.t = unix_now();
+        writer.append(e);
+    }
+    const double write_s = seconds_since(t0);
+    agent.service->registry().update(
+        id, [](jobs::JobRecord& j) { j.state = jobs::JobState::Succeeded; });
+    for (auto& t : threads)
+        t.join();
+
+    long long delivered = 0, lost = 0, duplicated = 0, out_of_order = 0;
+    std::vector<double> all_latency;
+    for (const auto& r : got) {
+        std::set<std::int64_t> unique(r.seqs.begin(), r.seqs.end());
+        delivered += static_cast<long long>(unique.size());
+        duplicated += static_cast<long long>(r.seqs.size() - unique.size());
+        lost += total - static_cast<long long>(unique.size());
+        for (std::size_t k = 1; k < r.seqs.size(); ++k)
+            out_of_order += r.seqs[k] <= r.seqs[k - 1];
+        all_latency.insert(all_latency.end(), r.latency_ms.begin(), r.latency_ms.end());
+    }
+    std::printf("(b) SSE fan-out: %d clients (%d connected), writer %d events in %.1f s (%.0f/s)\n",
+                clients, connected.load(), total, write_s, total / write_s);
+    std::printf("  delivered %lld of %lld, lost %lld, duplicated %lld, out of order %lld\n",
+                delivered, static_cast<long long>(total) * clients, lost, duplicated, out_of_order);
+    std::printf("  latency event.t -> received: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n",
+                percentile(all_latency, 50), percentile(all_latency, 99),
+                percentile(all_latency, 100));
+}
+
+// ---------------------------------------------------------------- (c) API latency -----------
+
+void bench_latency(int clients, int requests_each) {
+    Agent agent("latency", false);
+    for (int i = 0; i < 50; ++i) {  // a realistic list: 50 jobs
+        jobs::JobRecord job;
+        job.task = "test.fake";
+        job.name = "job " + std::to_string(i);
+        agent.service->registry().add(job);
+    }
+    std::vector<std::vector<double>> lat(static_cast<std::size_t>(clients));
+    std::atomic<int> errors{0};
+    std::vector<std::thread> threads;
+    auto t0 = Clock::now();
+    for (int i = 0; i < clients; ++i) {
+        threads.emplace_back([&, i] {
+            auto c = agent.client();
+            for (int k = 0; k < requests_each; ++k) {
+                auto t = Clock::now();
+                try {
+                    auto j = c.get("/v1/jobs");
+                    if (j["jobs"].size() != 50) ++errors;
+                } catch (const std::exception&) {
+                    ++errors;
+                }
+                lat[static_cast<std::size_t>(i)].push_back(1000.0 * seconds_since(t));
+            }
+        });
+    }
+    for (auto& t : threads)
+        t.join();
+    double wall = seconds_since(t0);
+    std::vector<double> all;
+    for (const auto& v : lat)
+        all.insert(all.end(), v.begin(), v.end());
+    std::printf(
+        "(c) GET /v1/jobs (50 jobs listed), %d concurrent clients x %d requests: "
+        "p50 %.2f ms, p99 %.2f ms, max %.2f ms, %.0f req/s, %d errors\n",
+        clients, requests_each, percentile(all, 50), percentile(all, 99), percentile(all, 100),
+        static_cast<double>(all.size()) / wall, errors.load());
+    std::printf("  (ApiClient opens one connection per request)\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::uint64_t mb = 256;
+    double seconds = 10;
+    int clients = 50, rate = 1000;
+    bool upload = true, fanout = true, latency = true;
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+        if (a == "--mb")
+            mb = std::strtoull(next().c_str(), nullptr, 10);
+        else if (a == "--seconds")
+            seconds = std::atof(next().c_str());
+        else if (a == "--clients")
+            clients = std::atoi(next().c_str());
+        else if (a == "--rate")
+            rate = std::atoi(next().c_str());
+        else if (a == "--skip-upload")
+            upload = false;
+        else if (a == "--skip-fanout")
+            fanout = false;
+        else if (a == "--skip-latency")
+            latency = false;
+        else {
+            std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+            return 2;
+        }
+    }
+    if (mb == 0 || seconds <= 0 || clients <= 0 || rate <= 0) {
+        std::fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+    std::printf("bench_agent: %u hardware threads\n", std::thread::hardware_concurrency());
+    try {
+        if (upload) bench_upload(mb);
+        if (fanout) bench_fanout(clients, rate, seconds);
+        if (latency) bench_latency(20, 200);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_agent: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
