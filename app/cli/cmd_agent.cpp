@@ -1,0 +1,246 @@
+// `crucible agent token create|list|revoke` manages the agent's access tokens (only their hashes
+// are stored, in <data>/tokens.json; the running agent picks up changes without a restart).
+// `crucible agent doctor` reports what the GPU machine offers: NVML, driver and CUDA driver
+// versions, every GPU, what this LibTorch sees, and what to fix.
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/jobs/gpu_inventory.h"
+#include "core/net/token_store.h"
+
+namespace crucible::cli {
+namespace {
+
+// --flag VALUE pairs; positional words are returned in `rest`.
+struct Flags {
+    std::vector<std::pair<std::string, std::string>> values;
+    std::vector<std::string> rest;
+    std::string get(const std::string& name) const {
+        for (const auto& [k, v] : values)
+            if (k == name) return v;
+        return {};
+    }
+};
+
+Flags parse_flags(const std::vector<std::string>& args, std::size_t from,
+                  const std::vector<std::string>& known) {
+    Flags f;
+    for (std::size_t i = from; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a.rfind("--", 0) == 0) {
+            bool ok = false;
+            for (const auto& k : known)
+                ok = ok || k == a;
+            if (!ok) throw InputError(a, "unknown option (see --help)");
+            if (i + 1 >= args.size()) throw InputError(a, "needs a value");
+            f.values.emplace_back(a, args[++i]);
+        } else {
+            f.rest.push_back(a);
+        }
+    }
+    return f;
+}
+
+std::filesystem::path tokens_file(const Flags& f) {
+    std::string data = f.get("--data");
+    if (data.empty())
+        throw InputError("--data", "name the agent's data folder (the --data of crucible-agent)");
+    auto dir = path_from_utf8(data);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        throw InputError("--data", "'" + data + "' is not a folder");
+    return dir / "tokens.json";
+}
+
+void print_token_usage() {
+    std::printf(
+        "usage: crucible agent token create --name NAME --data DIR\n"
+        "       crucible agent token list --data DIR\n"
+        "       crucible agent token revoke NAME --data DIR\n\n"
+        "create prints a new token once; only its SHA-256 is stored in DIR/tokens.json.\n"
+        "Give it to a client with: crucible remote add NAME URL --token TOKEN\n");
+}
+
+int run_token(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        print_token_usage();
+        return args.empty() ? 2 : 0;
+    }
+    const std::string& action = args[0];
+    if (action == "create") {
+        Flags f = parse_flags(args, 1, {"--name", "--data"});
+        if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
+        std::string name = f.get("--name");
+        if (name.empty()) throw InputError("--name", "give the token a name (who uses it)");
+        net::TokenStore store(tokens_file(f));
+        std::string token = store.create(name);
+        std::printf("%s\n", token.c_str());
+        std::fprintf(stderr,
+                     "Token '%s' created. It is shown only this once; the agent keeps its hash.\n",
+                     name.c_str());
+        return 0;
+    }
+    if (action == "list") {
+        Flags f = parse_flags(args, 1, {"--data"});
+        if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
+        net::TokenStore store(tokens_file(f));
+        auto tokens = store.list();
+        if (tokens.empty())
+            std::printf("no tokens (create one with: crucible agent token create)\n");
+        for (const auto& t : tokens) {
+            std::time_t when = static_cast<std::time_t>(t.created);
+            char buf[32] = "?";
+            if (const std::tm* tm = std::gmtime(&when))
+                std::strftime(buf, sizeof buf, "%F %TZ", tm);
+            std::printf("%-24s created %s  sha256 %.12s...\n", t.name.c_str(), buf, t.hash.c_str());
+        }
+        return 0;
+    }
+    if (action == "revoke") {
+        Flags f = parse_flags(args, 1, {"--data"});
+        if (f.rest.size() != 1) throw InputError("revoke", "name exactly one token to revoke");
+        net::TokenStore store(tokens_file(f));
+        if (!store.revoke(f.rest[0]))
+            throw InputError(f.rest[0], "no such token (see crucible agent token list)");
+        std::printf("revoked '%s'; clients using it are refused from now on\n", f.rest[0].c_str());
+        return 0;
+    }
+    throw InputError(action, "unknown action; use create, list or revoke");
+}
+
+std::string cuda_version_text(int v) {
+    if (v <= 0) return "unknown";
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+int run_doctor(const std::vector<std::string>& args) {
+    for (const auto& a : args)
+        if (a == "--help" || a == "-h") {
+            std::printf(
+                "usage: crucible agent doctor [--data DIR] [--nvml LIB]\n\n"
+                "Prints the NVIDIA driver and CUDA driver versions (from NVML), every GPU, what\n"
+                "this build's LibTorch sees, and what to fix. With --data it also checks the\n"
+                "agent's data folder (tokens, free space).\n");
+            return 0;
+        }
+    Flags f = parse_flags(args, 0, {"--data", "--nvml"});
+    if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
+    std::vector<std::string> fixes;
+
+    auto inventory = jobs::GpuInventory::open(path_from_utf8(f.get("--nvml")));
+    jobs::GpuReport report = inventory->read();
+    std::printf("NVML:                %s\n", report.nvml ? "loaded" : "not available");
+    if (!report.note.empty()) std::printf("                     %s\n", report.note.c_str());
+    if (report.nvml) {
+        std::printf("NVIDIA driver:       %s\n", report.driver_version.c_str());
+        std::printf("CUDA driver API:     %s\n",
+                    cuda_version_text(report.cuda_driver_version).c_str());
+    } else {
+        fixes.push_back(
+            "NVML (libnvidia-ml.so.1 / nvml.dll) was not found: install the NVIDIA driver "
+            "(Linux: the distribution's nvidia-driver package or NVIDIA's installer, then "
+            "check with nvidia-smi; Windows: the GeForce/Studio/Data-Center driver). A machine "
+            "without NVIDIA GPUs runs jobs on the CPU, which is fine for small tests.");
+    }
+    std::printf("GPUs:                %zu\n", report.gpus.size());
+    for (const auto& g : report.gpus) {
+        std::printf("  [%d] %s  %s\n", g.index, g.name.c_str(), g.uuid.c_str());
+        std::printf("      memory %.1f / %.1f GiB, utilization %d%%, %d C, %.0f W, %zu processes\n",
+                    static_cast<double>(g.memory_used) / (1ull << 30),
+                    static_cast<double>(g.memory_total) / (1ull << 30), g.utilization,
+                    g.temperature, g.power_w, g.process_ids.size());
+        if (g.mig_enabled) {
+            std::printf("      MIG enabled, %zu instances\n", g.mig.size());
+            for (const auto& m : g.mig)
+                std::printf("        MIG %d: %s, %.1f GiB\n", m.index, m.name.c_str(),
+                            static_cast<double>(m.memory_total) / (1ull << 30));
+            if (g.mig.empty())
+                fixes.push_back("GPU " + std::to_string(g.index) +
+                                " has MIG enabled but no instances: create them with "
+                                "nvidia-smi mig -cgi ... -C, or disable MIG");
+        }
+        if (g.temperature >= 85)
+            fixes.push_back("GPU " + std::to_string(g.index) + " runs at " +
+                            std::to_string(g.temperature) + " C: check its cooling");
+    }
+    if (report.nvml && report.gpus.empty())
+        fixes.push_back(
+            "NVML is loaded but lists no GPU: check nvidia-smi, the driver's kernel "
+            "module (lsmod | grep nvidia) and the GPU's power/PCIe seating");
+
+    // What the LibTorch linked into this build sees.
+    const bool torch_cuda = torch::cuda::is_available();
+    const auto torch_devices = torch_cuda ? torch::cuda::device_count() : 0;
+    std::printf("LibTorch:            %s (%s)\n", TORCH_VERSION,
+                torch_cuda ? "CUDA build, CUDA usable" : "no usable CUDA");
+    std::printf("LibTorch CUDA GPUs:  %zu\n", static_cast<std::size_t>(torch_devices));
+    if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES"))
+        std::printf("CUDA_VISIBLE_DEVICES=%s\n", vis);
+    if (!report.gpus.empty() && !torch_cuda)
+        fixes.push_back(
+            "the GPUs are there but this LibTorch " TORCH_VERSION
+            " cannot use them: it is a CPU-only build, or it was built for a newer CUDA than "
+            "the driver supports (driver CUDA " +
+            cuda_version_text(report.cuda_driver_version) +
+            "). Install a CUDA build of LibTorch whose CUDA version is at most the driver's, or "
+            "update the driver.");
+    if (torch_cuda && static_cast<std::size_t>(torch_devices) < report.gpus.size())
+        fixes.push_back("LibTorch sees " + std::to_string(torch_devices) + " of " +
+                        std::to_string(report.gpus.size()) +
+                        " GPUs: check CUDA_VISIBLE_DEVICES and MIG settings");
+
+    if (std::string data = f.get("--data"); !data.empty()) {
+        auto dir = path_from_utf8(data);
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) {
+            fixes.push_back("--data '" + data +
+                            "' is not a folder; the agent creates it on "
+                            "first start (crucible-agent --data " +
+                            data + ")");
+        } else {
+            net::TokenStore store(dir / "tokens.json");
+            auto n = store.list().size();
+            std::printf("Data folder:         %s (%zu tokens)\n", data.c_str(), n);
+            if (n == 0)
+                fixes.push_back(
+                    "no access tokens: create one with crucible agent token create "
+                    "--name NAME --data " +
+                    data);
+            auto space = std::filesystem::space(dir, ec);
+            if (!ec) {
+                std::printf("Free disk:           %.1f GiB\n",
+                            static_cast<double>(space.available) / (1ull << 30));
+                if (space.available < (10ull << 30))
+                    fixes.push_back("less than 10 GiB free in " + data +
+                                    ": jobs need room for checkpoints");
+            }
+        }
+    }
+
+    if (fixes.empty()) {
+        std::printf("\nEverything looks fine.\n");
+        return 0;
+    }
+    std::printf("\nTo fix:\n");
+    for (const auto& fix : fixes)
+        std::printf("  - %s\n", fix.c_str());
+    return 1;
+}
+
+const RegisterSubcommand token_cmd({"agent", "token",
+                                    "create, list or revoke the agent's access tokens",
+                                    &run_token});
+const RegisterSubcommand doctor_cmd(
+    {"agent", "doctor", "driver, CUDA, GPUs and LibTorch compatibility on this machine",
+     &run_doctor});
+
+}  // namespace
+}  // namespace crucible::cli

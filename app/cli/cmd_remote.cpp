@@ -1,0 +1,399 @@
+// `crucible remote ...`: the client side of crucible-agent. Remotes (name, URL, pinned
+// certificate fingerprint) live in <user config>/remotes.json; their tokens in the SecretStore
+// under "agent:<url>", never in remotes.json.
+//
+//   remote add NAME URL [--token T] [--yes]     remote ls      remote rm NAME
+//   remote push NAME FOLDER [--name N]          remote submit NAME TASK key=value ...
+//   remote jobs NAME    remote logs NAME JOB [-f]    remote cancel|pause|resume NAME JOB
+//   remote download NAME JOB ARTIFACT [OUT]
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+#include "core/base/secret_store.h"
+#include "core/net/api_client.h"
+#include "core/net/remote_config.h"
+#include "core/net/tls.h"
+
+namespace crucible::cli {
+namespace {
+
+struct Args {
+    std::vector<std::string> positional;
+    std::vector<std::pair<std::string, std::string>> options;  // --flag value
+    std::vector<std::string> switches;                         // --yes, -f
+    bool help = false;
+    std::string get(const std::string& flag) const {
+        for (const auto& [k, v] : options)
+            if (k == flag) return v;
+        return {};
+    }
+    bool has(const std::string& s) const {
+        for (const auto& x : switches)
+            if (x == s) return true;
+        return false;
+    }
+};
+
+// `with_value` flags take the next word; `bare` flags are switches; anything else starting with
+// '-' is an error naming it.
+Args parse_args(const std::vector<std::string>& words, const std::vector<std::string>& with_value,
+                const std::vector<std::string>& bare = {}) {
+    Args a;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        const std::string& w = words[i];
+        if (w == "--help" || w == "-h") {
+            a.help = true;
+            continue;
+        }
+        if (w.size() > 1 && w[0] == '-') {
+            bool value = std::find(with_value.begin(), with_value.end(), w) != with_value.end();
+            bool sw = std::find(bare.begin(), bare.end(), w) != bare.end();
+            if (sw) {
+                a.switches.push_back(w);
+            } else if (value) {
+                if (i + 1 >= words.size()) throw InputError(w, "needs a value");
+                a.options.emplace_back(w, words[++i]);
+            } else {
+                throw InputError(w, "unknown option (see --help)");
+            }
+            continue;
+        }
+        a.positional.push_back(w);
+    }
+    return a;
+}
+
+void expect_positional(const Args& a, std::size_t min, std::size_t max, const char* usage) {
+    if (a.positional.size() < min || a.positional.size() > max)
+        throw InputError("arguments", std::string("usage: crucible remote ") + usage);
+}
+
+bool usage_if_help(const Args& a, const char* usage) {
+    if (a.help) std::printf("usage: crucible remote %s\n", usage);
+    return a.help;
+}
+
+std::string trim_url(std::string url) {
+    while (!url.empty() && url.back() == '/')
+        url.pop_back();
+    return url;
+}
+
+// Job ids go into URL paths: refuse anything that could change the route.
+const std::string& check_job_id(const std::string& id) {
+    bool ok = !id.empty() && id.size() <= 128;
+    for (unsigned char c : id)
+        ok = ok && (std::isalnum(c) || c == '-');
+    if (!ok) throw InputError("JOB", "'" + id + "' is not a job id (see crucible remote jobs)");
+    return id;
+}
+
+net::ApiClient client_for(const std::string& name) {
+    auto config = net::RemoteConfig::load(net::default_remotes_file());
+    const auto& remote = config.require(name);
+    auto secrets = SecretStore::open_default();
+    auto token = secrets->get(net::remote_secret_key(remote.url));
+    if (!token)
+        throw InputError(name, "no token stored for " + remote.url + "; run crucible remote add " +
+                                   name + " " + remote.url +
+                                   " --token TOKEN (create one on the agent with crucible agent "
+                                   "token create)");
+    return net::ApiClient({remote.url, *token, remote.fingerprint});
+}
+
+std::string format_time(double unix_seconds) {
+    if (unix_seconds <= 0) return "-";
+    std::time_t t = static_cast<std::time_t>(unix_seconds);
+    char buf[32] = "?";
+    if (const std::tm* tm = std::gmtime(&t)) std::strftime(buf, sizeof buf, "%F %TZ", tm);
+    return buf;
+}
+
+// ---- add / ls / rm ------------------------------------------------------------------------
+
+constexpr const char* kAddUsage = "add NAME URL [--token TOKEN] [--yes]";
+
+int run_add(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {"--token"}, {"--yes", "-y"});
+    if (usage_if_help(a, kAddUsage)) return 0;
+    expect_positional(a, 2, 2, kAddUsage);
+    net::RemoteEntry entry{a.positional[0], trim_url(a.positional[1]), ""};
+    std::string token = a.get("--token");
+    auto file = net::default_remotes_file();
+    auto config = net::RemoteConfig::load(file);
+    if (config.find(entry.name))
+        throw InputError(entry.name,
+                         "a remote with this name exists; remove it first with "
+                         "crucible remote rm " +
+                             entry.name);
+    net::ParsedUrl url = net::parse_url(entry.url);
+    if (url.https) {
+        entry.fingerprint = net::ApiClient::probe_fingerprint(entry.url);
+        std::printf("The agent at %s presents a certificate with SHA-256 fingerprint\n  %s\n",
+                    entry.url.c_str(), entry.fingerprint.c_str());
+        std::printf("Compare it with the fingerprint crucible-agent printed when it started.\n");
+        if (!(a.has("--yes") || a.has("-y"))) {
+            std::printf("Trust this certificate? [y/N] ");
+            std::fflush(stdout);
+            std::string answer;
+            if (!std::getline(std::cin, answer)) answer.clear();
+            if (answer != "y" && answer != "Y" && answer != "yes") {
+                std::printf("Not added.\n");
+                return 1;
+            }
+        }
+    }
+    net::validate_remote(entry);
+    auto secrets = SecretStore::open_default();
+    if (!token.empty()) {
+        // Check the token before storing anything: a typo should fail here, not at first use.
+        net::ApiClient client({entry.url, token, entry.fingerprint});
+        Json info = client.get("/v1/info");
+        std::printf("Connected: crucible-agent %s, %zu tasks, %zu GPUs\n",
+                    info.value("version", std::string("?")).c_str(),
+                    info.contains("tasks") ? info["tasks"].size() : 0,
+                    info.contains("gpus") && info["gpus"].contains("gpus")
+                        ? info["gpus"]["gpus"].size()
+                        : 0);
+        secrets->put(net::remote_secret_key(entry.url), token);
+    } else if (!secrets->get(net::remote_secret_key(entry.url))) {
+        std::fprintf(stderr,
+                     "warning: no token given; add one later with crucible remote rm %s and "
+                     "crucible remote add %s %s --token TOKEN\n",
+                     entry.name.c_str(), entry.name.c_str(), entry.url.c_str());
+    }
+    config.add(entry);
+    config.save(file);
+    std::printf("Added remote '%s' (%s)\n", entry.name.c_str(), entry.url.c_str());
+    return 0;
+}
+
+int run_ls(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {});
+    if (usage_if_help(a, "ls")) return 0;
+    expect_positional(a, 0, 0, "ls");
+    auto config = net::RemoteConfig::load(net::default_remotes_file());
+    if (config.remotes().empty()) {
+        std::printf("no remotes (add one with: crucible remote add NAME URL --token TOKEN)\n");
+        return 0;
+    }
+    auto secrets = SecretStore::open_default();
+    for (const auto& r : config.remotes()) {
+        bool has_token = secrets->get(net::remote_secret_key(r.url)).has_value();
+        std::printf("%-16s %-32s %s%s\n", r.name.c_str(), r.url.c_str(),
+                    has_token ? "token stored" : "NO TOKEN",
+                    r.fingerprint.empty()
+                        ? ""
+                        : ("  pinned " + r.fingerprint.substr(0, 23) + "...").c_str());
+    }
+    return 0;
+}
+
+int run_rm(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {});
+    if (usage_if_help(a, "rm NAME")) return 0;
+    expect_positional(a, 1, 1, "rm NAME");
+    auto file = net::default_remotes_file();
+    auto config = net::RemoteConfig::load(file);
+    const auto entry = config.require(a.positional[0]);
+    config.remove(entry.name);
+    config.save(file);
+    bool url_still_used = false;
+    for (const auto& r : config.remotes())
+        url_still_used = url_still_used || r.url == entry.url;
+    if (!url_still_used) SecretStore::open_default()->remove(net::remote_secret_key(entry.url));
+    std::printf("Removed remote '%s'\n", entry.name.c_str());
+    return 0;
+}
+
+// ---- data and jobs --------------------------------------------------------------------------
+
+constexpr const char* kPushUsage = "push NAME FOLDER [--name DATASET_NAME]";
+
+int run_push(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {"--name"});
+    if (usage_if_help(a, kPushUsage)) return 0;
+    expect_positional(a, 2, 2, kPushUsage);
+    auto folder = path_from_utf8(a.positional[1]);
+    std::error_code ec;
+    if (!std::filesystem::is_directory(folder, ec))
+        throw InputError(a.positional[1], "is not a folder");
+    std::string name = a.get("--name");
+    if (name.empty())
+        name = path_to_utf8(std::filesystem::absolute(folder).lexically_normal().filename());
+    auto client = client_for(a.positional[0]);
+    std::string id = client.push_dataset(
+        folder, name, [](const std::string& line) { std::fprintf(stderr, "\r%s", line.c_str()); });
+    std::fprintf(stderr, "\n");
+    std::printf("dataset:%s\n", id.c_str());
+    return 0;
+}
+
+// `key=value` words: the value is JSON when it parses (numbers, true/false, lists, objects,
+// quoted strings), otherwise the text itself.
+Json parse_job_options(const std::vector<std::string>& words) {
+    Json options = Json::object();
+    for (const auto& w : words) {
+        auto eq = w.find('=');
+        if (eq == std::string::npos || eq == 0)
+            throw InputError(w, "options are written key=value");
+        std::string key = w.substr(0, eq), value = w.substr(eq + 1);
+        if (options.contains(key)) throw InputError(key, "given twice");
+        Json parsed = Json::parse(value, nullptr, /*allow_exceptions=*/false);
+        options[key] = parsed.is_discarded() ? Json(value) : parsed;
+    }
+    return options;
+}
+
+constexpr const char* kSubmitUsage =
+    "submit NAME TASK key=value ... [--name JOB_NAME] [--priority P] [--gpus N]";
+
+int run_submit(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {"--name", "--priority", "--gpus"});
+    if (usage_if_help(a, kSubmitUsage)) return 0;
+    expect_positional(a, 2, 100000, kSubmitUsage);
+    Json body = {{"task", a.positional[1]},
+                 {"options", parse_job_options({a.positional.begin() + 2, a.positional.end()})}};
+    if (auto n = a.get("--name"); !n.empty()) body["name"] = n;
+    for (const char* flag : {"--priority", "--gpus"}) {
+        auto v = a.get(flag);
+        if (v.empty()) continue;
+        Json n = Json::parse(v, nullptr, false);
+        if (!n.is_number_integer()) throw InputError(flag, "expects an integer, got '" + v + "'");
+        body[std::string(flag).substr(2)] = n;
+    }
+    auto client = client_for(a.positional[0]);
+    Json job = client.post("/v1/jobs", body);
+    std::printf("%s\n", job.value("id", std::string()).c_str());
+    return 0;
+}
+
+int run_jobs(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {});
+    if (usage_if_help(a, "jobs NAME")) return 0;
+    expect_positional(a, 1, 1, "jobs NAME");
+    Json list = client_for(a.positional[0]).get("/v1/jobs");
+    const Json& jobs = list["jobs"];
+    if (jobs.empty()) std::printf("no jobs\n");
+    for (const auto& j : jobs) {
+        std::printf("%-28s %-12s %-16s %-20s %s%s\n", j.value("id", std::string()).c_str(),
+                    j.value("state", std::string()).c_str(), j.value("task", std::string()).c_str(),
+                    format_time(j.value("submitted", 0.0)).c_str(),
+                    j.value("name", std::string()).c_str(),
+                    j.value("reason", std::string()).empty()
+                        ? ""
+                        : ("  (" + j.value("reason", std::string()) + ")").c_str());
+    }
+    return 0;
+}
+
+void print_event(const Event& e) {
+    std::string when = format_time(e.t);
+    std::printf("%6lld %s %-10s %s\n", static_cast<long long>(e.seq), when.c_str(), e.kind.c_str(),
+                e.fields.dump().c_str());
+    if (e.kind == event_kind::kRollback)
+        std::printf(
+            "       note: the job resumed from an earlier checkpoint; points after step "
+            "%s above are superseded\n",
+            e.fields.contains("to_step") ? e.fields["to_step"].dump().c_str() : "?");
+    std::fflush(stdout);
+}
+
+constexpr const char* kLogsUsage = "logs NAME JOB [-f] [--after SEQ]";
+
+int run_logs(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {"--after"}, {"-f", "--follow"});
+    if (usage_if_help(a, kLogsUsage)) return 0;
+    expect_positional(a, 2, 2, kLogsUsage);
+    const std::string& job = check_job_id(a.positional[1]);
+    std::int64_t after = -1;
+    if (auto v = a.get("--after"); !v.empty()) {
+        Json n = Json::parse(v, nullptr, false);
+        if (!n.is_number_integer()) throw InputError("--after", "expects an event seq");
+        after = n.get<std::int64_t>();
+    }
+    auto client = client_for(a.positional[0]);
+    if (a.has("-f") || a.has("--follow")) {
+        client.follow_events(job, after, [](const Event& e) {
+            print_event(e);
+            return true;
+        });
+        Json final_job = client.get("/v1/jobs/" + job);
+        std::printf("job %s: %s%s\n", job.c_str(), final_job.value("state", std::string()).c_str(),
+                    final_job.value("reason", std::string()).empty()
+                        ? ""
+                        : (" - " + final_job.value("reason", std::string())).c_str());
+        return 0;
+    }
+    Json list =
+        client.get("/v1/jobs/" + job + "/events?format=json&after=" + std::to_string(after));
+    for (const auto& j : list["events"])
+        print_event(event_from_json(j, "event"));
+    return 0;
+}
+
+template <int Which>
+int run_control(const std::vector<std::string>& words) {
+    static const char* const actions[] = {"cancel", "pause", "resume"};
+    const std::string action = actions[Which];
+    const std::string usage = action + " NAME JOB";
+    Args a = parse_args(words, {});
+    if (usage_if_help(a, usage.c_str())) return 0;
+    expect_positional(a, 2, 2, usage.c_str());
+    const std::string& job = check_job_id(a.positional[1]);
+    client_for(a.positional[0]).post("/v1/jobs/" + job + "/" + action, Json::object());
+    std::printf("%s requested for %s\n", action.c_str(), job.c_str());
+    return 0;
+}
+
+constexpr const char* kDownloadUsage = "download NAME JOB ARTIFACT [OUT]";
+
+int run_download(const std::vector<std::string>& words) {
+    Args a = parse_args(words, {});
+    if (usage_if_help(a, kDownloadUsage)) return 0;
+    expect_positional(a, 3, 4, kDownloadUsage);
+    const std::string& job = check_job_id(a.positional[1]);
+    const std::string& artifact = a.positional[2];
+    if (artifact.empty() || artifact.find("..") != std::string::npos || artifact[0] == '/')
+        throw InputError("ARTIFACT", "'" + artifact +
+                                         "' is not an artifact path (see the list "
+                                         "with crucible remote logs or /v1/jobs/JOB/artifacts)");
+    std::filesystem::path out = a.positional.size() == 4 ? path_from_utf8(a.positional[3])
+                                                         : path_from_utf8(artifact).filename();
+    std::error_code ec;
+    if (std::filesystem::is_directory(out, ec)) out /= path_from_utf8(artifact).filename();
+    client_for(a.positional[0]).download(job, artifact, out);
+    std::printf("%s (%llu bytes)\n", path_to_utf8(out).c_str(),
+                static_cast<unsigned long long>(std::filesystem::file_size(out, ec)));
+    return 0;
+}
+
+const RegisterSubcommand add_cmd({"remote", "add", "add an agent (pins its TLS certificate)",
+                                  &run_add});
+const RegisterSubcommand ls_cmd({"remote", "ls", "list the agents this user knows", &run_ls});
+const RegisterSubcommand rm_cmd({"remote", "rm", "forget an agent and its token", &run_rm});
+const RegisterSubcommand push_cmd({"remote", "push",
+                                   "upload a dataset folder (prints dataset:<id>)", &run_push});
+const RegisterSubcommand submit_cmd({"remote", "submit", "submit a job: TASK key=value ...",
+                                     &run_submit});
+const RegisterSubcommand jobs_cmd({"remote", "jobs", "list the agent's jobs", &run_jobs});
+const RegisterSubcommand logs_cmd({"remote", "logs", "print a job's events (-f follows)",
+                                   &run_logs});
+const RegisterSubcommand cancel_cmd({"remote", "cancel", "cancel a job", &run_control<0>});
+const RegisterSubcommand pause_cmd({"remote", "pause", "pause a job (checkpoint and stop)",
+                                    &run_control<1>});
+const RegisterSubcommand resume_cmd({"remote", "resume", "resume a paused or interrupted job",
+                                     &run_control<2>});
+const RegisterSubcommand download_cmd({"remote", "download", "download a job artifact (resumes)",
+                                       &run_download});
+
+}  // namespace
+}  // namespace crucible::cli
