@@ -204,32 +204,32 @@ std::map<std::string, Series> read_series(Project& project, std::int64_t run_id)
             rb_bound[i - 1] = std::min(rb_bound[i - 1], rb_bound[i]);
     }
     std::unordered_map<std::int64_t, std::string> names;
+    std::int64_t max_name_id = 0;
     {
         auto s = db.prepare("SELECT id, name FROM metric_names");
-        while (s.step())
+        while (s.step()) {
             names[s.column_int64(0)] = s.column_text(1);
+            max_name_id = std::max(max_name_id, s.column_int64(0));
+        }
     }
+    // Rows are stored in (run, seq, name) order: one sequential scan, dispatched by name id.
     std::map<std::string, Series> out;
+    std::vector<Series*> by_id(static_cast<std::size_t>(max_name_id) + 1, nullptr);
     auto s = db.prepare(
-        "SELECT name_id, seq, step, epoch, t, value FROM run_values WHERE run_id = ? "
-        "ORDER BY name_id, seq");
+        "SELECT name_id, seq, step, epoch, t, value FROM run_values WHERE run_id = ? ORDER BY seq");
     s.bind(1, run_id);
-    std::int64_t current = -1;
-    Series* series = nullptr;
     std::size_t rb = 0;  // first rollback with seq > the row's seq
     const double nan = std::numeric_limits<double>::quiet_NaN();
     while (s.step()) {
-        std::int64_t name_id = s.column_int64(0);
-        if (name_id != current || !series) {
-            current = name_id;
-            series = &out[names[name_id]];
-            rb = 0;
-        }
-        std::int64_t seq = s.column_int64(1);
+        const std::int64_t name_id = s.column_int64(0);
+        const std::int64_t seq = s.column_int64(1);
         while (rb < rb_seq.size() && rb_seq[rb] <= seq)
             ++rb;
-        std::int64_t step = s.is_null(2) ? -1 : s.column_int64(2);
+        const std::int64_t step = s.is_null(2) ? -1 : s.column_int64(2);
         if (rb < rb_seq.size() && step >= 0 && step > rb_bound[rb]) continue;  // superseded
+        if (name_id < 0 || name_id > max_name_id) continue;  // a name added since (not ours)
+        Series*& series = by_id[static_cast<std::size_t>(name_id)];
+        if (!series) series = &out[names[name_id]];
         series->step.push_back(step);
         series->epoch.push_back(s.is_null(3) ? -1 : s.column_int64(3));
         series->t.push_back(s.column_double(4));

@@ -81,7 +81,7 @@ CREATE TABLE run_values(
     epoch INTEGER,
     t REAL NOT NULL,
     value REAL,
-    PRIMARY KEY(run_id, name_id, seq)) WITHOUT ROWID;
+    PRIMARY KEY(run_id, seq, name_id)) WITHOUT ROWID;
 CREATE TABLE session_lock(
     id INTEGER PRIMARY KEY CHECK(id = 1),
     pid INTEGER NOT NULL,
