@@ -9,6 +9,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
+#include "core/jobs/retention.h"
 #include "core/jobs/worker_control.h"
 #include "core/net/tls.h"
 
@@ -149,7 +150,17 @@ int AgentService::start() {
     int port = server_->start();
     telemetry_running_ = true;
     telemetry_ = std::thread([this] {
+        auto next_cleanup = std::chrono::steady_clock::now();
         while (telemetry_running_) {
+            if (std::chrono::steady_clock::now() >= next_cleanup) {
+                auto r = apply_retention(registry_, config_.data_dir / "blobs",
+                                         config_.data_dir / "datasets", config_.retention,
+                                         unix_time_now());
+                if (r.bytes_freed)
+                    spdlog::info("retention: removed {} checkpoints and {} blobs ({} MB)",
+                                 r.checkpoint_files_removed, r.blobs_removed, r.bytes_freed >> 20);
+                next_cleanup += std::chrono::hours(1);
+            }
             GpuReport r = gpus_->read();
             if (r.nvml) feed_.publish("gpus", r.to_json());
             for (int i = 0; i < 10 && telemetry_running_; ++i)

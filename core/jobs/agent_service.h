@@ -11,6 +11,7 @@
 #include "core/jobs/blob_store.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/job_registry.h"
+#include "core/jobs/retention.h"
 #include "core/jobs/scheduler.h"
 #include "core/jobs/state_feed.h"
 #include "core/net/http_server.h"
@@ -29,6 +30,7 @@ struct AgentConfig {
     Json task_schemas = Json::array();   // from `crucible-worker describe`
     std::filesystem::path nvml_library;  // override (tests use a fake NVML)
     std::size_t threads = 96;
+    RetentionPolicy retention;
 };
 
 // Reads <data>/agent.json (roots, max_cpu_jobs, alarm thresholds) into `config` when present.

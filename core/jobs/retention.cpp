@@ -1,0 +1,76 @@
+#include "core/jobs/retention.h"
+
+#include <set>
+
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+
+namespace crucible::jobs {
+namespace {
+
+bool protected_checkpoint(const std::filesystem::path& p) {
+    const std::string name = p.filename().string();
+    return name.rfind("best", 0) == 0 || name.rfind("last", 0) == 0;
+}
+
+double file_age_hours(const std::filesystem::path& p) {
+    std::error_code ec;
+    auto t = std::filesystem::last_write_time(p, ec);
+    if (ec) return 0;
+    auto age = std::filesystem::file_time_type::clock::now() - t;
+    return std::chrono::duration<double, std::ratio<3600>>(age).count();
+}
+
+}  // namespace
+
+RetentionReport apply_retention(const JobRegistry& registry, const std::filesystem::path& blobs_dir,
+                                const std::filesystem::path& datasets_dir,
+                                const RetentionPolicy& policy, double now_unix) {
+    RetentionReport report;
+    std::error_code ec;
+    const double keep_s =
+        std::chrono::duration<double>(policy.keep_checkpoints_of_ended_jobs).count();
+    for (const auto& job : registry.list()) {
+        if (!is_final_state(job.state) || job.finished <= 0 || now_unix - job.finished < keep_s)
+            continue;
+        auto dir = registry.folder(job.id) / "checkpoints";
+        for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+            if (!it->is_regular_file() || protected_checkpoint(it->path())) continue;
+            auto size = it->file_size(ec);
+            if (std::filesystem::remove(it->path(), ec)) {
+                ++report.checkpoint_files_removed;
+                report.bytes_freed += size;
+            }
+        }
+    }
+    // Blobs referenced by any dataset manifest stay; others go once they are old enough (a
+    // dataset being pushed right now references blobs that are only minutes old).
+    std::set<std::string> referenced;
+    for (const auto& e : std::filesystem::directory_iterator(datasets_dir, ec)) {
+        auto manifest = e.path() / "manifest.json";
+        if (!std::filesystem::exists(manifest, ec)) continue;
+        try {
+            for (const auto& f : read_json_file(manifest).value("files", Json::array()))
+                if (f.is_array() && f.size() == 2 && f[1].is_string())
+                    referenced.insert(f[1].get<std::string>());
+        } catch (const std::exception&) {
+            return report;  // an unreadable manifest: remove no blob rather than a needed one
+        }
+    }
+    const double blob_hours =
+        std::chrono::duration<double, std::ratio<3600>>(policy.keep_unreferenced_blobs).count();
+    for (const auto& e : std::filesystem::directory_iterator(blobs_dir, ec)) {
+        if (!e.is_regular_file()) continue;
+        const std::string name = e.path().filename().string();
+        if (referenced.count(name) || file_age_hours(e.path()) < blob_hours) continue;
+        auto size = e.file_size(ec);
+        if (std::filesystem::remove(e.path(), ec)) {
+            ++report.blobs_removed;
+            report.bytes_freed += size;
+        }
+    }
+    return report;
+}
+
+}  // namespace crucible::jobs
