@@ -88,6 +88,25 @@ TEST(DetectionLoss, GoldenCasesWithChannelsLastMaps) {
     check_golden("loss_case2", torch::MemoryFormat::ChannelsLast);
 }
 
+TEST(DetectionLoss, GoldenCasesOnCuda) {
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+    for (const std::string stem : {"loss_case", "loss_case2"}) {
+        auto c = load_case(stem);
+        for (auto& l : c.levels)
+            l = l.to(torch::kCUDA);
+        DetectionLoss loss{DetectionLossOptions(4)};
+        auto result = loss(c.levels, c.targets);  // targets stay on the CPU: moved inside
+        EXPECT_TRUE(result.total.is_cuda());
+        auto items = result.items.cpu();
+        expect_rel_near(items[0].item<double>(), c.expected["loss_box"].get<double>(), 1e-4,
+                        stem + " loss_box (CUDA)");
+        expect_rel_near(items[1].item<double>(), c.expected["loss_cls"].get<double>(), 1e-4,
+                        stem + " loss_cls (CUDA)");
+        expect_rel_near(items[2].item<double>(), c.expected["loss_dfl"].get<double>(), 1e-4,
+                        stem + " loss_dfl (CUDA)");
+    }
+}
+
 TEST(DetectionLoss, GoldenCaseGradientsAreFinite) {
     auto c = load_case("loss_case2");
     for (auto& l : c.levels)
