@@ -75,16 +75,27 @@ void AgentService::add_data_routes() {
         std::uint64_t offset = range.begin;
         BlobStore::WriteResult result = BlobStore::WriteResult::Partial;
         std::string error;
-        reader([&](const char* data, size_t n) {
+        // httplib hands the body over in small pieces (a few KB); writing each through
+        // write_chunk (open, append, close) capped uploads at ~20 MB/s, so pieces are gathered
+        // into 4 MB writes.
+        std::string pending;
+        auto flush = [&]() {
+            if (pending.empty()) return true;
             try {
-                result = blobs_.write_chunk(sha, offset, range.total, std::string_view(data, n));
-                offset += n;
+                result = blobs_.write_chunk(sha, offset, range.total, pending);
+                offset += pending.size();
+                pending.clear();
                 return true;
             } catch (const std::exception& e) {
                 error = e.what();
                 return false;
             }
+        };
+        reader([&](const char* data, size_t n) {
+            pending.append(data, n);
+            return pending.size() < (4u << 20) || flush();
         });
+        if (error.empty()) flush();
         if (length == 0 && range.total == 0) result = blobs_.write_chunk(sha, 0, 0, {});
         if (!error.empty()) {
             res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));

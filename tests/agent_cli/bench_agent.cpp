@@ -116,11 +116,11 @@ bool have_curl() {
 
 // Seconds for curl to PUT the whole file to /v1/blobs/<sha>; <0 on failure.
 double curl_upload(const Agent& agent, const fs::path& file, const std::string& sha) {
-    std::string cmd =
-        "curl -sS -o /dev/null -w '%{http_code}' -H 'Expect:' -H 'Authorization: Bearer " +
-        agent.token + "' -H 'Content-Type: application/octet-stream' " + (agent.tls ? "-k " : "") +
-        "-T '" + file.string() + "' '" + agent.url() + "/v1/blobs/" + sha + "' > '" +
-        (agent.data / "curl.out").string() + "'";
+    std::string cmd = "curl -sS -o '" + (agent.data / "curl.body").string() +
+                      "' -w '%{http_code}' -H 'Expect:' -H 'Authorization: Bearer " + agent.token +
+                      "' -H 'Content-Type: application/octet-stream' " + (agent.tls ? "-k " : "") +
+                      "-T '" + file.string() + "' '" + agent.url() + "/v1/blobs/" + sha + "' > '" +
+                      (agent.data / "curl.out").string() + "'";
     auto t0 = Clock::now();
     int rc = std::system(cmd.c_str());
     double s = seconds_since(t0);
@@ -128,7 +128,9 @@ double curl_upload(const Agent& agent, const fs::path& file, const std::string& 
     std::string code;
     in >> code;
     if (rc != 0 || code != "201") {
-        std::printf("  curl failed (rc %d, HTTP %s)\n", rc, code.c_str());
+        std::ifstream body(agent.data / "curl.body");
+        std::string text((std::istreambuf_iterator<char>(body)), {});
+        std::printf("  curl failed (rc %d, HTTP %s): %.300s\n", rc, code.c_str(), text.c_str());
         return -1;
     }
     return s;
