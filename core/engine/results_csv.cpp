@@ -32,7 +32,9 @@ std::string ResultsTable::to_csv() const {
         for (std::size_t i = 0; i < row.size(); ++i) {
             if (i) out.push_back(',');
             const int n = std::snprintf(cell, sizeof cell, "%23.5g", row[i]);
-            if (n > 0) out.append(cell, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof cell) - 1)));
+            if (n > 0)
+                out.append(
+                    cell, static_cast<std::size_t>(std::min(n, static_cast<int>(sizeof cell) - 1)));
         }
         out.push_back('\n');
     }

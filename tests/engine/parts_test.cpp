@@ -1,0 +1,187 @@
+// Parameter groups, optimizer groups, EMA arithmetic, loss scaler, results table, run folders.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <cmath>
+#include <filesystem>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/engine/ema.h"
+#include "core/engine/loss_scaler.h"
+#include "core/engine/optimizer_factory.h"
+#include "core/engine/param_groups.h"
+#include "core/engine/results_csv.h"
+#include "core/engine/run_folder.h"
+#include "core/engine/task.h"
+#include "tests/engine/toy_task.h"
+
+namespace crucible::engine {
+namespace {
+
+struct NetImpl : torch::nn::Module {
+    NetImpl()
+        : conv(register_module("conv",
+                               torch::nn::Conv2d(torch::nn::Conv2dOptions(3, 4, 3).bias(false)))),
+          bn(register_module("bn", torch::nn::BatchNorm2d(4))),
+          fc(register_module("fc", torch::nn::Linear(4, 2))),
+          frozen(register_module("frozen", torch::nn::Linear(2, 2))) {
+        for (auto& p : frozen->parameters())
+            p.set_requires_grad(false);
+    }
+    torch::nn::Conv2d conv;
+    torch::nn::BatchNorm2d bn;
+    torch::nn::Linear fc;
+    torch::nn::Linear frozen;
+};
+TORCH_MODULE(Net);
+
+TEST(ParamGroups, DefaultRuleSplitsBiasesWeightsAndNormWeights) {
+    Net net;
+    const ParamGroups g = default_parameter_split(*net);
+    EXPECT_EQ(g.bias_names, (std::vector<std::string>{"bn.bias", "fc.bias"}));
+    EXPECT_EQ(g.weight_names, (std::vector<std::string>{"conv.weight", "fc.weight"}));
+    EXPECT_EQ(g.norm_names, (std::vector<std::string>{"bn.weight"}));
+    EXPECT_EQ(g.size(), 5u);  // frozen parameters left out
+}
+
+TEST(ParamGroups, OptimizerGroupsCarryDecayOnlyOnWeights) {
+    Net net;
+    const ParamGroups g = default_parameter_split(*net);
+    auto opt = make_optimizer({"SGD", 0.01, 0.937, 0.1}, g, 5e-4);
+    ASSERT_EQ(opt->param_groups().size(), 3u);
+    auto& pg0 = static_cast<torch::optim::SGDOptions&>(opt->param_groups()[0].options());
+    auto& pg1 = static_cast<torch::optim::SGDOptions&>(opt->param_groups()[1].options());
+    auto& pg2 = static_cast<torch::optim::SGDOptions&>(opt->param_groups()[2].options());
+    EXPECT_EQ(pg0.weight_decay(), 0.0);
+    EXPECT_EQ(pg1.weight_decay(), 5e-4);
+    EXPECT_EQ(pg2.weight_decay(), 0.0);
+    EXPECT_TRUE(pg1.nesterov());
+    set_group_lr(*opt, 1, 0.123);
+    set_group_momentum(*opt, 2, 0.85);
+    EXPECT_DOUBLE_EQ(group_lr(*opt, 1), 0.123);
+    EXPECT_DOUBLE_EQ(pg2.momentum(), 0.85);
+    auto adamw = make_optimizer({"AdamW", 0.002, 0.9, 0.0}, g, 5e-4);
+    auto& a1 = static_cast<torch::optim::AdamWOptions&>(adamw->param_groups()[1].options());
+    auto& a0 = static_cast<torch::optim::AdamWOptions&>(adamw->param_groups()[0].options());
+    EXPECT_EQ(a1.weight_decay(), 5e-4);
+    EXPECT_EQ(a0.weight_decay(), 0.0);  // not AdamW's default 1e-2
+    EXPECT_EQ(std::get<0>(a1.betas()), 0.9);
+}
+
+TEST(Ema, DecayRampAndUpdateArithmetic) {
+    Net model, copy;
+    ModelEma ema(copy.ptr(), *model);
+    EXPECT_NEAR(ema.decay_at(1), 0.9999 * (1 - std::exp(-1.0 / 2000)), 1e-15);
+    EXPECT_NEAR(ema.decay_at(2000), 0.9999 * (1 - std::exp(-1.0)), 1e-15);
+    const torch::Tensor w0 = model->fc->weight.detach().clone();
+    const torch::Tensor rm0 = model->bn->running_mean.clone();
+    {
+        torch::NoGradGuard g;
+        model->fc->weight.add_(1.0);
+        model->bn->running_mean.fill_(2.0);
+        model->bn->num_batches_tracked.fill_(7);
+    }
+    ema.update(*model);
+    const double d = ema.decay_at(1);
+    EXPECT_TRUE(torch::allclose(copy->fc->weight, w0 * d + (w0 + 1.0) * (1 - d), 1e-6, 1e-7));
+    EXPECT_TRUE(torch::allclose(copy->bn->running_mean, rm0 * d + 2.0 * (1 - d), 1e-6, 1e-7));
+    EXPECT_EQ(copy->bn->num_batches_tracked.item<std::int64_t>(), 7);  // integer buffers copied
+    EXPECT_EQ(ema.updates(), 1);
+    EXPECT_FALSE(copy->fc->weight.requires_grad());
+}
+
+TEST(LossScaler, BackoffOnInfAndGrowthAfterInterval) {
+    DynamicLossScaler scaler(true, 1024.0, 2.0, 0.5, 2);
+    auto p = torch::ones({2}, torch::requires_grad());
+    scaler.scale_loss((p * 3).sum()).backward();
+    EXPECT_DOUBLE_EQ(p.grad()[0].item<double>(), 3 * 1024.0);
+    EXPECT_TRUE(scaler.unscale({p}));
+    EXPECT_DOUBLE_EQ(p.grad()[0].item<double>(), 3.0);
+    scaler.update(false);
+    scaler.update(false);
+    EXPECT_DOUBLE_EQ(scaler.scale(), 2048.0);
+    {
+        torch::NoGradGuard g;
+        p.mutable_grad().fill_(std::numeric_limits<float>::infinity());
+    }
+    EXPECT_FALSE(scaler.unscale({p}));
+    scaler.update(true);
+    EXPECT_DOUBLE_EQ(scaler.scale(), 1024.0);
+    DynamicLossScaler restored(true);
+    restored.load_state(scaler.state());
+    EXPECT_DOUBLE_EQ(restored.scale(), 1024.0);
+    DynamicLossScaler off(false);
+    EXPECT_TRUE(off.unscale({p}));  // identity when disabled
+}
+
+TEST(Results, UltralyticsLayout) {
+    ResultsTable t({"epoch", "time", "train/box_loss", "lr/pg0"});
+    t.add_row({1, 12.5, 1.23456789, 0.01});
+    const std::string csv = t.to_csv();
+    EXPECT_EQ(csv.substr(0, csv.find('\n')),
+              "                  epoch,                   time,         train/box_loss,            "
+              "     lr/pg0");
+    EXPECT_NE(csv.find("                      1,                   12.5,                 1.2346,"),
+              std::string::npos);
+    EXPECT_THROW(t.add_row({1, 2}), Error);
+    ResultsTable copy(t.columns());
+    copy.set_rows_json(t.rows_json());
+    EXPECT_EQ(copy.to_csv(), csv);
+}
+
+TEST(RunFolder, NamesIncrementRatherThanOverwrite) {
+    const auto base =
+        std::filesystem::temp_directory_path() / ("crucible_runs_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(base);
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train2");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train3");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "exp", false), base / "runs" / "detect" / "exp");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "exp", false),
+              base / "runs" / "detect" / "exp2");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "exp", true), base / "runs" / "detect" / "exp");
+    EXPECT_EQ(claim_run_folder(base, "detect", "mine", "a", false), base / "mine" / "a");
+    EXPECT_EQ(claim_run_folder(base, "detect", "", "训练", false),
+              base / "runs" / "detect" / path_from_utf8("训练"));
+    for (const char* bad : {"../x", "a/b", "..", "c:\\x"}) {
+        try {
+            claim_run_folder(base, "detect", "", bad, false);
+            ADD_FAILURE() << bad;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.where(), "name");
+        }
+    }
+    std::filesystem::remove_all(base);
+}
+
+TEST(Registry, ToyTaskByIdAndAliasAndUnknownNamesKnownOnes) {
+    toy::ensure_registered();
+    auto& reg = TaskRegistry::instance();
+    ASSERT_NE(reg.find("toy.regression"), nullptr);
+    EXPECT_EQ(reg.find("toy"), reg.find("toy.regression"));
+    EXPECT_EQ(reg.get("toy").folder, "toy");
+    try {
+        reg.get("detect.yolox");
+        ADD_FAILURE();
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("toy.regression"), std::string::npos);
+    }
+    EXPECT_THROW(
+        reg.add({"toy.regression", "again", {}, "", [] { return std::unique_ptr<Task>(); }}),
+        Error);
+    const Json described = describe_tasks();
+    bool found = false;
+    for (const auto& t : described["tasks"])
+        if (t["task"] == "toy.regression") {
+            found = true;
+            bool has_epochs = false;
+            for (const auto& o : t["options"])
+                has_epochs |= o["name"] == "epochs";
+            EXPECT_TRUE(has_epochs);
+        }
+    EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace crucible::engine

@@ -1,0 +1,292 @@
+// Whole runs of the toy task in this process: learning, events, results.csv, weights provenance,
+// schedule values in the events, accumulation, optimizer=auto, early stopping, stop requests,
+// non-finite loss, option errors, extending and fine-tuning.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/base/file_io.h"
+#include "core/engine/checkpoint_store.h"
+#include "core/engine/schedule.h"
+#include "core/engine/stop_control.h"
+#include "core/engine/trainer.h"
+#include "core/engine/weights_file.h"
+#include "tests/engine/test_util.h"
+
+namespace crucible::engine {
+namespace {
+
+using namespace testing;
+
+Json base_options() {
+    return {{"epochs", 4},  {"batch", 8},     {"samples", 48},
+            {"workers", 1}, {"log_steps", 2}, {"seed", 3}};
+}
+
+std::vector<Event> of_kind(const std::vector<Event>& events, const std::string& kind) {
+    std::vector<Event> out;
+    for (const auto& e : events)
+        if (e.kind == kind) out.push_back(e);
+    return out;
+}
+
+const Event& last_status(const std::vector<Event>& events) {
+    for (auto it = events.rbegin(); it != events.rend(); ++it)
+        if (it->kind == "status") return *it;
+    throw std::runtime_error("no status event");
+}
+
+TEST(EngineRun, LearnsAndWritesEventsResultsAndWeights) {
+    const auto dir = fresh_dir("learn");
+    Json o = base_options();
+    o["epochs"] = 6;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+
+    const auto csv = csv_of(dir, /*drop_time=*/false);
+    ASSERT_EQ(csv.size(), 7u);
+    EXPECT_EQ(csv[0],
+              (std::vector<std::string>{"epoch", "time", "train/mse_loss", "metrics/neg_mse",
+                                        "val/mse_loss", "lr/pg0", "lr/pg1", "lr/pg2"}));
+    EXPECT_EQ(csv[1][0], "1");
+    EXPECT_EQ(csv[6][0], "6");
+    EXPECT_LT(std::stod(csv[6][2]), 0.5 * std::stod(csv[1][2])) << "training loss did not fall";
+    EXPECT_LT(std::stod(csv[6][4]), std::stod(csv[1][4])) << "validation loss did not fall";
+
+    const auto events = events_of(dir);
+    for (std::size_t i = 0; i < events.size(); ++i)
+        EXPECT_EQ(events[i].seq, static_cast<std::int64_t>(i));
+    for (const auto& e : events)
+        EXPECT_TRUE(is_known_event_kind(e.kind)) << e.kind;
+    const auto statuses = of_kind(events, "status");
+    ASSERT_GE(statuses.size(), 2u);
+    EXPECT_EQ(statuses.front().fields["state"], "running");
+    EXPECT_EQ(events.back().kind, "status");
+    EXPECT_EQ(events.back().fields["state"], "succeeded");
+    EXPECT_EQ(events.back().fields["reason"], "finished");
+    const auto evals = of_kind(events, "eval");
+    ASSERT_EQ(evals.size(), 6u);
+    EXPECT_TRUE(evals[0].fields["values"].contains("metrics/neg_mse"));
+    EXPECT_TRUE(evals[0].fields["per_class"].is_array());
+    EXPECT_EQ(evals[5].fields["epoch"], 6);
+    EXPECT_EQ(evals[5].fields["step"], 36);  // 6 batches per epoch
+    const auto progress = of_kind(events, "progress");
+    ASSERT_FALSE(progress.empty());
+    EXPECT_EQ(progress.back().fields["total_steps"], 36);
+    EXPECT_EQ(progress.back().fields["epochs"], 6);
+    EXPECT_GE(of_kind(events, "checkpoint").size(), 6u);
+    bool has_step_metric = false;
+    for (const auto& m : of_kind(events, "metric"))
+        has_step_metric |= m.fields["step"] == 2 && m.fields["values"].contains("train/mse_loss");
+    EXPECT_TRUE(has_step_metric);
+
+    for (const char* name : {"best", "last"}) {
+        const auto meta = read_safetensors_metadata(dir / "artifacts" / "weights" /
+                                                    (std::string(name) + ".safetensors"));
+        EXPECT_EQ(meta.at("crucible_version"), CRUCIBLE_VERSION);
+        EXPECT_EQ(meta.at("crucible_task"), "toy.regression");
+        EXPECT_EQ(meta.at("crucible_seed"), "3");
+        EXPECT_EQ(meta.at("crucible_device"), "cpu");
+        EXPECT_EQ(meta.at("crucible_dataset_sha256"), "toy-3");
+        EXPECT_EQ(meta.at("crucible_config_sha256"),
+                  config_hash(parse_json(meta.at("crucible_config"), "meta")));
+        EXPECT_EQ(meta.at("format"), "pt");
+    }
+    for (const char* f : {"spec.json", "events.jsonl", "worker.log", "results.csv"})
+        EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
+    EXPECT_TRUE(std::filesystem::is_directory(dir / "checkpoints"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints" / "best.ckpt"));
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, WarmupLrAndMomentumValuesInStepMetrics) {
+    const auto dir = fresh_dir("warmup");
+    Json o = base_options();
+    o["epochs"] = 10;
+    o["log_steps"] = 1;
+    o["warmup_epochs"] = 1.0;  // 6 batches per epoch -> max(round(6), 100) = 100 warmup iterations
+    o["lr0"] = 0.05;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    std::map<std::int64_t, Json> by_step;
+    for (const auto& m : of_kind(events_of(dir), "metric"))
+        by_step[m.fields["step"].get<std::int64_t>()] = m.fields["values"];
+    // step s is iteration ni = s - 1; epoch = ni / 6.
+    auto expect_at = [&](std::int64_t step) {
+        const std::int64_t ni = step - 1;
+        const int epoch = static_cast<int>(ni / 6);
+        const double target = 0.05 * lr_factor(epoch, 10, 0.01, false);
+        const double x = static_cast<double>(ni) / 100.0;
+        ASSERT_TRUE(by_step.count(step));
+        EXPECT_NEAR(by_step[step]["lr/pg0"].get<double>(), 0.1 + x * (target - 0.1), 1e-12) << step;
+        EXPECT_NEAR(by_step[step]["lr/pg1"].get<double>(), x * target, 1e-12) << step;
+    };
+    expect_at(1);
+    expect_at(20);
+    expect_at(51);
+    // Warmup (100 iterations) outlasts the 60-step run: at the end the LR is still ramping.
+    EXPECT_LT(by_step[60]["lr/pg1"].get<double>(), 0.05 * lr_factor(9, 10, 0.01, false));
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, AccumulationStepsAndEmaUpdatesMatchNbsRule) {
+    const auto dir = fresh_dir("accumulate");
+    Json o = base_options();
+    o["epochs"] = 2;
+    o["nbs"] = 24;  // batch 8 -> accumulate 3; 12 iterations -> optimizer steps at ni 2, 5, 8, 11
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    CheckpointStore store(dir / "checkpoints", 3);
+    std::vector<std::string> rejected;
+    const auto loaded = store.load_newest_valid(rejected);
+    ASSERT_TRUE(loaded);
+    EXPECT_EQ(loaded->data.meta["step"], 12);
+    EXPECT_EQ(loaded->data.meta["ema_updates"], 4);
+    EXPECT_EQ(loaded->data.meta["last_opt_step"], 11);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, AutoOptimizerPicksAdamWForShortRuns) {
+    const auto dir = fresh_dir("auto");
+    Json o = base_options();
+    o["optimizer"] = "auto";
+    o["epochs"] = 1;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    bool logged = false;
+    for (const auto& e : of_kind(events_of(dir), "log"))
+        logged |= e.fields["message"].get<std::string>().find("optimizer AdamW(lr=0.002") !=
+                  std::string::npos;
+    EXPECT_TRUE(logged) << "nc=1: round(0.002*5/5, 6) = 0.002";
+    const auto metrics = of_kind(events_of(dir), "metric");
+    EXPECT_NEAR(metrics.back().fields["values"]["lr/pg1"].get<double>(), 0.002, 1e-15);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, EarlyStoppingAfterPatienceEpochs) {
+    const auto dir = fresh_dir("patience");
+    Json o = base_options();
+    o["epochs"] = 10;
+    o["patience"] = 2;
+    o["fitness"] = "decreasing";  // epoch 1 is the best; epochs 2 and 3 do not improve
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    EXPECT_EQ(csv_of(dir).size(), 4u);  // header + 3 epochs
+    const auto status = last_status(events_of(dir));
+    EXPECT_EQ(status.fields["state"], "succeeded");
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("early stopping"), std::string::npos);
+    const auto best = read_safetensors_metadata(dir / "artifacts" / "weights" / "best.safetensors");
+    EXPECT_EQ(best.at("crucible_epoch"), "1");
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, NonFiniteLossFailsWithAlarm) {
+    const auto dir = fresh_dir("nan");
+    Json o = base_options();
+    o["nan_at_step"] = 3;
+    write_toy_spec(dir, o);
+    EXPECT_EQ(run_in_process(dir), kExitFailed);
+    const auto events = events_of(dir);
+    EXPECT_EQ(of_kind(events, "alarm").at(0).fields["alarm"], "non_finite_loss");
+    const auto status = last_status(events);
+    EXPECT_EQ(status.fields["state"], "failed");
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("non-finite loss"),
+              std::string::npos);
+    EXPECT_TRUE(status.fields["log_tail"].is_array());
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, BadOptionFailsNamingTheOption) {
+    const auto dir = fresh_dir("badopt");
+    Json o = base_options();
+    o["epochs"] = "many";
+    write_toy_spec(dir, o);
+    EXPECT_EQ(run_in_process(dir), kExitFailed);
+    const auto status = last_status(events_of(dir));
+    EXPECT_EQ(status.fields["state"], "failed");
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("epochs"), std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, CancelRequestEndsCleanly) {
+    const auto dir = fresh_dir("cancel");
+    write_toy_spec(dir, base_options());
+    request_stop(dir, StopRequest::Cancel);
+    EXPECT_EQ(run_in_process(dir), kExitCanceled);
+    const auto status = last_status(events_of(dir));
+    EXPECT_EQ(status.fields["state"], "canceled");
+    EXPECT_EQ(status.fields["step"], 1);
+    EXPECT_FALSE(std::filesystem::exists(dir / "control.json"));  // consumed
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, PauseThenResumeEqualsUninterruptedRun) {
+    const auto ref = fresh_dir("pause_ref");
+    const auto dir = fresh_dir("pause");
+    Json o = base_options();
+    o["nbs"] = 24;  // pause lands inside an accumulation window
+    write_toy_spec(ref, o);
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(ref), kExitSucceeded);
+    request_stop(dir, StopRequest::Pause);
+    EXPECT_EQ(run_in_process(dir), kExitPaused);
+    EXPECT_EQ(last_status(events_of(dir)).fields["state"], "paused");
+    EXPECT_EQ(CheckpointStore(dir / "checkpoints", 3).step_files().size(), 1u);
+    ASSERT_EQ(run_in_process(dir, /*resume=*/true), kExitSucceeded);
+    EXPECT_EQ(weights_sha(dir), weights_sha(ref));
+    EXPECT_EQ(csv_of(dir), csv_of(ref));
+    const auto rollbacks = of_kind(events_of(dir), "rollback");
+    ASSERT_EQ(rollbacks.size(), 1u);
+    EXPECT_EQ(rollbacks[0].fields["to_step"], 1);
+    std::filesystem::remove_all(ref);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, SignalBecomesCheckpointAndInterrupted) {
+    const auto dir = fresh_dir("sigterm");
+    write_toy_spec(dir, base_options());
+    set_signal_stop_flag(true);
+    EXPECT_EQ(run_in_process(dir), kExitInterrupted);
+    set_signal_stop_flag(false);
+    EXPECT_EQ(last_status(events_of(dir)).fields["state"], "interrupted");
+    EXPECT_EQ(CheckpointStore(dir / "checkpoints", 3).step_files().size(), 1u);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
+    const auto dir = fresh_dir("extend");
+    Json o = base_options();
+    o["epochs"] = 2;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    o["epochs"] = 4;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir, true), kExitSucceeded);
+    EXPECT_EQ(csv_of(dir).size(), 5u);
+    EXPECT_EQ(of_kind(events_of(dir), "rollback").at(0).fields["to_step"], 12);
+
+    const auto tune = fresh_dir("finetune");
+    Json t = base_options();
+    t["epochs"] = 1;
+    t["weights"] = path_to_utf8(dir / "artifacts" / "weights" / "best.safetensors");
+    write_toy_spec(tune, t);
+    ASSERT_EQ(run_in_process(tune), kExitSucceeded);
+    bool loaded = false;
+    for (const auto& e : of_kind(events_of(tune), "log"))
+        loaded |=
+            e.fields["message"].get<std::string>().find("weights: loaded") != std::string::npos;
+    EXPECT_TRUE(loaded);
+    // A fine-tuned model starts where the other run ended: its first epoch beats a fresh start's.
+    const auto fresh = fresh_dir("fresh");
+    Json f = base_options();
+    f["epochs"] = 1;
+    write_toy_spec(fresh, f);
+    ASSERT_EQ(run_in_process(fresh), kExitSucceeded);
+    EXPECT_LT(std::stod(csv_of(tune)[1][1]), std::stod(csv_of(fresh)[1][1]));
+    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(tune);
+    std::filesystem::remove_all(fresh);
+}
+
+}  // namespace
+}  // namespace crucible::engine
