@@ -1,0 +1,154 @@
+// `crucible train <task> key=value ... [cfg=FILE.yaml|json]`: trains in this process with the same
+// engine, events and folder layout as crucible-worker, in runs/<task>/<name> (yolo CLI habit).
+// `crucible train resume=RUN_DIR [epochs=N ...]` continues a run from its newest valid
+// checkpoint (with more epochs to extend a finished run); weights=FILE starts a new run from
+// another run's weights.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/engine/job.h"
+#include "core/engine/run_folder.h"
+#include "core/engine/task.h"
+
+namespace crucible::cli {
+namespace {
+
+Json yaml_to_json(const YAML::Node& node) {
+    switch (node.Type()) {
+        case YAML::NodeType::Map: {
+            Json out = Json::object();
+            for (const auto& kv : node)
+                out[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+            return out;
+        }
+        case YAML::NodeType::Sequence: {
+            Json out = Json::array();
+            for (const auto& item : node)
+                out.push_back(yaml_to_json(item));
+            return out;
+        }
+        case YAML::NodeType::Scalar: {
+            const std::string text = node.Scalar();
+            if (node.Tag() == "!") return text;  // quoted
+            if (text == "true" || text == "True") return true;
+            if (text == "false" || text == "False") return false;
+            try {
+                std::size_t used = 0;
+                long long i = std::stoll(text, &used);
+                if (used == text.size()) return i;
+                double d = std::stod(text, &used);
+                if (used == text.size()) return d;
+            } catch (...) {
+            }
+            return text;
+        }
+        default:
+            return nullptr;
+    }
+}
+
+Json read_config_file(const std::string& file) {
+    const auto path = path_from_utf8(file);
+    const std::string text = read_file_bytes_limited(path, 16u << 20);
+    const std::string ext = path.extension().string();
+    if (ext == ".json") return parse_json(text, file);
+    try {
+        return yaml_to_json(YAML::Load(text));
+    } catch (const YAML::Exception& e) {
+        throw InputError(file, std::string("not valid YAML: ") + e.what());
+    }
+}
+
+void print_train_usage() {
+    std::printf(
+        "usage: crucible train <task> key=value ... [cfg=FILE.yaml|json]\n"
+        "       crucible train resume=RUN_DIR [epochs=N ...]\n\n"
+        "Runs go to runs/<task>/<name> (project= and name= override). Tasks:\n");
+    for (const auto* info : engine::TaskRegistry::instance().all()) {
+        std::string aliases;
+        for (const auto& a : info->aliases)
+            aliases += (aliases.empty() ? " (alias " : ", ") + a;
+        std::printf("  %-18s %s%s\n", info->id.c_str(), info->title.c_str(),
+                    aliases.empty() ? "" : (aliases + ")").c_str());
+    }
+    std::printf("\n'crucible-worker describe' prints every option of every task as JSON.\n");
+}
+
+void merge_into(Json& target, const Json& source) {
+    for (const auto& [k, v] : source.items())
+        target[k] = v;
+}
+
+int run_train(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        print_train_usage();
+        return args.empty() ? 2 : 0;
+    }
+    std::string task_name, cfg, resume;
+    std::vector<std::string> words;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (i == 0 && a.find('=') == std::string::npos) {
+            task_name = a;
+        } else if (a.rfind("cfg=", 0) == 0) {
+            cfg = a.substr(4);
+        } else if (a.rfind("resume=", 0) == 0) {
+            resume = a.substr(7);
+        } else if (a == "--resume" && i + 1 < args.size()) {
+            resume = args[++i];
+        } else {
+            words.push_back(a);
+        }
+    }
+
+    if (!resume.empty()) {
+        const auto dir = path_from_utf8(resume);
+        const auto spec_path = engine::RunPaths{dir}.spec();
+        Json spec = read_json_file(spec_path);
+        const auto& info =
+            engine::TaskRegistry::instance().get(get_string(spec, "task", path_to_utf8(spec_path)));
+        if (!task_name.empty() && engine::TaskRegistry::instance().get(task_name).id != info.id)
+            throw InputError(
+                "resume", "the run in " + resume + " is a " + info.id + " run, not " + task_name);
+        const auto schema = info.make()->schema();
+        Json options = spec.value("options", Json::object());
+        if (!cfg.empty()) merge_into(options, read_config_file(cfg));
+        merge_into(options, schema.parse_key_values(words));
+        schema.resolve(options);  // refuse bad overrides before touching the run
+        spec["options"] = options;
+        write_json_file(spec_path, spec);
+        std::printf("resuming %s\n", resume.c_str());
+        engine::JobOptions job;
+        job.resume = true;
+        return engine::run_job(dir, job);
+    }
+
+    if (task_name.empty())
+        throw InputError("task", "name a task first, e.g. 'crucible train detect data=...'");
+    const auto& info = engine::TaskRegistry::instance().get(task_name);
+    const auto schema = info.make()->schema();
+    Json options = Json::object();
+    if (!cfg.empty()) merge_into(options, read_config_file(cfg));
+    merge_into(options, schema.parse_key_values(words));
+    const Json config = schema.resolve(options);
+    const auto dir = engine::claim_run_folder(
+        std::filesystem::current_path(), info.folder, config.value("project", std::string()),
+        config.value("name", std::string()), config.value("exist_ok", false));
+    write_json_file(engine::RunPaths{dir}.spec(), Json{{"task", info.id}, {"options", options}});
+    std::printf("run folder: %s\n", path_to_utf8(dir).c_str());
+    return engine::run_job(dir, {});
+}
+
+RegisterCommand reg({"train", "train a task locally (crucible train detect data=... epochs=...)",
+                     &run_train});
+
+}  // namespace
+}  // namespace crucible::cli
