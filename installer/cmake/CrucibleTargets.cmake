@@ -25,7 +25,7 @@ endfunction()
 
 # One precompiled LibTorch header shared by every LibTorch target (REUSE_FROM): one PCH per
 # target would cost ~23 s and ~600 MB each.
-add_library(crucible_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/cmake/torch_pch.cpp")
+add_library(crucible_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/installer/cmake/torch_pch.cpp")
 target_link_libraries(crucible_torch_pch PUBLIC torch)
 target_compile_definitions(crucible_torch_pch PUBLIC CRUCIBLE_VERSION="${PROJECT_VERSION}")
 target_include_directories(crucible_torch_pch PUBLIC "${CMAKE_SOURCE_DIR}")
