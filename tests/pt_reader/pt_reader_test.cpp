@@ -1,7 +1,9 @@
 // The .pt checkpoint reader: the real reference checkpoint, hand-built pickles, and a table of
 // hostile inputs that must be refused with a clear message.
 #include <gtest/gtest.h>
+
 #include <torch/torch.h>
+#include <set>
 
 #include <filesystem>
 #include <fstream>
@@ -154,11 +156,16 @@ TEST(PtReader, ReferenceCheckpointStateDictMatchesTheReferenceShapes) {
     const Json expected = read_json_file(fixture("yolov8n_nc4_state_dict_shapes.json"));
     ASSERT_EQ(ck.state_dict.size(), expected.size());
     ASSERT_EQ(ck.state_dict.size(), 355u);
-    std::size_t i = 0;
-    for (const auto& [name, shape] : expected.items()) {
-        const auto& [got_name, tensor] = ck.state_dict[i++];
-        EXPECT_EQ(got_name, name);
-        std::vector<std::int64_t> want = shape.get<std::vector<std::int64_t>>();
+    // The reader keeps PyTorch's state-dict order (module by module, parameters before
+    // buffers); the JSON object is read back sorted by name, so compare by name.
+    EXPECT_EQ(ck.state_dict.front().first, "model.0.conv.weight");
+    EXPECT_EQ(ck.state_dict[1].first, "model.0.bn.weight");
+    std::set<std::string> seen;
+    for (const auto& [name, tensor] : ck.state_dict) {
+        auto it = expected.find(name);
+        ASSERT_NE(it, expected.end()) << name << " is not in the reference state dict";
+        seen.insert(name);
+        std::vector<std::int64_t> want = it->get<std::vector<std::int64_t>>();
         EXPECT_EQ(tensor.sizes().vec(), want) << name;
         EXPECT_TRUE(tensor.is_contiguous()) << name;
         if (name.find("num_batches_tracked") != std::string::npos) {
@@ -168,6 +175,7 @@ TEST(PtReader, ReferenceCheckpointStateDictMatchesTheReferenceShapes) {
             EXPECT_TRUE(torch::isfinite(tensor.to(torch::kFloat)).all().item<bool>()) << name;
         }
     }
+    EXPECT_EQ(seen.size(), 355u);
     EXPECT_EQ(ck.source, "model");
     EXPECT_EQ(ck.model_class, "ultralytics.nn.tasks.DetectionModel");
     ASSERT_TRUE(ck.nc.has_value());
@@ -382,8 +390,12 @@ TEST(PtReaderHostile, ValueAndEntryLimits) {
 
 TEST(PtReaderHostile, CyclesAreRefusedByTheWalkers) {
     // A list that contains itself: parses (the arena owns it), but any traversal stops.
-    const pickle::PickleDocument doc =
-        pickle::unpickle(std::string("\x80\x02]q\x00h\x00a.", 8), "cycle");
+    // PROTO 2, EMPTY_LIST, BINPUT 0, BINGET 0, APPEND, STOP (9 bytes).
+    const std::string bytes(
+        "\x80\x02]q\x00h\x00"
+        "a.",
+        9);
+    const pickle::PickleDocument doc = pickle::unpickle(bytes, "cycle");
     ASSERT_EQ(doc.root()->elements.at(0), doc.root());
     expect_input_error([&] { pickle_to_json(doc.root()); }, "nested deeper than");
     // A module that lists itself among its children.
