@@ -91,12 +91,26 @@ void AgentService::add_data_routes() {
                 return false;
             }
         };
-        reader([&](const char* data, size_t n) {
+        const bool complete = reader([&](const char* data, size_t n) {
             pending.append(data, n);
             return pending.size() < (4u << 20) || flush();
         });
         if (error.empty()) flush();
         if (length == 0 && range.total == 0) result = blobs_.write_chunk(sha, 0, 0, {});
+        if (error.empty() && (!complete || offset - range.begin != length)) {
+            // A body over the request limit (or a dropped connection): what arrived is kept,
+            // and the client is told where to continue instead of being told it succeeded.
+            const bool too_large = length > net::HttpServerOptions{}.payload_limit;
+            res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));
+            net::send_error(res, too_large ? 413 : 400, too_large ? "too_large" : "incomplete_body",
+                            "received " + std::to_string(offset - range.begin) + " of the " +
+                                std::to_string(length) +
+                                " bytes announced; send large blobs in Content-Range pieces of at "
+                                "most " +
+                                std::to_string(net::HttpServerOptions{}.payload_limit >> 20) +
+                                " MB and continue at Upload-Offset");
+            return;
+        }
         if (!error.empty()) {
             res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));
             net::send_error(res, 409, "upload_rejected", error);

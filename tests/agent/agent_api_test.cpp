@@ -229,6 +229,15 @@ TEST_F(AgentFixture, BlobUploadResumesAfterACut) {
     std::uint64_t calls = 0;
     c.upload_blob(file, [&](std::uint64_t, std::uint64_t) { ++calls; });
     EXPECT_EQ(calls, 1u);
+    // A whole body over the request limit is refused with 413, not reported as progress.
+    std::string big((65u << 20), 'z');
+    auto over = cli.Put(("/v1/blobs/" + std::string(64, 'c')).c_str(),
+                        httplib::Headers{{"Authorization", "Bearer " + token}}, big,
+                        "application/octet-stream");
+    if (over) {
+        EXPECT_EQ(over->status, 413);
+        EXPECT_TRUE(over->has_header("Upload-Offset"));
+    }
     // A blob whose content does not match its name is discarded.
     httplib::Headers auth2{{"Authorization", "Bearer " + token}};
     auto liar = cli.Put(("/v1/blobs/" + std::string(64, 'b')).c_str(), auth2, "hello",
