@@ -13,7 +13,9 @@ bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-std::vector<std::string_view> split_tokens(std::string_view line) {
+}  // namespace
+
+std::vector<std::string_view> split_label_tokens(std::string_view line) {
     std::vector<std::string_view> tokens;
     std::size_t i = 0;
     while (i < line.size()) {
@@ -26,6 +28,8 @@ std::vector<std::string_view> split_tokens(std::string_view line) {
     }
     return tokens;
 }
+
+namespace {
 
 std::string shown(std::string_view token) {
     std::string out;
@@ -86,7 +90,7 @@ LabelParse parse_yolo_labels(std::string_view text, const std::string& where_fil
             text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
         pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
         ++line_number;
-        const auto tokens = split_tokens(line);
+        const auto tokens = split_label_tokens(line);
         if (tokens.empty()) continue;
         if (out.problems.size() >= 100) {  // a hostile file must not produce millions of messages
             problem("too many problems; the rest of the file is not checked");

@@ -22,6 +22,9 @@ struct LabelParse {
 // `class_count` <= 0 skips the class id range check. A UTF-8 BOM and CRLF line ends are accepted.
 LabelParse parse_yolo_labels(std::string_view text, const std::string& where_file, int class_count);
 
+// Splits a label or prediction row on blanks (space, tab, CR, VT, FF); the views point into `line`.
+std::vector<std::string_view> split_label_tokens(std::string_view line);
+
 // Parses one number the way the label reader does (leading '+', scientific notation); false when
 // the token is not a number.
 bool parse_label_number(std::string_view token, double& value);

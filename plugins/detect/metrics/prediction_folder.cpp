@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/data/formats/yolo_labels.h"
 #include "plugins/detect/metrics/metrics_report.h"
 
 namespace crucible::detect {
@@ -17,24 +18,6 @@ namespace fs = std::filesystem;
 
 constexpr double kCoordTolerance = 1e-6;  // text rounding of values written as exactly 0 or 1
 constexpr std::size_t kMaxListedProblems = 20;
-
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-std::vector<std::string_view> split_tokens(std::string_view line) {
-    std::vector<std::string_view> out;
-    std::size_t i = 0;
-    while (i < line.size()) {
-        while (i < line.size() && is_space(line[i]))
-            ++i;
-        const std::size_t start = i;
-        while (i < line.size() && !is_space(line[i]))
-            ++i;
-        if (i > start) out.push_back(line.substr(start, i - start));
-    }
-    return out;
-}
 
 // Calls fn(line_number, line) for every line; strips a UTF-8 BOM.
 template <typename Fn>
@@ -54,12 +37,7 @@ void for_each_line(std::string_view text, Fn&& fn) {
 
 // A finite decimal number ("0.5", "+1", "1e-3"); false for anything else (nan, inf, junk).
 bool parse_number(std::string_view token, double& value) {
-    if (!token.empty() && token.front() == '+') token.remove_prefix(1);
-    if (token.empty() || token.front() == '+') return false;
-    const char* first = token.data();
-    const char* last = token.data() + token.size();
-    auto [ptr, ec] = std::from_chars(first, last, value, std::chars_format::general);
-    return ec == std::errc() && ptr == last && std::isfinite(value);
+    return data::parse_label_number(token, value) && std::isfinite(value);
 }
 
 // Printable form of a token for messages (bytes outside ASCII shown as \xNN, long tokens cut).
@@ -156,7 +134,7 @@ std::vector<NormalizedPrediction> parse_prediction_text(std::string_view text,
     std::vector<NormalizedPrediction> out;
     std::vector<double> values;
     for_each_line(text, [&](int line_no, std::string_view line) {
-        const auto tokens = split_tokens(line);
+        const auto tokens = data::split_label_tokens(line);
         if (tokens.empty()) return;
         const std::string where = where_file + ":" + std::to_string(line_no);
         auto bad = [&](const std::string& what) { problems.push_back({where, what}); };
@@ -187,7 +165,7 @@ std::vector<data::Box> parse_label_text(std::string_view text, const std::string
     std::vector<data::Box> out;
     std::vector<double> values;
     for_each_line(text, [&](int line_no, std::string_view line) {
-        const auto tokens = split_tokens(line);
+        const auto tokens = data::split_label_tokens(line);
         if (tokens.empty()) return;
         const std::string where = where_file + ":" + std::to_string(line_no);
         auto bad = [&](const std::string& what) { problems.push_back({where, what}); };
@@ -239,7 +217,7 @@ data::DetectionDataset load_label_folder(const fs::path& dir) {
         if (f.filename() != "classes.txt") continue;
         const std::string text = read_file_bytes_limited(f, 1 << 20);
         for_each_line(text, [&](int, std::string_view line) {
-            const auto tokens = split_tokens(line);
+            const auto tokens = data::split_label_tokens(line);
             std::string name;
             // A name may hold spaces: keep the line, trimmed.
             if (!tokens.empty())
