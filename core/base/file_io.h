@@ -41,6 +41,10 @@ void replace_file(const std::filesystem::path& from, const std::filesystem::path
 // Current process id and host name, for lock messages ("opened by pid 42 on host X").
 long process_id();
 std::string host_name();
+#ifdef _WIN32
+// The system's text for a Windows error code (GetLastError()), without the trailing newline.
+std::string windows_error_text(unsigned long code);
+#endif
 }  // namespace platform
 
 }  // namespace crucible

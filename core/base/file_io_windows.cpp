@@ -10,18 +10,21 @@
 #include "core/base/file_io.h"
 
 namespace crucible::platform {
-namespace {
-std::string last_error_text() {
-    DWORD code = GetLastError();
+std::string windows_error_text(unsigned long code) {
     char* text = nullptr;
     FormatMessageA(
         FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-        nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
+        nullptr, static_cast<DWORD>(code), 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
     std::string out = text ? text : ("error " + std::to_string(code));
     if (text) LocalFree(text);
     while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
         out.pop_back();
     return out;
+}
+
+namespace {
+std::string last_error_text() {
+    return windows_error_text(GetLastError());
 }
 }  // namespace
 

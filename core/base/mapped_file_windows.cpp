@@ -13,19 +13,7 @@
 #include "core/base/mapped_file.h"
 
 namespace crucible {
-namespace {
-std::string windows_error_text(DWORD code) {
-    char* text = nullptr;
-    FormatMessageA(
-        FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-        nullptr, code, 0, reinterpret_cast<LPSTR>(&text), 0, nullptr);
-    std::string out = text ? text : ("error " + std::to_string(code));
-    if (text) LocalFree(text);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r'))
-        out.pop_back();
-    return out;
-}
-}  // namespace
+using platform::windows_error_text;
 
 MappedFile::MappedFile(const std::filesystem::path& path) {
     const std::string where = path_to_utf8(path);
