@@ -1,89 +1,173 @@
-// Windows service entry point for crucible-agent: `crucible-agent --install-service` registers
-// it (installer/windows/install-agent-service.ps1 wraps this), the Service Control Manager then
-// runs it without a console. A pre-shutdown notice becomes "checkpoint now, then stop" for the
-// running workers, exactly like SIGTERM on Linux. Compiled on Windows only (and by the mingw-w64
-// check in CI).
+// Windows service entry point for crucible-agent (see service_control.h):
+// `crucible-agent --install-service --listen ... --data ...` registers it, the Service Control
+// Manager then runs `crucible-agent --service ...` without a console. A stop, pre-shutdown or
+// shutdown notice becomes "checkpoint now, then stop" for the running workers, exactly like
+// SIGTERM on Linux. Compiled on Windows only (and by the mingw-w64 check in CI).
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
 #include <windows.h>
 
+#include <exception>
 #include <string>
 
-namespace crucible::agent_service_windows {
+#include "app/agent/service_control.h"
+
+namespace crucible::agent {
 
 namespace {
+
 SERVICE_STATUS_HANDLE g_handle = nullptr;
 SERVICE_STATUS g_status{};
 HANDLE g_stop_event = nullptr;
+std::wstring g_name;
+const std::function<void()>* g_start = nullptr;
+const std::function<void()>* g_stop = nullptr;
+std::string g_error;
+
+std::wstring widen(const std::string& utf8) {
+    if (utf8.empty()) return {};
+    int n = MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), nullptr, 0);
+    std::wstring out(static_cast<std::size_t>(n), L'\0');
+    MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), out.data(), n);
+    return out;
+}
+
+std::string error_text(const char* what, DWORD code) {
+    std::string text = std::string(what) + " failed (Windows error " + std::to_string(code) + ")";
+    if (code == ERROR_ACCESS_DENIED) text += ": run it from an administrator prompt";
+    return text;
+}
+
+void report(DWORD state, DWORD wait_hint = 0) {
+    g_status.dwCurrentState = state;
+    g_status.dwWaitHint = wait_hint;
+    if (g_handle) SetServiceStatus(g_handle, &g_status);
+}
 
 DWORD WINAPI control_handler(DWORD control, DWORD, LPVOID, LPVOID) {
     if (control == SERVICE_CONTROL_STOP || control == SERVICE_CONTROL_PRESHUTDOWN ||
         control == SERVICE_CONTROL_SHUTDOWN) {
-        g_status.dwCurrentState = SERVICE_STOP_PENDING;
-        g_status.dwWaitHint = 120000;  // workers need time to write their checkpoints
-        SetServiceStatus(g_handle, &g_status);
+        report(SERVICE_STOP_PENDING, 180000);  // workers need time to write their checkpoints
         SetEvent(g_stop_event);
         return NO_ERROR;
     }
     return control == SERVICE_CONTROL_INTERROGATE ? NO_ERROR : ERROR_CALL_NOT_IMPLEMENTED;
 }
+
+void WINAPI service_main(DWORD, LPWSTR*) {
+    g_handle = RegisterServiceCtrlHandlerExW(g_name.c_str(), control_handler, nullptr);
+    if (!g_handle) {
+        g_error = error_text("RegisterServiceCtrlHandlerEx", GetLastError());
+        return;
+    }
+    g_status.dwServiceType = SERVICE_WIN32_OWN_PROCESS;
+    g_status.dwControlsAccepted =
+        SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN | SERVICE_ACCEPT_SHUTDOWN;
+    report(SERVICE_START_PENDING, 60000);
+    g_stop_event = CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    try {
+        (*g_start)();
+    } catch (const std::exception& e) {
+        g_error = std::string("the agent could not start: ") + e.what();
+        g_status.dwWin32ExitCode = ERROR_SERVICE_SPECIFIC_ERROR;
+        g_status.dwServiceSpecificExitCode = 1;
+        report(SERVICE_STOPPED);
+        return;
+    }
+    report(SERVICE_RUNNING);
+    WaitForSingleObject(g_stop_event, INFINITE);
+    try {
+        (*g_stop)();
+    } catch (const std::exception& e) {
+        g_error = std::string("stopping the agent: ") + e.what();
+    }
+    report(SERVICE_STOPPED);
+}
+
 }  // namespace
 
-// Installs the service to run `<exe> <args>` at boot. Returns a message ("" on success).
-std::wstring install(const std::wstring& name, const std::wstring& command_line) {
+std::string install_service(const std::string& name, const std::vector<std::string>& args) {
+    wchar_t exe[32768];
+    DWORD n = GetModuleFileNameW(nullptr, exe, 32768);
+    if (n == 0 || n >= 32768) return error_text("GetModuleFileName", GetLastError());
+    std::wstring command = L"\"" + std::wstring(exe, n) + L"\" --service";
+    for (const auto& a : args)
+        command += L" " + widen(quote_windows_argument(a));
     SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CREATE_SERVICE);
-    if (!scm) return L"cannot open the Service Control Manager (run as administrator)";
+    if (!scm) return error_text("OpenSCManager", GetLastError());
+    const std::wstring wname = widen(name);
     SC_HANDLE svc =
-        CreateServiceW(scm, name.c_str(), L"Crucible agent", SERVICE_ALL_ACCESS,
+        CreateServiceW(scm, wname.c_str(), L"Crucible agent", SERVICE_ALL_ACCESS,
                        SERVICE_WIN32_OWN_PROCESS, SERVICE_AUTO_START, SERVICE_ERROR_NORMAL,
-                       command_line.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr);
-    std::wstring err =
-        svc ? L"" : L"CreateService failed (error " + std::to_wstring(GetLastError()) + L")";
-    if (svc) {
-        SERVICE_PRESHUTDOWN_INFO pre{180000};
+                       command.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr);
+    std::string err;
+    if (!svc) {
+        DWORD code = GetLastError();
+        err =
+            code == ERROR_SERVICE_EXISTS
+                ? "a service named " + name + " exists already; remove it with --uninstall-service"
+                : error_text("CreateService", code);
+    } else {
+        SERVICE_DESCRIPTIONW description{
+            const_cast<LPWSTR>(L"Crucible GPU training server: HTTP API, job queue, GPUs")};
+        ChangeServiceConfig2W(svc, SERVICE_CONFIG_DESCRIPTION, &description);
+        SERVICE_PRESHUTDOWN_INFO pre{180000};  // time for checkpoints before Windows shuts down
         ChangeServiceConfig2W(svc, SERVICE_CONFIG_PRESHUTDOWN_INFO, &pre);
+        SC_ACTION restart{SC_ACTION_RESTART, 5000};
+        SERVICE_FAILURE_ACTIONSW failure{};
+        failure.dwResetPeriod = 3600;
+        failure.cActions = 1;
+        failure.lpsaActions = &restart;
+        ChangeServiceConfig2W(svc, SERVICE_CONFIG_FAILURE_ACTIONS, &failure);
         CloseServiceHandle(svc);
     }
     CloseServiceHandle(scm);
     return err;
 }
 
-std::wstring uninstall(const std::wstring& name) {
+std::string uninstall_service(const std::string& name) {
     SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CONNECT);
-    if (!scm) return L"cannot open the Service Control Manager (run as administrator)";
-    SC_HANDLE svc = OpenServiceW(scm, name.c_str(), DELETE | SERVICE_STOP);
-    std::wstring err;
-    if (!svc)
-        err = L"no service named " + name;
-    else {
+    if (!scm) return error_text("OpenSCManager", GetLastError());
+    const std::wstring wname = widen(name);
+    SC_HANDLE svc = OpenServiceW(scm, wname.c_str(), DELETE | SERVICE_STOP | SERVICE_QUERY_STATUS);
+    std::string err;
+    if (!svc) {
+        DWORD code = GetLastError();
+        err = code == ERROR_SERVICE_DOES_NOT_EXIST ? "no service named " + name
+                                                   : error_text("OpenService", code);
+    } else {
         SERVICE_STATUS st{};
-        ControlService(svc, SERVICE_CONTROL_STOP, &st);
-        if (!DeleteService(svc))
-            err = L"DeleteService failed (error " + std::to_wstring(GetLastError()) + L")";
+        if (ControlService(svc, SERVICE_CONTROL_STOP, &st)) {
+            // Wait (bounded) for the workers' checkpoints before the entry goes.
+            for (int i = 0;
+                 i < 360 && QueryServiceStatus(svc, &st) && st.dwCurrentState != SERVICE_STOPPED;
+                 ++i)
+                Sleep(500);
+        }
+        if (!DeleteService(svc)) err = error_text("DeleteService", GetLastError());
         CloseServiceHandle(svc);
     }
     CloseServiceHandle(scm);
     return err;
 }
 
-// Called from ServiceMain: reports running, waits for stop, reports stopped. `run` starts the
-// agent and returns a function that stops it.
-void run_as_service(const wchar_t* name, void (*start)(), void (*stop)()) {
-    g_handle = RegisterServiceCtrlHandlerExW(name, control_handler, nullptr);
-    g_status.dwServiceType = SERVICE_WIN32_OWN_PROCESS;
-    g_status.dwControlsAccepted = SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN;
-    g_status.dwCurrentState = SERVICE_START_PENDING;
-    SetServiceStatus(g_handle, &g_status);
-    g_stop_event = CreateEventW(nullptr, TRUE, FALSE, nullptr);
-    start();
-    g_status.dwCurrentState = SERVICE_RUNNING;
-    SetServiceStatus(g_handle, &g_status);
-    WaitForSingleObject(g_stop_event, INFINITE);
-    stop();
-    g_status.dwCurrentState = SERVICE_STOPPED;
-    SetServiceStatus(g_handle, &g_status);
+std::string run_as_service(const std::string& name, const std::function<void()>& start,
+                           const std::function<void()>& stop) {
+    g_name = widen(name);
+    g_start = &start;
+    g_stop = &stop;
+    g_error.clear();
+    SERVICE_TABLE_ENTRYW table[] = {{g_name.data(), service_main}, {nullptr, nullptr}};
+    if (!StartServiceCtrlDispatcherW(table)) {
+        DWORD code = GetLastError();
+        if (code == ERROR_FAILED_SERVICE_CONTROLLER_CONNECT)
+            return "--service is for the Service Control Manager; run crucible-agent without it "
+                   "from a console, or install the service with --install-service";
+        return error_text("StartServiceCtrlDispatcher", code);
+    }
+    return g_error;
 }
 
-}  // namespace crucible::agent_service_windows
+}  // namespace crucible::agent
 #endif

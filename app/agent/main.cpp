@@ -1,6 +1,8 @@
 // crucible-agent --listen HOST:PORT --data DIR: the server on the GPU machine. Plain HTTP only
 // on loopback; any other address needs TLS (a self-signed certificate is made on first start
-// and its fingerprint printed) unless --insecure is given explicitly.
+// and its fingerprint printed) unless --insecure is given explicitly. On Windows,
+// --install-service / --uninstall-service register it with the Service Control Manager, which
+// runs it with --service (see service_control.h); on Linux the systemd unit does that job.
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
@@ -8,8 +10,12 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
+#include "app/agent/service_control.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/log.h"
@@ -40,10 +46,11 @@ std::filesystem::path default_worker(const char* argv0) {
 int agent_main(int argc, char** argv) {
     CLI::App app{"crucible-agent: Crucible's GPU server (HTTP API, job queue, GPUs)"};
     std::string listen = "127.0.0.1:7443", data, cert, key, worker, log_level = "info", nvml;
-    bool insecure = false;
+    std::string service_name = crucible::agent::kDefaultServiceName;
+    bool insecure = false, install = false, uninstall = false, as_service = false;
     int max_cpu_jobs = 0;
     app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:7443)");
-    app.add_option("--data", data, "data folder (jobs, blobs, datasets, tokens)")->required();
+    auto* data_opt = app.add_option("--data", data, "data folder (jobs, blobs, datasets, tokens)");
     app.add_option("--cert", cert, "TLS certificate (PEM); default: self-signed in <data>/tls");
     app.add_option("--key", key, "TLS private key (PEM)");
     app.add_flag("--insecure", insecure,
@@ -53,6 +60,12 @@ int agent_main(int argc, char** argv) {
     app.add_option("--max-cpu-jobs", max_cpu_jobs, "jobs at once on a host without GPUs");
     app.add_option("--nvml", nvml, "NVML library to load (default: the driver's)");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+    app.add_flag("--install-service", install,
+                 "Windows: register a service that runs this agent with these options at boot");
+    app.add_flag("--uninstall-service", uninstall, "Windows: stop and remove the service");
+    app.add_flag("--service", as_service,
+                 "Windows: run under the Service Control Manager (set by --install-service)");
+    app.add_option("--service-name", service_name, "Windows service name (default crucible-agent)");
     app.add_flag_callback("--version", [] {
         std::printf("crucible-agent %s\n", CRUCIBLE_VERSION);
         std::exit(0);
@@ -62,38 +75,91 @@ int agent_main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
+    if (uninstall) {
+        std::string err = crucible::agent::uninstall_service(service_name);
+        if (!err.empty()) throw crucible::Error(err);
+        std::printf("service %s removed\n", service_name.c_str());
+        return 0;
+    }
+    if (data_opt->count() == 0) throw crucible::InputError("--data", "name the data folder");
     crucible::jobs::AgentConfig config;
-    config.data_dir = crucible::path_from_utf8(data);
-    std::filesystem::create_directories(config.data_dir);
-    crucible::init_logging({.level = log_level, .file = config.data_dir / "agent.log"});
+    config.data_dir = std::filesystem::absolute(crucible::path_from_utf8(data));
     auto colon = listen.rfind(':');
     if (colon == std::string::npos)
         throw crucible::InputError("--listen", "expected HOST:PORT, e.g. 0.0.0.0:7443");
     config.host = listen.substr(0, colon);
-    config.port = std::stoi(listen.substr(colon + 1));
+    try {
+        config.port = std::stoi(listen.substr(colon + 1));
+    } catch (const std::exception&) {
+        throw crucible::InputError("--listen", "'" + listen + "': the port is not a number");
+    }
     config.insecure = insecure;
-    if (!cert.empty()) config.cert_file = crucible::path_from_utf8(cert);
-    if (!key.empty()) config.key_file = crucible::path_from_utf8(key);
+    if (!cert.empty()) config.cert_file = std::filesystem::absolute(crucible::path_from_utf8(cert));
+    if (!key.empty()) config.key_file = std::filesystem::absolute(crucible::path_from_utf8(key));
     config.scheduler.worker_program =
-        worker.empty() ? default_worker(argv[0]) : crucible::path_from_utf8(worker);
+        worker.empty() ? default_worker(argv[0])
+                       : std::filesystem::absolute(crucible::path_from_utf8(worker));
+    if (!nvml.empty()) config.nvml_library = crucible::path_from_utf8(nvml);
+
+    if (install) {
+        // The service starts in the system folder: every path it gets is absolute.
+        std::vector<std::string> args = {
+            "--listen",       listen,
+            "--data",         crucible::path_to_utf8(config.data_dir),
+            "--worker",       crucible::path_to_utf8(config.scheduler.worker_program),
+            "--log-level",    log_level,
+            "--service-name", service_name};
+        if (!cert.empty())
+            args.insert(args.end(), {"--cert", crucible::path_to_utf8(config.cert_file)});
+        if (!key.empty())
+            args.insert(args.end(), {"--key", crucible::path_to_utf8(config.key_file)});
+        if (insecure) args.push_back("--insecure");
+        if (max_cpu_jobs > 0)
+            args.insert(args.end(), {"--max-cpu-jobs", std::to_string(max_cpu_jobs)});
+        if (!nvml.empty()) args.insert(args.end(), {"--nvml", nvml});
+        std::string err = crucible::agent::install_service(service_name, args);
+        if (!err.empty()) throw crucible::Error(err);
+        std::printf("service %s installed (starts at boot; start it now with: sc start %s)\n",
+                    service_name.c_str(), service_name.c_str());
+        return 0;
+    }
+
+    std::filesystem::create_directories(config.data_dir);
+    crucible::init_logging(
+        {.level = log_level, .file = config.data_dir / "agent.log", .console = !as_service});
     crucible::jobs::load_agent_config_file(config);
     if (max_cpu_jobs > 0) config.scheduler.max_cpu_jobs = max_cpu_jobs;
-    if (!nvml.empty()) config.nvml_library = crucible::path_from_utf8(nvml);
     config.task_schemas = crucible::jobs::describe_tasks(config.scheduler.worker_program);
 
-    crucible::jobs::AgentService service(config);
-    int port = service.start();
-    std::printf("crucible-agent %s listening on %s://%s:%d (data %s)\n", CRUCIBLE_VERSION,
-                service.tls() ? "https" : "http", config.host.c_str(), port, data.c_str());
-    if (service.tls())
-        std::printf("TLS certificate fingerprint (SHA-256): %s\n", service.fingerprint().c_str());
-    std::fflush(stdout);
+    std::unique_ptr<crucible::jobs::AgentService> service;
+    auto start = [&] {
+        service = std::make_unique<crucible::jobs::AgentService>(config);
+        int port = service->start();
+        spdlog::info("listening on {}://{}:{}", service->tls() ? "https" : "http", config.host,
+                     port);
+        std::printf("crucible-agent %s listening on %s://%s:%d (data %s)\n", CRUCIBLE_VERSION,
+                    service->tls() ? "https" : "http", config.host.c_str(), port,
+                    crucible::path_to_utf8(config.data_dir).c_str());
+        if (service->tls())
+            std::printf("TLS certificate fingerprint (SHA-256): %s\n",
+                        service->fingerprint().c_str());
+        std::fflush(stdout);
+    };
+    auto stop = [&] {
+        spdlog::info("stopping: running jobs checkpoint and resume when the agent starts again");
+        if (service) service->stop(false);
+    };
+    if (as_service) {
+        std::string err = crucible::agent::run_as_service(service_name, start, stop);
+        if (!err.empty()) throw crucible::Error(err);
+        return 0;
+    }
+    start();
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     while (!g_stop)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    spdlog::info("stopping: running jobs checkpoint and resume when the agent starts again");
-    service.stop(false);
+    stop();
     return 0;
 }
 

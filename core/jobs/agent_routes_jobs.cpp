@@ -31,6 +31,7 @@ std::vector<std::filesystem::path> artifact_files(const std::filesystem::path& d
         if (ec) break;
         if (!it->is_regular_file()) continue;
         auto rel = it->path().lexically_relative(dir);
+        if (*rel.begin() == "inbox") continue;  // the agent's events waiting for the worker
         auto name = rel.filename().string();
         if (name.find(".tmp") != std::string::npos || name == "job.json" || name == "control.json")
             continue;
@@ -199,6 +200,12 @@ void AgentService::add_job_routes() {
         }
         audit(net::HttpServer::caller(req), "download", job->id + "/" + rel.generic_string());
         auto size = std::filesystem::file_size(file, ec);
+        // Size and modification time: a client resuming a download checks that the file it
+        // has a part of is still the one served (a new best.pt has another tag).
+        const auto mtime = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+        res.set_header("ETag", "\"" + std::to_string(size) + "-" +
+                                   std::to_string(static_cast<long long>(mtime)) + "\"");
+        res.set_header("Accept-Ranges", "bytes");
         auto stream = std::make_shared<std::ifstream>(file, std::ios::binary);
         res.set_content_provider(
             size, mime_for(file), [stream](size_t offset, size_t length, httplib::DataSink& sink) {

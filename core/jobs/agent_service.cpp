@@ -9,6 +9,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
+#include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
 #include "core/jobs/worker_control.h"
 #include "core/net/tls.h"
@@ -32,6 +33,7 @@ void load_agent_config_file(AgentConfig& config) {
     }
     if (j.contains("max_cpu_jobs"))
         config.scheduler.max_cpu_jobs = static_cast<int>(get_integer(j, "max_cpu_jobs", where));
+    if (j.contains("alarms")) config.alarms = AlarmThresholds::from_json(j["alarms"], where);
     if (j.contains("min_free_disk_mb"))
         config.scheduler.min_free_disk_bytes =
             static_cast<std::uint64_t>(get_integer(j, "min_free_disk_mb", where)) << 20;
@@ -143,13 +145,14 @@ int AgentService::start() {
         spdlog::info(
             "job {} was running when the agent stopped: it resumes from its last checkpoint",
             job.id);
-        EventLogWriter(dir / "events.jsonl")
-            .append(make_status("interrupted", "the agent stopped while the job ran; resuming"));
+        append_job_event(
+            dir, make_status("interrupted", "the agent stopped while the job ran; resuming"));
     }
     scheduler_.start();
     int port = server_->start();
     telemetry_running_ = true;
     telemetry_ = std::thread([this] {
+        AlarmMonitor monitor(config_.alarms);
         auto next_cleanup = std::chrono::steady_clock::now();
         while (telemetry_running_) {
             if (std::chrono::steady_clock::now() >= next_cleanup) {
@@ -161,13 +164,39 @@ int AgentService::start() {
                                  r.checkpoint_files_removed, r.blobs_removed, r.bytes_freed >> 20);
                 next_cleanup += std::chrono::hours(1);
             }
-            GpuReport r = gpus_->read();
-            if (r.nvml) feed_.publish("gpus", r.to_json());
-            for (int i = 0; i < 10 && telemetry_running_; ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            try {
+                watch_gpus(monitor);
+            } catch (const std::exception& e) {
+                spdlog::warn("GPU telemetry: {}", e.what());
+            }
+            const auto until = std::chrono::steady_clock::now() + config_.telemetry_period;
+            while (telemetry_running_ && std::chrono::steady_clock::now() < until)
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
     });
     return port;
+}
+
+void AgentService::watch_gpus(AlarmMonitor& monitor) {
+    GpuReport report = gpus_->read();
+    if (!report.nvml) return;
+    feed_.publish("gpus", report.to_json());
+    std::map<std::string, std::vector<int>> running;
+    for (const auto& job : registry_.list())
+        if (job.state == JobState::Running && !job.gpu_ids.empty()) running[job.id] = job.gpu_ids;
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (auto& alarm : monitor.check(report, running, now)) {
+        alarm.event.t = unix_time_now();
+        spdlog::warn("job {}: alarm {}: {}", alarm.job_id,
+                     alarm.event.fields.value("alarm", std::string()),
+                     alarm.event.fields.value("message", std::string()));
+        scheduler_.raise_job_event(alarm.job_id, alarm.event);
+        Json data = event_to_json(alarm.event);
+        data.erase("seq");
+        data["job"] = alarm.job_id;
+        feed_.publish("alarm", data);
+    }
 }
 
 void AgentService::stop(bool leave_workers_running) {

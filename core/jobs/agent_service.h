@@ -2,12 +2,17 @@
 // crucible-agent's service: the /v1 HTTP API (see resources/api/openapi.yaml) over the job
 // registry, scheduler, blob store, datasets and GPU inventory. No LibTorch: task schemas come
 // from `crucible-worker describe`.
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/base/json.h"
+#include "core/jobs/alarms.h"
 #include "core/jobs/blob_store.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/job_registry.h"
@@ -31,6 +36,8 @@ struct AgentConfig {
     std::filesystem::path nvml_library;  // override (tests use a fake NVML)
     std::size_t threads = 96;
     RetentionPolicy retention;
+    AlarmThresholds alarms;                            // agent.json "alarms"
+    std::chrono::milliseconds telemetry_period{1000};  // GPU telemetry and alarm checks
 };
 
 // Reads <data>/agent.json (roots, max_cpu_jobs, alarm thresholds) into `config` when present.
@@ -61,6 +68,8 @@ class AgentService {
     std::string resolve_server_path(const std::string& option, const std::string& value) const;
     void audit(const std::string& who, const std::string& action, const std::string& detail);
     Json resolve_job_options(const std::string& task, const Json& options) const;
+    // One telemetry tick: publishes the GPUs and raises alarms for the running jobs.
+    void watch_gpus(AlarmMonitor& monitor);
 
     AgentConfig config_;
     std::shared_ptr<net::TokenStore> tokens_;

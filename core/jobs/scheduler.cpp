@@ -7,6 +7,7 @@
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/jobs/job_events.h"
 #include "core/jobs/worker_control.h"
 
 namespace crucible::jobs {
@@ -106,15 +107,20 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
         reason = "the worker ended without a final status: " + exit.describe();
         std::string tail = tail_lines(dir / "worker.log", 20);
         if (!tail.empty()) reason += "\nlast log lines:\n" + tail;
-        try {
-            EventLogWriter writer(dir / "events.jsonl");
+    }
+    // The worker is gone: the agent owns events.jsonl now. What the worker left in its inbox
+    // (alarms raised near its end) goes in first, then the agent's own final word.
+    try {
+        EventLogWriter writer(dir / "events.jsonl");
+        drain_job_inbox(dir, writer);
+        if (!worker_said) {
             Event ev = make_status("failed", reason);
             ev.fields["exit_code"] = exit.code;
             ev.fields["signal"] = exit.signal;
             writer.append(ev);
-        } catch (const std::exception& e) {
-            spdlog::warn("job {}: cannot append the final status: {}", id, e.what());
         }
+    } catch (const std::exception& e) {
+        spdlog::warn("job {}: cannot append to its events: {}", id, e.what());
     }
     clear_worker_request(dir);
     auto record = registry_.update(id, [&](JobRecord& j) {
@@ -209,6 +215,17 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
         });
         return false;
     }
+}
+
+void Scheduler::raise_job_event(const std::string& id, const Event& event) {
+    std::lock_guard lock(mutex_);
+    auto dir = registry_.folder(id);
+    // Under the lock a job is either still owned by its worker (finish_job, which drains the
+    // inbox, has not run yet) or by nobody: exactly one writer appends to events.jsonl.
+    if (children_.count(id))
+        post_to_job_inbox(dir, event);
+    else if (registry_.get(id))
+        append_job_event(dir, event);
 }
 
 std::string Scheduler::cancel(const std::string& id) {

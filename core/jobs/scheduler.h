@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/event.h"
 #include "core/jobs/child_process.h"
 #include "core/jobs/job_registry.h"
 
@@ -37,6 +38,10 @@ class Scheduler {
     // interrupted and resume when the agent comes back) unless `leave_running`.
     void stop(bool leave_running = false);
     void wake();
+
+    // The agent's path into a job's events (alarms): the job's inbox while its worker runs,
+    // events.jsonl directly otherwise (see job_events.h). Thread-safe.
+    void raise_job_event(const std::string& id, const Event& event);
 
     // Control; each returns an error message, or "" when accepted.
     std::string cancel(const std::string& id);

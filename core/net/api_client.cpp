@@ -75,6 +75,9 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::seconds rea
     } else {
         cli = std::make_unique<httplib::ClientImpl>(url_.host, url_.port);
     }
+    // Nagle's algorithm holds back the tail of each request body until the previous segment is
+    // acknowledged; with delayed ACKs that is up to 40 ms per request (curl turns it off too).
+    cli->set_tcp_nodelay(true);
     cli->set_connection_timeout(10, 0);
     cli->set_read_timeout(read_timeout.count(), 0);
     cli->set_write_timeout(60, 0);
@@ -162,22 +165,41 @@ std::string ApiClient::upload_blob(
     std::uint64_t offset =
         std::strtoull(head->get_header_value("Upload-Offset").c_str(), nullptr, 10);
     if (offset > total) offset = 0;
+    cli->set_keep_alive(true);  // one connection for every piece
     std::ifstream in(file, std::ios::binary);
-    std::string buf;
+    if (!in) throw InputError(path_to_utf8(file), "cannot open for reading");
+    // Each piece streams from the file through one reused buffer: no copy of the piece in
+    // memory, and the socket gets large writes.
+    std::vector<char> buf(std::min<std::uint64_t>(std::max<std::uint64_t>(total, 1), 4u << 20));
     do {
-        std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, total - offset);
-        buf.resize(n);
-        in.seekg(static_cast<std::streamoff>(offset));
-        in.read(buf.data(), static_cast<std::streamsize>(n));
+        const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, total - offset);
         httplib::Headers h;
         if (total > 0)
             h.emplace("Content-Range", "bytes " + std::to_string(offset) + "-" +
                                            std::to_string(offset + n - 1) + "/" +
                                            std::to_string(total));
-        auto res = cli->Put(path, h, buf, "application/octet-stream");
+        in.clear();
+        in.seekg(static_cast<std::streamoff>(offset));
+        const std::uint64_t piece_start = offset;
+        bool read_failed = false;
+        auto provider = [&](size_t at, size_t length, httplib::DataSink& sink) {
+            // httplib asks for [at, at+length) of this piece, in order.
+            const std::size_t want = std::min<std::size_t>(length, buf.size());
+            in.read(buf.data(), static_cast<std::streamsize>(want));
+            const auto got = static_cast<std::size_t>(in.gcount());
+            if (got == 0) {
+                read_failed = true;
+                return false;
+            }
+            (void)at;
+            return sink.write(buf.data(), got);
+        };
+        auto res = cli->Put(path, h, static_cast<size_t>(n), provider, "application/octet-stream");
+        if (read_failed)
+            throw Error(path_to_utf8(file) + ": the file changed or shrank while it was uploaded");
         if (!res)
             throw Error(describe_failure(res, endpoint_.url) + " (upload resumes from byte " +
-                        std::to_string(offset) + ")");
+                        std::to_string(piece_start) + ")");
         check(res->status, res->body, "upload " + path_to_utf8(file.filename()));
         offset += n;
         if (progress) progress(offset, total);
@@ -255,34 +277,122 @@ std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t af
     return last;
 }
 
-void ApiClient::download(const std::string& job_id, const std::string& artifact,
-                         const std::filesystem::path& out) {
-    auto cli = connect(std::chrono::seconds(120));
+std::uint64_t ApiClient::download(
+    const std::string& job_id, const std::string& artifact, const std::filesystem::path& out,
+    bool overwrite, const std::function<bool(std::uint64_t, std::uint64_t)>& progress) {
     std::error_code ec;
-    std::uint64_t have = std::filesystem::exists(out, ec) ? std::filesystem::file_size(out, ec) : 0;
-    httplib::Headers h;
-    if (have > 0) h.emplace("Range", "bytes=" + std::to_string(have) + "-");
-    std::ofstream file(out, std::ios::binary | (have > 0 ? std::ios::app : std::ios::trunc));
-    int status = 0;
-    auto res = cli->Get(
-        "/v1/jobs/" + job_id + "/artifacts/" + artifact, h,
-        [&](const httplib::Response& r) {
-            status = r.status;
-            if (status == 200 && have > 0) {  // server ignored the range: start over
-                file.close();
-                file.open(out, std::ios::binary | std::ios::trunc);
-            }
-            return status == 200 || status == 206;
-        },
-        [&](const char* data, size_t n) {
-            file.write(data, static_cast<std::streamsize>(n));
-            return static_cast<bool>(file);
-        });
-    if (status == 416) return;  // already complete
-    if (!res && status == 0) throw Error(describe_failure(res, endpoint_.url));
-    if (status >= 400)
-        throw ApiError(status,
-                       "download of " + artifact + " failed (HTTP " + std::to_string(status) + ")");
+    const std::string out_name = path_to_utf8(out);
+    if (std::filesystem::exists(out, ec) && !overwrite)
+        throw InputError(out_name,
+                         "exists already; choose another name or allow replacing it (--force)");
+    auto part = out;
+    part += ".crucible-part";
+    auto record_file = part;
+    record_file += ".json";
+    const std::string route = "/v1/jobs/" + job_id + "/artifacts/" + artifact;
+
+    // A part is resumed only when its record says it is this artifact of this agent.
+    std::string resume_etag;
+    std::uint64_t have = 0;
+    if (std::filesystem::is_regular_file(part, ec)) {
+        try {
+            Json r = read_json_file(record_file);
+            if (r.value("url", std::string()) == endpoint_.url &&
+                r.value("job", std::string()) == job_id &&
+                r.value("artifact", std::string()) == artifact)
+                resume_etag = r.value("etag", std::string());
+        } catch (const std::exception&) {
+            resume_etag.clear();  // no record or a damaged one: the part is not trusted
+        }
+        if (!resume_etag.empty()) have = std::filesystem::file_size(part, ec);
+    }
+    auto cli = connect(std::chrono::seconds(120));
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        httplib::Headers h;
+        if (have > 0) {
+            h.emplace("Range", "bytes=" + std::to_string(have) + "-");
+            h.emplace("If-Range", resume_etag);
+        }
+        std::ofstream file;
+        int status = 0;
+        bool restart = false, stopped = false;
+        std::uint64_t total = 0;
+        std::string error_body;
+        auto res = cli->Get(
+            route, h,
+            [&](const httplib::Response& r) {
+                status = r.status;
+                if (status >= 400) return true;  // read the agent's message
+                const std::string etag = r.get_header_value("ETag");
+                if (status == 206) {
+                    // Another file under the same name (a new best.pt): start again.
+                    if (etag.empty() || etag != resume_etag) {
+                        restart = true;
+                        return false;
+                    }
+                    static const std::regex range_re(R"(^bytes (\d+)-(\d+)/(\d+)$)");
+                    std::smatch m;
+                    const std::string cr = r.get_header_value("Content-Range");
+                    if (!std::regex_match(cr, m, range_re) || std::stoull(m[1]) != have) {
+                        restart = true;
+                        return false;
+                    }
+                    total = std::stoull(m[3]);
+                    file.open(part, std::ios::binary | std::ios::app);
+                } else if (status == 200) {
+                    have = 0;
+                    total =
+                        std::strtoull(r.get_header_value("Content-Length").c_str(), nullptr, 10);
+                    // The record first, so a part on disk is always attributable.
+                    write_json_file(record_file, {{"url", endpoint_.url},
+                                                  {"job", job_id},
+                                                  {"artifact", artifact},
+                                                  {"etag", etag}});
+                    resume_etag = etag;
+                    file.open(part, std::ios::binary | std::ios::trunc);
+                } else {
+                    return false;
+                }
+                return static_cast<bool>(file);
+            },
+            [&](const char* data, size_t n) {
+                if (status >= 400) {
+                    if (error_body.size() < 65536) error_body.append(data, n);
+                    return true;
+                }
+                file.write(data, static_cast<std::streamsize>(n));
+                if (!file) return false;
+                have += n;
+                if (progress && !progress(have, total)) {
+                    stopped = true;
+                    return false;
+                }
+                return true;
+            });
+        file.close();
+        if (restart || status == 416) {  // unrelated, changed or over-long part: from zero
+            std::filesystem::remove(part, ec);
+            std::filesystem::remove(record_file, ec);
+            have = 0;
+            resume_etag.clear();
+            continue;
+        }
+        if (stopped)
+            throw Error("download of " + artifact + " stopped at byte " + std::to_string(have) +
+                        "; run it again to resume");
+        if (status >= 400) check(status, error_body, "download " + artifact);
+        if (!res)
+            throw Error(describe_failure(res, endpoint_.url) + " (the download resumes from byte " +
+                        std::to_string(have) + " when run again)");
+        if (have != total)
+            throw Error("download of " + artifact + " ended at byte " + std::to_string(have) +
+                        " of " + std::to_string(total) + "; run it again to resume");
+        platform::fsync_file(part);
+        platform::replace_file(part, out);
+        std::filesystem::remove(record_file, ec);
+        return total;
+    }
+    throw Error("download of " + artifact + " keeps changing on the agent; try again later");
 }
 
 }  // namespace crucible::net

@@ -73,9 +73,18 @@ class ApiClient {
                                const std::atomic<bool>* stop = nullptr,
                                std::chrono::milliseconds max_backoff = std::chrono::seconds(30));
 
-    // Downloads an artifact to `out`, resuming with a Range request if `out` is partly there.
-    void download(const std::string& job_id, const std::string& artifact,
-                  const std::filesystem::path& out);
+    // Downloads an artifact to `out`. The bytes go to `<out>.crucible-part` first, next to a
+    // `<out>.crucible-part.json` that records where they come from (agent, job, artifact, the
+    // agent's ETag); the part becomes `out` only when complete. A later call resumes the part
+    // with a Range request only when that record matches and the agent still serves the same
+    // file (same ETag); otherwise it starts again from zero. An existing `out` is never written
+    // into: it is refused (InputError) unless `overwrite`. `progress(done, total)` is called per
+    // piece; returning false stops the download (the part stays for a later resume). Returns
+    // the artifact's size.
+    std::uint64_t download(
+        const std::string& job_id, const std::string& artifact, const std::filesystem::path& out,
+        bool overwrite = false,
+        const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress = {});
 
     const RemoteEndpoint& endpoint() const { return endpoint_; }
 

@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
 #include "core/base/sha256.h"
 #include "core/net/tls.h"
 #include "tests/agent/agent_test_util.h"
@@ -100,20 +102,85 @@ TEST_F(AgentFixture, SubmitFollowToTheEndAndDownload) {
         found = found || a["path"] == "artifacts/best.safetensors";
     EXPECT_TRUE(found);
     auto out = data / "downloaded.bin";
-    // Resume a partial download: keep the first 1000 bytes, fetch the rest with Range.
     auto original = data / "jobs" / id / "artifacts" / "best.safetensors";
-    {
-        std::ifstream in(original, std::ios::binary);
-        std::string head(1000, '\0');
-        in.read(head.data(), 1000);
-        std::ofstream(out, std::ios::binary) << head;
-    }
-    c.download(id, "artifacts/best.safetensors", out);
+    const auto size = std::filesystem::file_size(original);
+    // Cut the download short, then resume it: the second call fetches only the rest.
+    std::uint64_t first_done = 0;
+    EXPECT_THROW(c.download(id, "artifacts/best.safetensors", out, false,
+                            [&](std::uint64_t done, std::uint64_t) {
+                                first_done = done;
+                                return done < 30000;
+                            }),
+                 Error);
+    EXPECT_FALSE(std::filesystem::exists(out));  // only the part, never a half `out`
+    auto part = out;
+    part += ".crucible-part";
+    ASSERT_TRUE(std::filesystem::exists(part));
+    EXPECT_EQ(std::filesystem::file_size(part), first_done);
+    std::uint64_t first_callback = 0;
+    EXPECT_EQ(c.download(id, "artifacts/best.safetensors", out, false,
+                         [&](std::uint64_t done, std::uint64_t total) {
+                             if (!first_callback) first_callback = done;
+                             EXPECT_EQ(total, size);
+                             return true;
+                         }),
+              size);
+    EXPECT_GT(first_callback, first_done);  // continued after the part, not from zero
     EXPECT_EQ(sha256_file(out), sha256_file(original));
+    EXPECT_FALSE(std::filesystem::exists(part));
     // Events again after a given seq: exactly the rest.
     Json rest = c.get("/v1/jobs/" + id +
                       "/events?format=json&after=" + std::to_string(seqs[seqs.size() - 3]));
     EXPECT_EQ(rest["events"].size(), 2u);
+}
+
+// `crucible remote download` never resumes into a file it did not start: an existing file is
+// refused (or replaced on request), a part whose record names another file, or whose file the
+// agent has since replaced, starts again from zero.
+TEST_F(AgentFixture, DownloadNeverResumesIntoAnUnrelatedFile) {
+    auto c = client();
+    Json job =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 2}, {"delay_ms", 1}}}});
+    std::string id = job["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "succeeded"; }));
+    const std::string name = "artifacts/best.safetensors";
+    auto original = data / "jobs" / id / name;
+    auto out = data / "mine.bin";
+    // 1. An existing file is the user's: refused and left alone, replaced only when asked.
+    std::ofstream(out, std::ios::binary) << "my own notes, not a model";
+    EXPECT_THROW(c.download(id, name, out), InputError);
+    EXPECT_EQ(read_file_bytes(out), "my own notes, not a model");
+    c.download(id, name, out, /*overwrite=*/true);
+    EXPECT_EQ(sha256_file(out), sha256_file(original));
+    std::filesystem::remove(out);
+    // 2. A part without its record (or a record for another artifact) is not trusted.
+    auto part = out;
+    part += ".crucible-part";
+    auto record = part;
+    record += ".json";
+    std::ofstream(part, std::ios::binary) << std::string(5000, 'x');
+    c.download(id, name, out);
+    EXPECT_EQ(sha256_file(out), sha256_file(original));
+    std::filesystem::remove(out);
+    std::ofstream(part, std::ios::binary) << std::string(5000, 'x');
+    write_json_file(record,
+                    {{"url", url()}, {"job", id}, {"artifact", "worker.log"}, {"etag", "\"1-2\""}});
+    c.download(id, name, out);
+    EXPECT_EQ(sha256_file(out), sha256_file(original));
+    EXPECT_FALSE(std::filesystem::exists(record));
+    std::filesystem::remove(out);
+    // 3. The agent replaced the file since the part was fetched (same name, new content).
+    EXPECT_THROW(c.download(id, name, out, false,
+                            [](std::uint64_t done, std::uint64_t) { return done < 20000; }),
+                 Error);
+    ASSERT_TRUE(std::filesystem::exists(part));
+    std::string replacement(150000, '\0');
+    for (std::size_t i = 0; i < replacement.size(); ++i)
+        replacement[i] = static_cast<char>(i * 7 + 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a new modification time
+    write_file_atomically(original, replacement);
+    EXPECT_EQ(c.download(id, name, out), replacement.size());
+    EXPECT_EQ(read_file_bytes(out), replacement);
 }
 
 TEST_F(AgentFixture, HostileRequestsGetClearAnswers) {

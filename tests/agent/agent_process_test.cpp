@@ -52,8 +52,8 @@ TEST(AgentProcess, KilledAgentResumesJobAndClientSeesEachEventOnce) {
             return false;
         }
     }));
-    // Submit straight into the job folder layout the agent owns (the fake worker publishes no
-    // schema through `describe`), then restart the agent so it picks the job up.
+    // Submit straight into the job folder layout the agent owns, then restart the agent so it
+    // picks the job up.
     jobs::JobRegistry registry(data / "jobs");
     jobs::JobRecord rec;
     rec.task = "test.fake";

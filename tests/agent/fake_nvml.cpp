@@ -1,5 +1,15 @@
 // A fake NVML for the GPU inventory tests: two GPUs, the second split into two MIG instances.
+// The alarm tests steer it through the environment (read on every call):
+// FAKE_NVML_UTIL_<i>, FAKE_NVML_TEMP_<i>, FAKE_NVML_MEM_USED_MB_<i> for GPU i.
+#include <cstdlib>
 #include <cstring>
+#include <string>
+
+static long long env_or(const char* name, int gpu, long long fallback) {
+    std::string key = std::string(name) + "_" + std::to_string(gpu);
+    const char* v = std::getenv(key.c_str());
+    return v && *v ? std::atoll(v) : fallback;
+}
 
 extern "C" {
 struct Mem {
@@ -50,16 +60,20 @@ int nvmlDeviceGetMemoryInfo(void* h, Mem* m) {
     int i = index_of(h);
     m->total = i >= 2 ? 40ull << 30 : 80ull << 30;
     m->used = i == 0 ? 1ull << 30 : 0;
+    if (i < 2)
+        m->used = static_cast<unsigned long long>(
+            env_or("FAKE_NVML_MEM_USED_MB", i, static_cast<long long>(m->used >> 20)) << 20);
     m->free = m->total - m->used;
     return 0;
 }
 int nvmlDeviceGetUtilizationRates(void* h, Util* u) {
-    u->gpu = index_of(h) == 0 ? 87 : 0;
+    u->gpu =
+        static_cast<unsigned>(env_or("FAKE_NVML_UTIL", index_of(h), index_of(h) == 0 ? 87 : 0));
     u->memory = 10;
     return 0;
 }
-int nvmlDeviceGetTemperature(void*, int, unsigned* t) {
-    *t = 61;
+int nvmlDeviceGetTemperature(void* h, int, unsigned* t) {
+    *t = static_cast<unsigned>(env_or("FAKE_NVML_TEMP", index_of(h), 61));
     return 0;
 }
 int nvmlDeviceGetPowerUsage(void*, unsigned* mw) {

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # A stand-in for crucible-worker in the agent tests: honours --job DIR [--resume], writes
-# DESIGN.md events with gap-free seq, obeys control.json requests, writes an artifact. Its
+# DESIGN.md events with gap-free seq, appends what the agent posts to inbox/ (see
+# core/jobs/job_events.h), obeys control.json requests, writes an artifact. Its
 # "checkpoint" is the last completed step, kept in DIR/checkpoints/last.
 set -u
-[ "${1:-}" = describe ] && { echo '{"tasks":[]}'; exit 0; }
+# `describe` publishes the schema of the fake task (tests/agent/agent_test_util.h has the same).
+[ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""}]}]}'; exit 0; }
 dir="$2"; resume="${3:-}"
 events="$dir/events.jsonl"
 steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); steps=${steps:-20}
@@ -19,6 +21,12 @@ emit status '"state":"running"'
 for ((i=start; i<=steps; i++)); do
     emit metric "\"epoch\":0,\"step\":$i,\"values\":{\"train/loss\":$(( 1000 / i ))}"
     echo "$i" > "$dir/checkpoints/last.tmp" && mv "$dir/checkpoints/last.tmp" "$dir/checkpoints/last"
+    # The agent's events for this job (alarms) wait in inbox/ while the worker owns the log.
+    for f in "$dir"/inbox/*.json; do
+        [ -f "$f" ] || continue
+        body=$(cat "$f"); body=${body#\{}
+        echo "{\"seq\":$seq,$body" >> "$events"; seq=$((seq+1)); rm -f "$f"
+    done
     if [ -f "$dir/control.json" ]; then
         req=$(sed -n 's/.*"request": *"\([a-z]*\)".*/\1/p' "$dir/control.json")
         case "$req" in

@@ -1,0 +1,30 @@
+#pragma once
+// Running crucible-agent as a system service. On Windows: a Service Control Manager entry
+// (`crucible-agent --install-service --listen ... --data ...` registers it; the SCM then starts
+// `crucible-agent --service ...` without a console, and a stop or pre-shutdown notice becomes
+// "checkpoint now, then stop" for the running workers, exactly like SIGTERM on Linux). On Linux
+// the service is the systemd unit crucible-agent.service; the functions say so.
+// Standard library only: the Windows implementation is compile-checked with mingw-w64.
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace crucible::agent {
+
+inline constexpr const char* kDefaultServiceName = "crucible-agent";
+
+// Registers this executable as an auto-start service running `<exe> --service <args>`
+// (UTF-8 args). Returns "" on success, else what went wrong and what to do.
+std::string install_service(const std::string& name, const std::vector<std::string>& args);
+std::string uninstall_service(const std::string& name);
+
+// Hands the process to the Service Control Manager: runs `start`, reports running, waits for
+// a stop / pre-shutdown / shutdown notice, runs `stop`, reports stopped. Returns "" after a clean
+// stop, else why it could not run as a service (e.g. started from a console).
+std::string run_as_service(const std::string& name, const std::function<void()>& start,
+                           const std::function<void()>& stop);
+
+// The command line the service runs: the executable, quoted as Windows parses it, then args.
+std::string quote_windows_argument(const std::string& arg);
+
+}  // namespace crucible::agent

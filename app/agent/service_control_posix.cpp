@@ -1,0 +1,23 @@
+// Outside Windows the service is systemd's: crucible-agent.service next to this file.
+#ifndef _WIN32
+#include "app/agent/service_control.h"
+
+namespace crucible::agent {
+
+static const char* const kUseSystemd =
+    "Windows services exist on Windows only; on Linux install the systemd unit "
+    "crucible-agent.service (lib/systemd/system) and run: systemctl enable --now crucible-agent";
+
+std::string install_service(const std::string&, const std::vector<std::string>&) {
+    return kUseSystemd;
+}
+std::string uninstall_service(const std::string&) {
+    return kUseSystemd;
+}
+std::string run_as_service(const std::string&, const std::function<void()>&,
+                           const std::function<void()>&) {
+    return kUseSystemd;
+}
+
+}  // namespace crucible::agent
+#endif

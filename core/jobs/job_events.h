@@ -1,0 +1,32 @@
+#pragma once
+// The agent's own events for a job (GPU alarms, "interrupted", the failure of a worker that died
+// without a word) take one path into the job's events.jsonl, so that the log keeps exactly one
+// writer at a time and its seq stays gap-free and never reused (DESIGN.md "Events"):
+//  - while a worker runs, the worker owns events.jsonl; the agent drops the event as one file
+//    into <job>/inbox/ (written atomically, named so that names sort in posting order) and the
+//    worker appends it with its own writer between steps;
+//  - when no worker runs, the agent appends it itself, after whatever the inbox still holds.
+// Inbox files are single JSON objects: an event without seq (t is the time it was raised).
+#include <cstddef>
+#include <filesystem>
+
+#include "core/base/event.h"
+
+namespace crucible::jobs {
+
+// <job>/inbox
+std::filesystem::path job_inbox(const std::filesystem::path& job_dir);
+
+// Posts `event` to the job's inbox (the worker is running and owns events.jsonl).
+void post_to_job_inbox(const std::filesystem::path& job_dir, const Event& event);
+
+// Appends every event waiting in the inbox (in posting order) with `writer` and removes each
+// file once appended. An unreadable file is set aside as *.bad with a warning. Returns the count
+// appended. Used by whoever owns events.jsonl: a worker between steps, the agent when none runs.
+std::size_t drain_job_inbox(const std::filesystem::path& job_dir, EventLogWriter& writer);
+
+// The agent's writer path for a job with no worker running: drains the inbox, then appends
+// `event`. Returns the stored event (with its seq).
+Event append_job_event(const std::filesystem::path& job_dir, const Event& event);
+
+}  // namespace crucible::jobs
