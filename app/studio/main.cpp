@@ -1,0 +1,159 @@
+// crucible-studio: the desktop studio (DESIGN.md "Processes"). Thin wiring over ui/:
+//   crucible-studio [PROJECT.crucible] [--demo [FOLDER]] [--theme light|dark]
+//                   [--screenshots DIR] [--quit-after MS]
+// --demo creates (once) and opens a demo project with a synthetic dataset and an example run.
+// Task schemas come from `crucible-worker describe` when a worker is installed next to the
+// studio (or from a server when one is connected); the studio itself never links LibTorch.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTimer>
+#include <QTreeWidget>
+#include <cstdio>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/store/dataset_store.h"
+#include "core/store/run_store.h"
+#include "ui/demo_project.h"
+#include "ui/main_window.h"
+#include "ui/run_monitor.h"
+#include "ui/theme.h"
+
+namespace {
+
+QString find_worker() {
+    const QString dir = QCoreApplication::applicationDirPath();
+    for (const QString& candidate :
+         {dir + QStringLiteral("/crucible-worker"), dir + QStringLiteral("/crucible-worker.exe"),
+          dir + QStringLiteral("/../worker/crucible-worker")})
+        if (QFileInfo(candidate).isExecutable()) return QFileInfo(candidate).absoluteFilePath();
+    return {};
+}
+
+// Reads the task schemas in the background of the event loop (QProcess is asynchronous).
+void load_task_schemas(crucible::ui::MainWindow& window) {
+    const QString worker = find_worker();
+    if (worker.isEmpty()) {
+        window.log(QStringLiteral("info"),
+                   QObject::tr("crucible-worker not found next to the studio: task schemas come "
+                               "from a server"));
+        return;
+    }
+    auto* process = new QProcess(&window);
+    QObject::connect(process, &QProcess::finished, &window, [&window, process](int code) {
+        process->deleteLater();
+        if (code != 0) {
+            window.log(QStringLiteral("warn"), QObject::tr("crucible-worker describe failed"));
+            return;
+        }
+        try {
+            auto json = crucible::parse_json(process->readAllStandardOutput().toStdString(),
+                                             "crucible-worker describe");
+            window.set_task_schemas(json.value("tasks", crucible::Json::array()));
+        } catch (const std::exception& e) {
+            window.log(QStringLiteral("warn"), QString::fromUtf8(e.what()));
+        }
+    });
+    process->start(worker, {QStringLiteral("describe")});
+}
+
+void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {
+    QDir().mkpath(dir);
+    QTabWidget* tabs = window.tabs();
+    window.grab().save(QDir(dir).filePath(QStringLiteral("main.png")));
+    for (int i = 0; i < tabs->count(); ++i) {
+        tabs->setCurrentIndex(i);
+        if (auto* m = qobject_cast<crucible::ui::RunMonitor*>(tabs->widget(i))) m->redraw_now();
+        // Let background work (thumbnails, image loads) arrive before the picture is taken.
+        QEventLoop wait;
+        QTimer::singleShot(800, &wait, &QEventLoop::quit);
+        wait.exec();
+        QString name = tabs->tabText(i).toLower();
+        name.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("_"));
+        window.grab().save(QDir(dir).filePath(QStringLiteral("%1_%2.png").arg(i).arg(name)));
+    }
+}
+
+int studio_main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QCoreApplication::setOrganizationName(QStringLiteral("Crucible"));
+    QCoreApplication::setApplicationName(QStringLiteral("Crucible Studio"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(CRUCIBLE_VERSION));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Crucible desktop training studio"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    QCommandLineOption demo(QStringLiteral("demo"),
+                            QStringLiteral("create and open the demo project"));
+    QCommandLineOption demo_dir(QStringLiteral("demo-dir"),
+                                QStringLiteral("folder of the demo project"),
+                                QStringLiteral("folder"));
+    QCommandLineOption theme(QStringLiteral("theme"), QStringLiteral("light or dark"),
+                             QStringLiteral("name"));
+    QCommandLineOption shots(QStringLiteral("screenshots"),
+                             QStringLiteral("write PNGs of the main views to a folder and quit"),
+                             QStringLiteral("folder"));
+    QCommandLineOption quit_after(QStringLiteral("quit-after"),
+                                  QStringLiteral("quit after this many milliseconds"),
+                                  QStringLiteral("ms"));
+    parser.addOptions({demo, demo_dir, theme, shots, quit_after});
+    parser.addPositionalArgument(QStringLiteral("project"), QStringLiteral("project file"));
+    parser.process(app);
+
+    crucible::ui::MainWindow window;
+    const crucible::ui::Theme t =
+        parser.isSet(theme) ? crucible::ui::theme_from_name(parser.value(theme)) : window.theme();
+    window.set_theme(t);
+    load_task_schemas(window);
+
+    if (parser.isSet(demo)) {
+        QString folder = parser.value(demo_dir);
+        if (folder.isEmpty())
+            folder = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+                     QStringLiteral("/demo");
+        crucible::ui::DemoOptions options;
+        options.task = "detect.yolo";
+        const auto file = crucible::ui::ensure_demo_project(
+            crucible::path_from_utf8(folder.toStdString()), options);
+        if (window.open_project(QString::fromStdString(crucible::path_to_utf8(file)))) {
+            auto* project = window.project();
+            auto datasets = crucible::store::list_datasets(*project);
+            if (!datasets.empty()) window.open_dataset(datasets.front().id);
+            auto runs = crucible::store::list_runs(*project);
+            if (!runs.empty()) window.open_run(runs.front().id);
+        }
+    } else if (!parser.positionalArguments().isEmpty()) {
+        window.open_project(parser.positionalArguments().front());
+    } else if (!window.recent_projects().isEmpty() &&
+               QFileInfo::exists(window.recent_projects().front())) {
+        window.open_project(window.recent_projects().front());
+    }
+    window.show();
+
+    if (parser.isSet(shots)) {
+        const QString dir = parser.value(shots);
+        QTimer::singleShot(1500, &window, [&window, dir] {
+            if (window.project()) window.open_run_setup();
+            QApplication::processEvents();
+            take_screenshots(window, dir);
+            QApplication::quit();
+        });
+    }
+    if (parser.isSet(quit_after))
+        QTimer::singleShot(parser.value(quit_after).toInt(), &app, &QApplication::quit);
+    return app.exec();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    return crucible::run_at_boundary("crucible-studio", &studio_main, argc, argv);
+}

@@ -1,0 +1,161 @@
+// Box edits in the annotation editor reach the project at once, and undo / redo (keys and
+// stack) put the project back and forth; the dataset view lists and filters the images and
+// decodes thumbnails in the background.
+#include <gtest/gtest.h>
+
+#include <QListView>
+#include <QTest>
+
+#include "core/data/synth/synth.h"
+#include "core/store/dataset_store.h"
+#include "core/store/project.h"
+#include "tests/ui/qt_test_env.h"
+#include "ui/annotation_editor.h"
+#include "ui/annotation_store.h"
+#include "ui/dataset_view.h"
+#include "ui/thumbnail_cache.h"
+
+using namespace crucible;
+using namespace crucible::ui;
+
+namespace {
+
+struct Fixture {
+    std::filesystem::path dir = uitest::temp_dir();
+    std::unique_ptr<store::Project> project;
+    std::int64_t dataset = 0;
+
+    Fixture() {
+        data::SynthOptions o;
+        o.train = 6;
+        o.val = 3;
+        o.classes = 3;
+        o.imgsz = 96;
+        o.seed = 3;
+        auto yaml = data::write_synth_dataset(dir / "synth", o);
+        project = store::Project::create(dir / "p.crucible");
+        store::ImportOptions io;
+        io.name = "shapes";
+        dataset = store::import_dataset_from(*project, yaml, "yolo", io).dataset_id;
+    }
+    std::string version() { return store::get_dataset(*project, dataset).version_hash; }
+};
+
+}  // namespace
+
+TEST(AnnotationEditor, DrawWithKeysAndMouseThenUndoRedoChangeTheStore) {
+    Fixture fx;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
+    ASSERT_EQ(content->images.size(), 9u);
+    AnnotationEditor editor(*fx.project, content);
+    editor.resize(800, 600);
+    editor.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&editor));
+    editor.activateWindow();
+    ASSERT_TRUE(uitest::wait_for([&] { return editor.image_loaded(); }));
+
+    const auto image_id = content->images[0].id;
+    const auto before = read_image_boxes(*fx.project, image_id);
+    const std::string v0 = fx.version();
+    AnnotationCanvas* canvas = editor.canvas();
+    canvas->setFocus();
+
+    // W, then drag a box over the middle of the image.
+    editor.set_current_class(2);
+    QTest::keyClick(canvas, Qt::Key_W);
+    ASSERT_TRUE(canvas->draw_mode());
+    const QRectF r = canvas->image_rect();
+    const QPoint p0 = (r.topLeft() + QPointF(r.width() * 0.25, r.height() * 0.25)).toPoint();
+    const QPoint p1 = (r.topLeft() + QPointF(r.width() * 0.75, r.height() * 0.5)).toPoint();
+    QTest::mousePress(canvas, Qt::LeftButton, {}, p0);
+    QTest::mouseRelease(canvas, Qt::LeftButton, {}, p1);
+
+    auto after = read_image_boxes(*fx.project, image_id);
+    ASSERT_EQ(after.size(), before.size() + 1);
+    const data::Box added = after.back();
+    EXPECT_EQ(added.cls, 2);
+    EXPECT_NEAR(added.cx, 0.5, 0.02);
+    EXPECT_NEAR(added.cy, 0.375, 0.02);
+    EXPECT_NEAR(added.w, 0.5, 0.02);
+    EXPECT_NEAR(added.h, 0.25, 0.02);
+    const std::string v1 = fx.version();
+    EXPECT_NE(v1, v0);  // the dataset version follows its content
+
+    QTest::keyClick(canvas, Qt::Key_Z, Qt::ControlModifier);
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), before);
+    EXPECT_EQ(fx.version(), v0);
+    QTest::keyClick(canvas, Qt::Key_Y, Qt::ControlModifier);
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), after);
+    EXPECT_EQ(fx.version(), v1);
+
+    // Move the new box by dragging its inside; Del deletes the selected box.
+    const QPointF centre = canvas->to_widget(added.cx, added.cy);
+    QTest::mousePress(canvas, Qt::LeftButton, {}, centre.toPoint());
+    QTest::mouseRelease(canvas, Qt::LeftButton, {},
+                        (centre + QPointF(r.width() * 0.1, 0)).toPoint());
+    auto moved = read_image_boxes(*fx.project, image_id);
+    ASSERT_EQ(moved.size(), after.size());
+    EXPECT_NEAR(moved.back().cx, 0.6, 0.02);
+    EXPECT_NEAR(moved.back().w, added.w, 1e-9);
+    EXPECT_EQ(editor.selected(), static_cast<int>(moved.size()) - 1);
+    QTest::keyClick(canvas, Qt::Key_Delete);
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), before);
+    EXPECT_EQ(editor.undo_stack()->count(), 3);
+    editor.undo_stack()->undo();
+    editor.undo_stack()->undo();
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), after);
+
+    // D goes to the next image; an undo there restores the first image's boxes and shows it.
+    QTest::keyClick(canvas, Qt::Key_D);
+    EXPECT_EQ(editor.current_index(), 1);
+    editor.undo_stack()->undo();
+    EXPECT_EQ(editor.current_index(), 0);
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), before);
+    QTest::keyClick(canvas, Qt::Key_A);
+    EXPECT_EQ(editor.current_index(), 0);  // no image before the first
+}
+
+TEST(AnnotationEditor, InvalidBoxesAreRefusedAndNothingIsSaved) {
+    Fixture fx;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
+    const auto image_id = content->images[0].id;
+    const auto before = read_image_boxes(*fx.project, image_id);
+    EXPECT_THROW(save_image_boxes(*fx.project, fx.dataset, image_id, {{7, 0.5, 0.5, 0.1, 0.1}}),
+                 InputError);  // class 7 of 3
+    EXPECT_THROW(save_image_boxes(*fx.project, fx.dataset, image_id, {{0, 0.5, 0.5, -0.1, 0.1}}),
+                 InputError);
+    EXPECT_THROW(save_image_boxes(*fx.project, fx.dataset + 99, image_id, {}), InputError);
+    EXPECT_EQ(read_image_boxes(*fx.project, image_id), before);
+}
+
+TEST(DatasetView, ListsFiltersAndDecodesThumbnailsInTheBackground) {
+    Fixture fx;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
+    DatasetView view(content, "shapes");
+    view.resize(900, 600);
+    view.show();
+    EXPECT_EQ(view.model()->rowCount(), 9);
+    view.set_filter(-1, "val");
+    EXPECT_EQ(view.model()->rowCount(), 3);
+    view.set_filter(-1, "");
+    int with_class1 = 0;
+    for (const auto& img : content->images)
+        with_class1 += std::any_of(img.boxes.begin(), img.boxes.end(),
+                                   [](const data::Box& b) { return b.cls == 1; });
+    view.set_filter(1, "");
+    EXPECT_EQ(view.model()->rowCount(), with_class1);
+    view.set_filter(-1, "");
+    // Painting asks for thumbnails; they arrive from the pool and land in the cache.
+    ASSERT_TRUE(uitest::wait_for([&] { return view.cache()->decoded() == 9; }, 10000))
+        << view.cache()->decoded();
+    const QString first = QString::fromStdString(content->images[0].path.string());
+    ASSERT_TRUE(view.cache()->contains(first));
+    const QImage thumb = view.cache()->request(first);
+    EXPECT_LE(thumb.width(), 160);
+    EXPECT_LE(thumb.height(), 120);
+    EXPECT_GT(thumb.width(), 0);
+    // An unreadable file gets a tile, not a crash or a retry loop.
+    EXPECT_TRUE(
+        decode_thumbnail(QString::fromStdString((fx.dir / "missing.jpg").string()), QSize(64, 64))
+            .isNull());
+}

@@ -1,0 +1,129 @@
+// The main window opens a project and lists its datasets, runs and servers; opens a run in a
+// monitor with its stored curves; keeps recent projects; the demo project has something to show.
+#include <gtest/gtest.h>
+
+#include <QTabWidget>
+#include <QTest>
+#include <QTreeWidget>
+#include <fstream>
+
+#include "core/base/file_io.h"
+#include "core/store/dataset_store.h"
+#include "core/store/project.h"
+#include "core/store/run_store.h"
+#include "tests/ui/qt_test_env.h"
+#include "ui/dataset_view.h"
+#include "ui/demo_project.h"
+#include "ui/log_console.h"
+#include "ui/main_window.h"
+#include "ui/run_monitor.h"
+
+using namespace crucible;
+using namespace crucible::ui;
+
+namespace {
+
+QTreeWidgetItem* top(QTreeWidget* tree, const QString& name) {
+    for (int i = 0; i < tree->topLevelItemCount(); ++i)
+        if (tree->topLevelItem(i)->text(0) == name) return tree->topLevelItem(i);
+    return nullptr;
+}
+
+QString qpath(const std::filesystem::path& p) {
+    return QString::fromStdString(path_to_utf8(p));
+}
+
+}  // namespace
+
+TEST(MainWindow, OpensAProjectAndListsItsRuns) {
+    const auto dir = uitest::temp_dir();
+    const auto file = dir / "项目 runs.crucible";  // non-ASCII name on purpose
+    std::vector<std::int64_t> ids;
+    {
+        auto project = store::Project::create(file);
+        for (const char* name : {"baseline", "bigger batch"}) {
+            store::RunSetup setup;
+            setup.name = name;
+            setup.task = "toy";
+            ids.push_back(store::create_run(*project, setup));
+        }
+        std::vector<Event> events;
+        for (int i = 0; i < 30; ++i) {
+            Event e = make_metric(0, i + 1, {{"train/loss", 1.0 / (i + 1)}});
+            e.seq = i;
+            e.t = 100.0 + i;
+            events.push_back(e);
+        }
+        store::append_events(*project, ids[0], events);
+        store::add_server(*project, {0, "gpu1", "https://gpu1:7443", ""});
+    }
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(window.open_project(qpath(file)));
+    QTreeWidget* tree = window.project_tree();
+    QTreeWidgetItem* runs = top(tree, "Runs");
+    ASSERT_NE(runs, nullptr);
+    ASSERT_EQ(runs->childCount(), 2);
+    EXPECT_TRUE(runs->child(0)->text(0).startsWith("baseline"));
+    EXPECT_TRUE(runs->child(1)->text(0).startsWith("bigger batch"));
+    EXPECT_EQ(runs->child(0)->data(0, MainWindow::kIdRole).toLongLong(), ids[0]);
+    ASSERT_NE(top(tree, "Servers"), nullptr);
+    EXPECT_EQ(top(tree, "Servers")->childCount(), 1);
+    EXPECT_EQ(top(tree, "Datasets")->childCount(), 0);
+    EXPECT_TRUE(window.windowTitle().contains(QString::fromUtf8("项目 runs.crucible")));
+    EXPECT_EQ(window.recent_projects().value(0), qpath(file));
+
+    // Activating a run opens its monitor with the stored curve.
+    emit tree->itemActivated(runs->child(0), 0);
+    ASSERT_EQ(window.tabs()->count(), 1);
+    auto* monitor = qobject_cast<RunMonitor*>(window.tabs()->widget(0));
+    ASSERT_NE(monitor, nullptr);
+    ASSERT_NE(monitor->series(0).find("train/loss"), nullptr);
+    EXPECT_EQ(monitor->series(0).find("train/loss")->size(), 30u);
+
+    // Two selected runs open together in one monitor.
+    runs->child(0)->setSelected(true);
+    runs->child(1)->setSelected(true);
+    RunMonitor* both = window.open_runs(ids);
+    ASSERT_NE(both, nullptr);
+    EXPECT_EQ(both->run_count(), 2);
+
+    // A file that is not a project is refused with a message, and the open project stays.
+    const auto bogus = dir / "bogus.crucible";
+    { std::ofstream(bogus) << "not sqlite"; }
+    EXPECT_FALSE(window.open_project(qpath(bogus)));
+    EXPECT_NE(window.project(), nullptr);
+    EXPECT_TRUE(window.log_console()->toPlainText().contains("bogus.crucible"));
+}
+
+TEST(MainWindow, DemoProjectShowsADatasetAndARun) {
+    const auto dir = uitest::temp_dir();
+    DemoOptions options;
+    options.train_images = 6;
+    options.val_images = 2;
+    options.imgsz = 96;
+    options.epochs = 5;
+    const auto file = ensure_demo_project(dir / "demo", options);
+    EXPECT_EQ(ensure_demo_project(dir / "demo", options), file);  // second call reuses it
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(window.open_project(qpath(file)));
+    auto datasets = store::list_datasets(*window.project());
+    ASSERT_EQ(datasets.size(), 1u);
+    EXPECT_EQ(datasets[0].images, 8);
+    DatasetView* view = window.open_dataset(datasets[0].id);
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(view->model()->rowCount(), 8);
+    auto runs = store::list_runs(*window.project());
+    ASSERT_EQ(runs.size(), 1u);
+    RunMonitor* monitor = window.open_run(runs[0].id);
+    ASSERT_NE(monitor, nullptr);
+    EXPECT_TRUE(monitor->metric_names().contains("metrics/mAP50(B)"));
+    const Series* loss = monitor->series(0).find("train/box_loss");
+    ASSERT_NE(loss, nullptr);
+    EXPECT_EQ(loss->size(), 5u * 20u);  // the example rollback left one point per step
+    for (std::size_t i = 1; i < loss->size(); ++i)
+        ASSERT_EQ(loss->step[i], loss->step[i - 1] + 1);
+    EXPECT_EQ(monitor->progress(0).state, "succeeded");
+    EXPECT_EQ(window.tabs()->count(), 2);
+}

@@ -1,0 +1,32 @@
+#pragma once
+// GUI tests run on Qt's offscreen platform inside GoogleTest: one QApplication per test process,
+// settings and secrets in a temporary folder so tests never touch the user's.
+#include <QApplication>
+#include <QTemporaryDir>
+#include <filesystem>
+
+namespace crucible::uitest {
+
+// A fresh temporary folder per call (removed at exit).
+std::filesystem::path temp_dir();
+
+}  // namespace crucible::uitest
+
+#include <QDeadlineTimer>
+#include <QTest>
+
+namespace crucible::uitest {
+
+// Runs the event loop until `condition` holds or `timeout_ms` passes (QTRY_* report to QTest's
+// logger, which GoogleTest does not see).
+template <class Condition>
+bool wait_for(Condition&& condition, int timeout_ms = 5000) {
+    QDeadlineTimer deadline(timeout_ms);
+    while (!condition()) {
+        if (deadline.hasExpired()) return false;
+        QTest::qWait(10);
+    }
+    return true;
+}
+
+}  // namespace crucible::uitest

@@ -1,0 +1,472 @@
+#include "ui/annotation_editor.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QImageReader>
+#include <QLabel>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPushButton>
+#include <QUndoCommand>
+#include <QVBoxLayout>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+#include "core/base/file_io.h"
+#include "ui/background.h"
+
+namespace crucible::ui {
+
+namespace {
+
+const QColor kClassColors[] = {QColor(230, 25, 75),  QColor(60, 180, 75),  QColor(255, 225, 25),
+                               QColor(0, 130, 200),  QColor(245, 130, 48), QColor(145, 30, 180),
+                               QColor(70, 240, 240), QColor(240, 50, 230), QColor(210, 245, 60),
+                               QColor(250, 190, 212)};
+
+QColor class_color(int cls) {
+    const int n = static_cast<int>(sizeof kClassColors / sizeof kClassColors[0]);
+    return kClassColors[((cls % n) + n) % n];
+}
+
+class BoxEditCommand : public QUndoCommand {
+  public:
+    BoxEditCommand(AnnotationEditor* editor, int image, std::vector<data::Box> before,
+                   std::vector<data::Box> after, const QString& text)
+        : QUndoCommand(text),
+          editor_(editor),
+          image_(image),
+          before_(std::move(before)),
+          after_(std::move(after)) {}
+    void redo() override { editor_->apply_boxes(image_, after_); }
+    void undo() override { editor_->apply_boxes(image_, before_); }
+
+  private:
+    AnnotationEditor* editor_;
+    int image_;
+    std::vector<data::Box> before_, after_;
+};
+
+const std::vector<data::Box> kNoBoxes;
+
+}  // namespace
+
+// ---------------------------------------------------------------- canvas
+
+AnnotationCanvas::AnnotationCanvas(AnnotationEditor* editor) : QWidget(editor), editor_(editor) {
+    setMinimumSize(320, 240);
+    setMouseTracking(true);
+    setFocusPolicy(Qt::StrongFocus);
+    setAutoFillBackground(true);
+}
+
+void AnnotationCanvas::set_image(const QImage& image, QSize nominal) {
+    image_ = image;
+    nominal_ = !image.isNull() ? image.size() : (nominal.isEmpty() ? QSize(640, 480) : nominal);
+    preview_.reset();
+    drag_ = Drag::None;
+    update();
+}
+
+void AnnotationCanvas::set_draw_mode(bool on) {
+    draw_mode_ = on;
+    setCursor(on ? Qt::CrossCursor : Qt::ArrowCursor);
+}
+
+void AnnotationCanvas::reset_view() {
+    zoom_ = 1.0;
+    pan_ = {};
+    update();
+}
+
+QRectF AnnotationCanvas::image_rect() const {
+    const double iw = nominal_.width(), ih = nominal_.height();
+    const double fit = std::min((width() - 8) / iw, (height() - 8) / ih);
+    const double s = std::max(fit, 1e-3) * zoom_;
+    const QSizeF size(iw * s, ih * s);
+    const QPointF centre = QPointF(width() / 2.0, height() / 2.0) + pan_;
+    return {centre - QPointF(size.width() / 2, size.height() / 2), size};
+}
+
+QPointF AnnotationCanvas::to_widget(double nx, double ny) const {
+    QRectF r = image_rect();
+    return {r.left() + nx * r.width(), r.top() + ny * r.height()};
+}
+
+QPointF AnnotationCanvas::to_normalized(QPointF p) const {
+    QRectF r = image_rect();
+    return {(p.x() - r.left()) / r.width(), (p.y() - r.top()) / r.height()};
+}
+
+QRectF AnnotationCanvas::box_rect(const data::Box& b) const {
+    return QRectF(to_widget(b.cx - b.w / 2, b.cy - b.h / 2),
+                  to_widget(b.cx + b.w / 2, b.cy + b.h / 2));
+}
+
+data::Box AnnotationCanvas::box_from_rect(QRectF r, int cls) const {
+    r = r.normalized();
+    QPointF a = to_normalized(r.topLeft()), b = to_normalized(r.bottomRight());
+    const double x0 = std::clamp(a.x(), 0.0, 1.0), y0 = std::clamp(a.y(), 0.0, 1.0);
+    const double x1 = std::clamp(b.x(), 0.0, 1.0), y1 = std::clamp(b.y(), 0.0, 1.0);
+    data::Box box;
+    box.cls = cls;
+    box.cx = (x0 + x1) / 2;
+    box.cy = (y0 + y1) / 2;
+    box.w = x1 - x0;
+    box.h = y1 - y0;
+    return box;
+}
+
+void AnnotationCanvas::zoom_by(double factor, QPointF around) {
+    const double new_zoom = std::clamp(zoom_ * factor, 0.2, 40.0);
+    factor = new_zoom / zoom_;
+    // Keep the point under the cursor fixed.
+    const QPointF centre = QPointF(width() / 2.0, height() / 2.0) + pan_;
+    pan_ += (centre - around) * (factor - 1);
+    zoom_ = new_zoom;
+    update();
+}
+
+void AnnotationCanvas::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().color(QPalette::Base));
+    const QRectF r = image_rect();
+    if (!image_.isNull())
+        p.drawImage(r, image_);
+    else
+        p.fillRect(r, QColor(80, 80, 80));
+    const auto& boxes = editor_->boxes();
+    const auto& names = editor_->content()->class_names;
+    for (int i = 0; i < static_cast<int>(boxes.size()); ++i) {
+        data::Box b = boxes[static_cast<std::size_t>(i)];
+        if (preview_ && i == drag_box_ && drag_ != Drag::Draw) b = *preview_;
+        const QRectF br = box_rect(b);
+        const bool sel = i == editor_->selected();
+        QColor c = class_color(b.cls);
+        p.setPen(QPen(c, sel ? 2.5 : 1.5));
+        QColor fill = c;
+        fill.setAlpha(sel ? 50 : 20);
+        p.setBrush(fill);
+        p.drawRect(br);
+        const QString label = b.cls >= 0 && static_cast<std::size_t>(b.cls) < names.size()
+                                  ? QString::fromStdString(names[static_cast<std::size_t>(b.cls)])
+                                  : QString::number(b.cls);
+        p.fillRect(QRectF(br.topLeft() - QPointF(0, 16),
+                          QSizeF(p.fontMetrics().horizontalAdvance(label) + 6, 16)),
+                   c);
+        p.setPen(Qt::black);
+        p.drawText(br.topLeft() + QPointF(3, -4), label);
+        if (sel) {
+            p.setBrush(Qt::white);
+            p.setPen(QPen(c, 1));
+            for (QPointF corner : {br.topLeft(), br.topRight(), br.bottomLeft(), br.bottomRight()})
+                p.drawRect(QRectF(corner - QPointF(4, 4), QSizeF(8, 8)));
+        }
+    }
+    if (preview_ && drag_ == Drag::Draw) {
+        p.setPen(QPen(class_color(preview_->cls), 1.5, Qt::DashLine));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(box_rect(*preview_));
+    }
+}
+
+void AnnotationCanvas::mousePressEvent(QMouseEvent* e) {
+    setFocus();
+    press_ = last_ = e->position();
+    preview_.reset();
+    if (e->button() == Qt::MiddleButton) {
+        drag_ = Drag::Pan;
+        return;
+    }
+    if (e->button() != Qt::LeftButton) return;
+    const auto& boxes = editor_->boxes();
+    if (!draw_mode_) {
+        // A corner of the selected box resizes it; inside a box selects and moves it.
+        const int sel = editor_->selected();
+        if (sel >= 0 && sel < static_cast<int>(boxes.size())) {
+            const QRectF br = box_rect(boxes[static_cast<std::size_t>(sel)]);
+            const QPointF corners[] = {br.topLeft(), br.topRight(), br.bottomLeft(),
+                                       br.bottomRight()};
+            const QPointF opposite[] = {br.bottomRight(), br.bottomLeft(), br.topRight(),
+                                        br.topLeft()};
+            for (int c = 0; c < 4; ++c)
+                if (QLineF(corners[c], press_).length() <= 7) {
+                    drag_ = Drag::Resize;
+                    drag_box_ = sel;
+                    anchor_ = opposite[c];
+                    return;
+                }
+        }
+        for (int i = static_cast<int>(boxes.size()) - 1; i >= 0; --i)
+            if (box_rect(boxes[static_cast<std::size_t>(i)]).contains(press_)) {
+                editor_->select(i);
+                drag_ = Drag::Move;
+                drag_box_ = i;
+                return;
+            }
+        editor_->select(-1);
+    }
+    drag_ = Drag::Draw;
+    drag_box_ = -1;
+}
+
+void AnnotationCanvas::mouseMoveEvent(QMouseEvent* e) {
+    const QPointF pos = e->position();
+    const auto& boxes = editor_->boxes();
+    switch (drag_) {
+        case Drag::None:
+            return;
+        case Drag::Pan:
+            pan_ += pos - last_;
+            break;
+        case Drag::Draw:
+            preview_ = box_from_rect(QRectF(press_, pos), editor_->current_class());
+            break;
+        case Drag::Resize:
+            if (drag_box_ < static_cast<int>(boxes.size()))
+                preview_ = box_from_rect(QRectF(anchor_, pos),
+                                         boxes[static_cast<std::size_t>(drag_box_)].cls);
+            break;
+        case Drag::Move: {
+            if (drag_box_ >= static_cast<int>(boxes.size())) break;
+            data::Box b = boxes[static_cast<std::size_t>(drag_box_)];
+            const QRectF r = image_rect();
+            const QPointF d = pos - press_;
+            b.cx = std::clamp(b.cx + d.x() / r.width(), b.w / 2, 1 - b.w / 2);
+            b.cy = std::clamp(b.cy + d.y() / r.height(), b.h / 2, 1 - b.h / 2);
+            preview_ = b;
+            break;
+        }
+    }
+    last_ = pos;
+    update();
+}
+
+void AnnotationCanvas::mouseReleaseEvent(QMouseEvent* e) {
+    mouseMoveEvent(e);
+    const Drag drag = drag_;
+    drag_ = Drag::None;
+    auto preview = preview_;
+    preview_.reset();
+    const bool moved = QLineF(press_, e->position()).length() >= 3;
+    if (preview && moved) {
+        if (drag == Drag::Draw) {
+            const QRectF br = box_rect(*preview);
+            if (br.width() >= 3 && br.height() >= 3 && preview->w > 0 && preview->h > 0) {
+                editor_->add_box(*preview);
+                set_draw_mode(false);
+            }
+        } else if ((drag == Drag::Move || drag == Drag::Resize) && drag_box_ >= 0 &&
+                   preview->w > 0 && preview->h > 0) {
+            editor_->set_box(drag_box_, *preview);
+        }
+    }
+    update();
+}
+
+void AnnotationCanvas::wheelEvent(QWheelEvent* e) {
+    if (e->modifiers() & Qt::ControlModifier) {
+        zoom_by(std::pow(1.0015, e->angleDelta().y()), e->position());
+        e->accept();
+        return;
+    }
+    pan_ += QPointF(e->angleDelta().x(), e->angleDelta().y()) / 4.0;
+    update();
+}
+
+// ---------------------------------------------------------------- editor
+
+AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<DatasetContent> content,
+                                   QWidget* parent)
+    : QWidget(parent), project_(project), content_(std::move(content)) {
+    undo_ = new QUndoStack(this);
+    auto* outer = new QVBoxLayout(this);
+    auto* bar = new QHBoxLayout;
+    title_ = new QLabel(this);
+    class_picker_ = new QComboBox(this);
+    for (const auto& name : content_->class_names)
+        class_picker_->addItem(QString::fromStdString(name));
+    auto* prev = new QPushButton(tr("◀ Prev (A)"), this);
+    auto* next = new QPushButton(tr("Next (D) ▶"), this);
+    auto* draw = new QPushButton(tr("New box (W)"), this);
+    auto* undo_button = new QPushButton(tr("Undo"), this);
+    auto* redo_button = new QPushButton(tr("Redo"), this);
+    for (QPushButton* b : {prev, next, draw, undo_button, redo_button})
+        b->setFocusPolicy(Qt::NoFocus);
+    bar->addWidget(title_, 1);
+    bar->addWidget(new QLabel(tr("Class"), this));
+    bar->addWidget(class_picker_);
+    bar->addWidget(draw);
+    bar->addWidget(undo_button);
+    bar->addWidget(redo_button);
+    bar->addWidget(prev);
+    bar->addWidget(next);
+    outer->addLayout(bar);
+    canvas_ = new AnnotationCanvas(this);
+    outer->addWidget(canvas_, 1);
+    outer->addWidget(new QLabel(tr("W new box · drag a box to move, a corner to resize · Del "
+                                   "delete · A/D previous/next · Ctrl+Z/Ctrl+Y undo/redo · "
+                                   "Ctrl+wheel zoom, middle drag pan"),
+                                this));
+
+    auto shortcut = [this](const QList<QKeySequence>& keys, auto fn) {
+        auto* a = new QAction(this);
+        a->setShortcuts(keys);
+        a->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+        connect(a, &QAction::triggered, this, fn);
+        addAction(a);
+        return a;
+    };
+    shortcut({QKeySequence(Qt::Key_W)}, [this] { canvas_->set_draw_mode(true); });
+    shortcut({QKeySequence(Qt::Key_A)}, [this] { open_image(index_ - 1); });
+    shortcut({QKeySequence(Qt::Key_D)}, [this] { open_image(index_ + 1); });
+    shortcut({QKeySequence::Delete, QKeySequence(Qt::Key_Backspace)},
+             [this] { delete_box(selected_); });
+    shortcut({QKeySequence(Qt::Key_Escape)}, [this] {
+        canvas_->set_draw_mode(false);
+        select(-1);
+    });
+    shortcut({QKeySequence(Qt::CTRL | Qt::Key_0)}, [this] { canvas_->reset_view(); });
+    QAction* undo_action = undo_->createUndoAction(this);
+    undo_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Z)});
+    undo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    addAction(undo_action);
+    QAction* redo_action = undo_->createRedoAction(this);
+    redo_action->setShortcuts(
+        {QKeySequence(Qt::CTRL | Qt::Key_Y), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)});
+    redo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+    addAction(redo_action);
+    connect(undo_button, &QPushButton::clicked, undo_, &QUndoStack::undo);
+    connect(redo_button, &QPushButton::clicked, undo_, &QUndoStack::redo);
+    connect(undo_, &QUndoStack::canUndoChanged, undo_button, &QPushButton::setEnabled);
+    connect(undo_, &QUndoStack::canRedoChanged, redo_button, &QPushButton::setEnabled);
+    undo_button->setEnabled(false);
+    redo_button->setEnabled(false);
+    connect(prev, &QPushButton::clicked, this, [this] { open_image(index_ - 1); });
+    connect(next, &QPushButton::clicked, this, [this] { open_image(index_ + 1); });
+    connect(draw, &QPushButton::clicked, this, [this] {
+        canvas_->set_draw_mode(true);
+        canvas_->setFocus();
+    });
+    connect(class_picker_, &QComboBox::currentIndexChanged, this, [this](int cls) {
+        if (selected_ < 0 || cls < 0) return;
+        data::Box b = boxes()[static_cast<std::size_t>(selected_)];
+        if (b.cls != cls) {
+            b.cls = cls;
+            set_box(selected_, b);
+        }
+    });
+    if (!content_->images.empty()) open_image(0);
+}
+
+const std::vector<data::Box>& AnnotationEditor::boxes() const {
+    if (index_ < 0 || index_ >= static_cast<int>(content_->images.size())) return kNoBoxes;
+    return content_->images[static_cast<std::size_t>(index_)].boxes;
+}
+
+void AnnotationEditor::open_image(int index) {
+    if (index < 0 || index >= static_cast<int>(content_->images.size())) return;
+    index_ = index;
+    selected_ = -1;
+    loaded_ = false;
+    const auto& img = content_->images[static_cast<std::size_t>(index)];
+    canvas_->set_image({}, QSize(img.width, img.height));
+    canvas_->reset_view();
+    update_title();
+    const int token = ++load_token_;
+    const QString file = QString::fromStdString(path_to_utf8(img.path));
+    run_in_background<QImage>(
+        this,
+        [file] {
+            QImageReader reader(file);
+            reader.setAutoTransform(true);
+            return reader.read();
+        },
+        [this, token, file](QImage image, QString error) {
+            if (token != load_token_) return;  // another image was opened meanwhile
+            if (image.isNull())
+                emit failed(tr("cannot read %1%2").arg(file, error.isEmpty() ? "" : ": " + error));
+            const auto& rec = content_->images[static_cast<std::size_t>(index_)];
+            canvas_->set_image(image, QSize(rec.width, rec.height));
+            loaded_ = true;
+        });
+    emit image_changed(index);
+}
+
+void AnnotationEditor::update_title() {
+    if (index_ < 0) {
+        title_->clear();
+        return;
+    }
+    const auto& img = content_->images[static_cast<std::size_t>(index_)];
+    title_->setText(tr("%1 / %2 · %3 · %4 · %5 boxes")
+                        .arg(index_ + 1)
+                        .arg(content_->images.size())
+                        .arg(QString::fromStdString(path_to_utf8(img.path.filename())),
+                             QString::fromStdString(img.split))
+                        .arg(img.boxes.size()));
+}
+
+void AnnotationEditor::select(int box) {
+    selected_ = box >= 0 && box < static_cast<int>(boxes().size()) ? box : -1;
+    if (selected_ >= 0) {
+        QSignalBlocker block(class_picker_);
+        class_picker_->setCurrentIndex(boxes()[static_cast<std::size_t>(selected_)].cls);
+    }
+    canvas_->update();
+}
+
+int AnnotationEditor::current_class() const {
+    return std::max(0, class_picker_->currentIndex());
+}
+
+void AnnotationEditor::set_current_class(int cls) {
+    class_picker_->setCurrentIndex(cls);
+}
+
+void AnnotationEditor::push_edit(std::vector<data::Box> after, const QString& text) {
+    if (index_ < 0) return;
+    undo_->push(new BoxEditCommand(this, index_, boxes(), std::move(after), text));
+}
+
+void AnnotationEditor::add_box(const data::Box& box) {
+    auto after = boxes();
+    after.push_back(box);
+    push_edit(std::move(after), tr("new box"));
+    select(static_cast<int>(boxes().size()) - 1);
+}
+
+void AnnotationEditor::set_box(int i, const data::Box& box) {
+    if (i < 0 || i >= static_cast<int>(boxes().size())) return;
+    auto after = boxes();
+    after[static_cast<std::size_t>(i)] = box;
+    push_edit(std::move(after), tr("edit box"));
+}
+
+void AnnotationEditor::delete_box(int i) {
+    if (i < 0 || i >= static_cast<int>(boxes().size())) return;
+    auto after = boxes();
+    after.erase(after.begin() + i);
+    push_edit(std::move(after), tr("delete box"));
+}
+
+void AnnotationEditor::apply_boxes(int index, const std::vector<data::Box>& boxes) {
+    if (index < 0 || index >= static_cast<int>(content_->images.size())) return;
+    auto& img = content_->images[static_cast<std::size_t>(index)];
+    try {
+        save_image_boxes(project_, content_->dataset_id, img.id, boxes);
+        img.boxes = boxes;
+    } catch (const std::exception& e) {
+        emit failed(tr("boxes not saved: %1").arg(QString::fromUtf8(e.what())));
+        return;
+    }
+    if (index != index_) open_image(index);  // undo of an edit on another image shows it
+    if (selected_ >= static_cast<int>(img.boxes.size())) selected_ = -1;
+    update_title();
+    canvas_->update();
+    emit edited(index);
+}
+
+}  // namespace crucible::ui

@@ -1,0 +1,114 @@
+#pragma once
+// The annotation editor: draw, move, resize and delete boxes on one image, labelImg-style keys
+// (W new box, A / D previous / next image, Del delete, Ctrl+Z / Ctrl+Y undo / redo through a
+// QUndoStack), a class picker, Ctrl+wheel zoom and middle-button pan. Every edit is saved to the
+// project at once (core/store), and undo / redo save the boxes they restore.
+#include <QImage>
+#include <QPointF>
+#include <QUndoStack>
+#include <QWidget>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ui/annotation_store.h"
+
+class QComboBox;
+class QLabel;
+
+namespace crucible::store {
+class Project;
+}
+
+namespace crucible::ui {
+
+class AnnotationEditor;
+
+// The drawing surface: paints the image and boxes, turns mouse drags into edits.
+class AnnotationCanvas : public QWidget {
+    Q_OBJECT
+  public:
+    explicit AnnotationCanvas(AnnotationEditor* editor);
+    void set_image(const QImage& image, QSize nominal);
+    void set_draw_mode(bool on);
+    bool draw_mode() const { return draw_mode_; }
+    // Where the image is drawn, in widget coordinates.
+    QRectF image_rect() const;
+    QPointF to_widget(double nx, double ny) const;
+    QPointF to_normalized(QPointF widget) const;
+    void zoom_by(double factor, QPointF around);
+    void reset_view();
+
+  protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void wheelEvent(QWheelEvent* event) override;
+
+  private:
+    enum class Drag { None, Draw, Move, Resize, Pan };
+    QRectF box_rect(const data::Box& b) const;
+    data::Box box_from_rect(QRectF r, int cls) const;
+
+    AnnotationEditor* editor_;
+    QImage image_;
+    QSize nominal_{640, 480};
+    bool draw_mode_ = false;
+    double zoom_ = 1.0;
+    QPointF pan_;
+    Drag drag_ = Drag::None;
+    QPointF press_, last_;
+    QPointF anchor_;  // fixed corner while resizing
+    int drag_box_ = -1;
+    std::optional<data::Box> preview_;
+};
+
+class AnnotationEditor : public QWidget {
+    Q_OBJECT
+  public:
+    AnnotationEditor(store::Project& project, std::shared_ptr<DatasetContent> content,
+                     QWidget* parent = nullptr);
+
+    void open_image(int index);
+    int current_index() const { return index_; }
+    bool image_loaded() const { return loaded_; }
+    const std::vector<data::Box>& boxes() const;
+    int selected() const { return selected_; }
+    void select(int box);
+    int current_class() const;
+    void set_current_class(int cls);
+    AnnotationCanvas* canvas() const { return canvas_; }
+    QUndoStack* undo_stack() const { return undo_; }
+    const std::shared_ptr<DatasetContent>& content() const { return content_; }
+
+    // Edits of the current image, each one undo step, saved at once.
+    void add_box(const data::Box& box);
+    void set_box(int i, const data::Box& box);
+    void delete_box(int i);
+
+    // Used by the undo commands: puts `boxes` on image `index` and saves them.
+    void apply_boxes(int index, const std::vector<data::Box>& boxes);
+
+  signals:
+    void edited(int image_index);
+    void failed(const QString& message);
+    void image_changed(int image_index);
+
+  private:
+    void push_edit(std::vector<data::Box> after, const QString& text);
+    void update_title();
+
+    store::Project& project_;
+    std::shared_ptr<DatasetContent> content_;
+    int index_ = -1;
+    int selected_ = -1;
+    bool loaded_ = false;
+    int load_token_ = 0;
+    QUndoStack* undo_ = nullptr;
+    AnnotationCanvas* canvas_ = nullptr;
+    QComboBox* class_picker_ = nullptr;
+    QLabel* title_ = nullptr;
+};
+
+}  // namespace crucible::ui

@@ -1,0 +1,28 @@
+#include "ui/log_console.h"
+
+#include <QDateTime>
+#include <QMetaObject>
+#include <QThread>
+
+namespace crucible::ui {
+
+LogConsole::LogConsole(QWidget* parent) : QPlainTextEdit(parent) {
+    setReadOnly(true);
+    setMaximumBlockCount(5000);
+    setLineWrapMode(QPlainTextEdit::NoWrap);
+    QFont mono(QStringLiteral("monospace"));
+    mono.setStyleHint(QFont::Monospace);
+    setFont(mono);
+}
+
+void LogConsole::append_line(const QString& level, const QString& message) {
+    if (QThread::currentThread() != thread()) {
+        QMetaObject::invokeMethod(
+            this, [this, level, message] { append_line(level, message); }, Qt::QueuedConnection);
+        return;
+    }
+    const QString time = QDateTime::currentDateTime().toString(QStringLiteral("HH:mm:ss"));
+    appendPlainText(QStringLiteral("%1 [%2] %3").arg(time, level, message));
+}
+
+}  // namespace crucible::ui

@@ -1,0 +1,597 @@
+#include "ui/main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHeaderView>
+#include <QLabel>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMimeData>
+#include <QProgressDialog>
+#include <QSettings>
+#include <QSplitter>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
+#include <QTreeWidget>
+#include <QUrl>
+#include <optional>
+
+#include "core/base/file_io.h"
+#include "core/base/secret_store.h"
+#include "core/store/dataset_store.h"
+#include "core/store/project.h"
+#include "ui/annotation_editor.h"
+#include "ui/background.h"
+#include "ui/dataset_view.h"
+#include "ui/log_console.h"
+#include "ui/run_monitor.h"
+#include "ui/run_setup.h"
+
+namespace crucible::ui {
+
+namespace {
+
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+std::filesystem::path to_path(const QString& s) {
+    return path_from_utf8(s.toStdString());
+}
+QString from_path(const std::filesystem::path& p) {
+    return qs(path_to_utf8(p));
+}
+
+constexpr int kMaxRecent = 8;
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(tr("Crucible Studio"));
+    setAcceptDrops(true);
+    resize(1280, 800);
+
+    tree_ = new QTreeWidget(this);
+    tree_->setHeaderHidden(true);
+    tree_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+    tree_->setMinimumWidth(200);
+    tree_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(tree_, &QTreeWidget::itemActivated, this,
+            [this](QTreeWidgetItem* item, int) { on_tree_activated(item); });
+    connect(tree_, &QTreeWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        QTreeWidgetItem* item = tree_->itemAt(pos);
+        if (!item) return;
+        QMenu menu;
+        const QString kind = item->data(0, kKindRole).toString();
+        if (kind == QLatin1String("run")) {
+            menu.addAction(tr("Open monitor"), this, [this, item] { on_tree_activated(item); });
+            menu.addAction(tr("Compare selected runs"), this, &MainWindow::compare_selected_runs);
+        } else if (kind == QLatin1String("dataset")) {
+            menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
+            const auto id = item->data(0, kIdRole).toLongLong();
+            menu.addAction(tr("Annotate"), this, [this, id] { open_annotation(id, 0); });
+        } else if (kind == QLatin1String("server")) {
+            const auto id = item->data(0, kIdRole).toLongLong();
+            menu.addAction(tr("Check connection"), this, [this, id] { check_server(id); });
+        }
+        if (!menu.isEmpty()) menu.exec(tree_->viewport()->mapToGlobal(pos));
+    });
+
+    tabs_ = new QTabWidget(this);
+    tabs_->setTabsClosable(true);
+    tabs_->setMovable(true);
+    tabs_->setDocumentMode(true);
+    connect(tabs_, &QTabWidget::tabCloseRequested, this, [this](int i) {
+        QWidget* w = tabs_->widget(i);
+        tabs_->removeTab(i);
+        w->deleteLater();
+    });
+
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(tree_);
+    split->addWidget(tabs_);
+    split->setStretchFactor(1, 1);
+    split->setSizes({240, 1040});
+    setCentralWidget(split);
+
+    log_ = new LogConsole(this);
+    log_dock_ = new QDockWidget(tr("Log"), this);
+    log_dock_->setObjectName(QStringLiteral("log_dock"));
+    log_dock_->setWidget(log_);
+    addDockWidget(Qt::BottomDockWidgetArea, log_dock_);
+
+    project_label_ = new QLabel(tr("no project"), this);
+    connection_label_ = new QLabel(tr("no server"), this);
+    gpu_label_ = new QLabel(tr("GPU: —"), this);
+    statusBar()->addWidget(project_label_, 1);
+    statusBar()->addPermanentWidget(connection_label_);
+    statusBar()->addPermanentWidget(gpu_label_);
+
+    build_menus();
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+    theme_ = theme_from_name(settings.value(QStringLiteral("ui/theme")).toString());
+    refresh_tree();
+}
+
+MainWindow::~MainWindow() {
+    // Widgets that refer to the project go before it.
+    while (tabs_->count() > 0) {
+        QWidget* w = tabs_->widget(0);
+        tabs_->removeTab(0);
+        delete w;
+    }
+}
+
+void MainWindow::build_menus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New project…"), QKeySequence::New, this, [this] {
+        QString f = QFileDialog::getSaveFileName(this, tr("New project"), QString(),
+                                                 tr("Crucible project (*.crucible)"));
+        if (f.isEmpty()) return;
+        if (!f.endsWith(QStringLiteral(".crucible"))) f += QStringLiteral(".crucible");
+        new_project(f);
+    });
+    file->addAction(tr("&Open project…"), QKeySequence::Open, this, [this] {
+        QString f = QFileDialog::getOpenFileName(this, tr("Open project"), QString(),
+                                                 tr("Crucible project (*.crucible)"));
+        if (!f.isEmpty()) open_project(f);
+    });
+    recent_menu_ = file->addMenu(tr("Open &recent"));
+    rebuild_recent_menu();
+    file->addSeparator();
+    file->addAction(tr("&Import dataset…"), QKeySequence(Qt::CTRL | Qt::Key_I), this, [this] {
+        QString d = QFileDialog::getExistingDirectory(this, tr("Dataset folder"));
+        if (!d.isEmpty()) import_dataset(d);
+    });
+    file->addAction(
+        tr("Open &events file…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
+            QString f =
+                QFileDialog::getOpenFileName(this, tr("Events"), QString(), tr("events (*.jsonl)"));
+            if (!f.isEmpty()) open_events_file(f);
+        });
+    file->addSeparator();
+    file->addAction(tr("&Close tab"), QKeySequence(Qt::CTRL | Qt::Key_W), this, [this] {
+        if (tabs_->currentIndex() >= 0) emit tabs_->tabCloseRequested(tabs_->currentIndex());
+    });
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* run = menuBar()->addMenu(tr("&Run"));
+    run->addAction(tr("&New run…"), QKeySequence(Qt::CTRL | Qt::Key_R), this,
+                   [this] { open_run_setup(); });
+    run->addAction(tr("&Compare selected runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
+                   this, &MainWindow::compare_selected_runs);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    QAction* dark = view->addAction(tr("&Dark theme"));
+    dark->setCheckable(true);
+    dark->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_T));
+    connect(dark, &QAction::toggled, this,
+            [this](bool on) { set_theme(on ? Theme::Dark : Theme::Light); });
+    QAction* log_toggle = log_dock_->toggleViewAction();
+    log_toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_L));
+    view->addAction(log_toggle);
+    view->addAction(tr("&Refresh project"), QKeySequence::Refresh, this, &MainWindow::refresh_tree);
+    view->addAction(tr("Next tab"), QKeySequence(Qt::CTRL | Qt::Key_Tab), this, [this] {
+        if (tabs_->count() > 0)
+            tabs_->setCurrentIndex((tabs_->currentIndex() + 1) % tabs_->count());
+    });
+}
+
+void MainWindow::set_theme(Theme theme) {
+    theme_ = theme;
+    if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance()))
+        apply_theme(*app, theme);
+    QSettings().setValue(QStringLiteral("ui/theme"), theme_name(theme));
+}
+
+void MainWindow::log(const QString& level, const QString& message) {
+    log_->append_line(level, message);
+    if (level == QLatin1String("error")) statusBar()->showMessage(message, 8000);
+}
+
+QStringList MainWindow::recent_projects() const {
+    return QSettings().value(QStringLiteral("recent/projects")).toStringList();
+}
+
+void MainWindow::add_recent(const QString& file) {
+    QStringList list = recent_projects();
+    const QString abs = QFileInfo(file).absoluteFilePath();
+    list.removeAll(abs);
+    list.prepend(abs);
+    while (list.size() > kMaxRecent)
+        list.removeLast();
+    QSettings().setValue(QStringLiteral("recent/projects"), list);
+    rebuild_recent_menu();
+}
+
+void MainWindow::rebuild_recent_menu() {
+    recent_menu_->clear();
+    const QStringList list = recent_projects();
+    for (int i = 0; i < list.size(); ++i) {
+        const QString f = list[i];
+        QAction* a = recent_menu_->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(f), this,
+                                             [this, f] { open_project(f); });
+        a->setEnabled(QFileInfo::exists(f));
+    }
+    recent_menu_->setEnabled(!list.isEmpty());
+}
+
+bool MainWindow::open_project(const QString& file) {
+    try {
+        auto p = store::Project::open(to_path(file));
+        close_project();
+        project_ = std::move(p);
+        if (!project_->stale_lock_taken_over().empty())
+            log(QStringLiteral("warn"),
+                tr("took over the lock of %1").arg(qs(project_->stale_lock_taken_over())));
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"),
+            tr("cannot open %1: %2").arg(file, QString::fromUtf8(e.what())));
+        return false;
+    }
+    add_recent(file);
+    log(QStringLiteral("info"), tr("opened %1").arg(file));
+    refresh_tree();
+    return true;
+}
+
+bool MainWindow::new_project(const QString& file) {
+    try {
+        auto p = store::Project::create(to_path(file));
+        close_project();
+        project_ = std::move(p);
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"),
+            tr("cannot create %1: %2").arg(file, QString::fromUtf8(e.what())));
+        return false;
+    }
+    add_recent(file);
+    log(QStringLiteral("info"), tr("created %1").arg(file));
+    refresh_tree();
+    return true;
+}
+
+void MainWindow::close_project() {
+    while (tabs_->count() > 0) {
+        QWidget* w = tabs_->widget(0);
+        tabs_->removeTab(0);
+        delete w;
+    }
+    contents_.clear();
+    project_.reset();
+    refresh_tree();
+}
+
+void MainWindow::set_task_schemas(const Json& tasks) {
+    tasks_ = tasks.is_array() ? tasks : Json::array();
+    log(QStringLiteral("info"), tr("%1 task schemas available").arg(tasks_.size()));
+}
+
+QString MainWindow::status_text() const {
+    return project_label_->text() + QStringLiteral(" | ") + connection_label_->text() +
+           QStringLiteral(" | ") + gpu_label_->text();
+}
+
+void MainWindow::refresh_tree() {
+    tree_->clear();
+    if (!project_) {
+        project_label_->setText(tr("no project — File ▸ Open or drop a dataset folder"));
+        setWindowTitle(tr("Crucible Studio"));
+        return;
+    }
+    const QString name = from_path(project_->path().filename());
+    setWindowTitle(tr("%1 — Crucible Studio").arg(name));
+    project_label_->setText(from_path(project_->path()));
+    auto* datasets = new QTreeWidgetItem(tree_, {tr("Datasets")});
+    auto* runs = new QTreeWidgetItem(tree_, {tr("Runs")});
+    auto* servers = new QTreeWidgetItem(tree_, {tr("Servers")});
+    try {
+        for (const auto& d : store::list_datasets(*project_)) {
+            auto* item = new QTreeWidgetItem(
+                datasets, {qs(d.name) + tr(" (%1 images, %2 boxes)").arg(d.images).arg(d.boxes)});
+            item->setData(0, kKindRole, QStringLiteral("dataset"));
+            item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(d.id));
+            item->setToolTip(
+                0, qs(d.kind + " · " + d.format + " · version " + d.version_hash.substr(0, 12)));
+        }
+        for (const auto& r : store::list_runs(*project_)) {
+            auto* item = new QTreeWidgetItem(runs, {qs(r.setup.name) + QStringLiteral(" [") +
+                                                    qs(r.setup.state) + QStringLiteral("]")});
+            item->setData(0, kKindRole, QStringLiteral("run"));
+            item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(r.id));
+            item->setToolTip(0, tr("%1 · %2 events").arg(qs(r.setup.task)).arg(r.events));
+        }
+        for (const auto& s : store::list_servers(*project_)) {
+            auto* item =
+                new QTreeWidgetItem(servers, {qs(s.name) + QStringLiteral(" — ") + qs(s.url)});
+            item->setData(0, kKindRole, QStringLiteral("server"));
+            item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(s.id));
+        }
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+    }
+    tree_->expandAll();
+}
+
+void MainWindow::on_tree_activated(QTreeWidgetItem* item) {
+    const QString kind = item->data(0, kKindRole).toString();
+    const auto id = static_cast<std::int64_t>(item->data(0, kIdRole).toLongLong());
+    if (kind == QLatin1String("dataset"))
+        open_dataset(id);
+    else if (kind == QLatin1String("run"))
+        open_run(id);
+    else if (kind == QLatin1String("server"))
+        check_server(id);
+}
+
+int MainWindow::add_tab(QWidget* widget, const QString& title) {
+    int i = tabs_->addTab(widget, title);
+    tabs_->setCurrentIndex(i);
+    return i;
+}
+
+net::RemoteEndpoint MainWindow::endpoint_for(const store::ServerInfo& server) const {
+    net::RemoteEndpoint ep;
+    ep.url = server.url;
+    ep.fingerprint = server.tls_fingerprint;
+    try {
+        if (auto token = SecretStore::open_default()->get("agent:" + server.url)) ep.token = *token;
+    } catch (const std::exception& e) {
+        log_->append_line(
+            QStringLiteral("warn"),
+            tr("no token for %1: %2").arg(qs(server.url), QString::fromUtf8(e.what())));
+    }
+    return ep;
+}
+
+RunMonitor* MainWindow::open_run(std::int64_t run_id) {
+    return open_runs({run_id});
+}
+
+RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
+    if (!project_ || run_ids.empty()) return nullptr;
+    auto* monitor = new RunMonitor(tabs_);
+    QStringList names;
+    try {
+        for (auto id : run_ids) {
+            const store::RunInfo info = store::get_run(*project_, id);
+            const QString name = qs(info.setup.name);
+            names << name;
+            const int index = monitor->add_store_run(*project_, id, name);
+            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() && info.setup.server_id) {
+                for (const auto& s : store::list_servers(*project_))
+                    if (s.id == *info.setup.server_id) {
+                        // Live: new events are kept in the project and drawn.
+                        monitor->follow_remote(index, endpoint_for(s), qs(info.setup.remote_job_id),
+                                               info.last_seq,
+                                               [this, id](const std::vector<Event>& events) {
+                                                   if (project_)
+                                                       store::append_events(*project_, id, events);
+                                               });
+                    }
+            }
+        }
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+    }
+    monitor->redraw_now();
+    add_tab(monitor, names.join(QStringLiteral(" vs ")));
+    return monitor;
+}
+
+RunMonitor* MainWindow::open_events_file(const QString& events_jsonl) {
+    auto* monitor = new RunMonitor(tabs_);
+    monitor->follow_file(to_path(events_jsonl), QFileInfo(events_jsonl).dir().dirName());
+    add_tab(monitor, QFileInfo(events_jsonl).fileName());
+    return monitor;
+}
+
+void MainWindow::compare_selected_runs() {
+    std::vector<std::int64_t> ids;
+    for (QTreeWidgetItem* item : tree_->selectedItems())
+        if (item->data(0, kKindRole).toString() == QLatin1String("run"))
+            ids.push_back(item->data(0, kIdRole).toLongLong());
+    if (ids.empty()) {
+        log(QStringLiteral("info"), tr("select runs in the project tree to compare them"));
+        return;
+    }
+    open_runs(ids);
+}
+
+std::shared_ptr<DatasetContent> MainWindow::dataset_content(std::int64_t dataset_id) {
+    if (auto it = contents_.find(dataset_id); it != contents_.end())
+        if (auto existing = it->second.lock()) return existing;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*project_, dataset_id));
+    contents_[dataset_id] = content;
+    return content;
+}
+
+DatasetView* MainWindow::open_dataset(std::int64_t dataset_id) {
+    if (!project_) return nullptr;
+    try {
+        const auto info = store::get_dataset(*project_, dataset_id);
+        auto* view = new DatasetView(dataset_content(dataset_id), qs(info.name), tabs_);
+        connect(view, &DatasetView::open_image, this,
+                [this, dataset_id](int i) { open_annotation(dataset_id, i); });
+        add_tab(view, qs(info.name));
+        return view;
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        return nullptr;
+    }
+}
+
+AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image_index) {
+    if (!project_) return nullptr;
+    try {
+        const auto info = store::get_dataset(*project_, dataset_id);
+        auto* editor = new AnnotationEditor(*project_, dataset_content(dataset_id), tabs_);
+        editor->open_image(image_index);
+        connect(editor, &AnnotationEditor::failed, this,
+                [this](const QString& m) { log(QStringLiteral("error"), m); });
+        connect(editor, &AnnotationEditor::edited, this, [this, dataset_id] {
+            // Grids of the same dataset show the new boxes.
+            for (int i = 0; i < tabs_->count(); ++i)
+                if (auto* v = qobject_cast<DatasetView*>(tabs_->widget(i)))
+                    if (v->content()->dataset_id == dataset_id) v->content_changed();
+        });
+        add_tab(editor, tr("Annotate: %1").arg(qs(info.name)));
+        editor->canvas()->setFocus();
+        return editor;
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        return nullptr;
+    }
+}
+
+RunSetupView* MainWindow::open_run_setup() {
+    auto* view = new RunSetupView(project_.get(), tasks_, tabs_);
+    connect(view, &RunSetupView::run_created, this, [this](std::int64_t id) {
+        log(QStringLiteral("info"), tr("run %1 created").arg(id));
+        refresh_tree();
+    });
+    add_tab(view, tr("New run"));
+    return view;
+}
+
+void MainWindow::import_dataset(const QString& source) {
+    if (!project_) {
+        log(QStringLiteral("error"), tr("open or create a project before importing a dataset"));
+        return;
+    }
+    if (busy_) {
+        log(QStringLiteral("warn"), tr("an import is already running"));
+        return;
+    }
+    busy_ = true;
+    // The project is used by the import thread only until it reports back; the tree and tabs
+    // are disabled meanwhile so the GUI does not touch it.
+    tree_->setEnabled(false);
+    tabs_->setEnabled(false);
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    auto done_count = std::make_shared<std::atomic<int>>(0);
+    auto total = std::make_shared<std::atomic<int>>(0);
+    auto* dialog = new QProgressDialog(tr("Importing %1").arg(source), tr("Cancel"), 0, 0, this);
+    dialog->setMinimumDuration(300);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    connect(dialog, &QProgressDialog::canceled, this, [cancel] { *cancel = true; });
+    auto* timer = new QTimer(dialog);
+    connect(timer, &QTimer::timeout, dialog, [dialog, done_count, total] {
+        dialog->setMaximum(total->load());
+        dialog->setValue(done_count->load());
+    });
+    timer->start(100);
+    store::Project* project = project_.get();
+    const std::string name = QFileInfo(source).fileName().toStdString();
+    struct Outcome {
+        store::ImportResult result;
+        std::vector<std::string> problems;
+    };
+    run_in_background<Outcome>(
+        this,
+        [project, source, name, cancel, done_count, total] {
+            Outcome out;
+            store::ImportOptions options;
+            options.name = name;
+            options.cancel = cancel.get();
+            options.progress = [done_count, total](const store::ImportProgress& p) {
+                *done_count = static_cast<int>(p.done);
+                *total = static_cast<int>(p.total);
+            };
+            out.result = store::import_dataset_from(*project, to_path(source), "auto", options,
+                                                    &out.problems);
+            return out;
+        },
+        [this, dialog, source](Outcome out, QString error) {
+            busy_ = false;
+            tree_->setEnabled(true);
+            tabs_->setEnabled(true);
+            dialog->close();
+            if (!error.isEmpty()) {
+                log(QStringLiteral("error"), tr("import of %1 failed: %2").arg(source, error));
+                return;
+            }
+            for (const auto& p : out.problems)
+                log(QStringLiteral("warn"), qs(p));
+            log(QStringLiteral("info"), tr("imported %1: %2 images, %3 boxes")
+                                            .arg(source)
+                                            .arg(out.result.images)
+                                            .arg(out.result.boxes));
+            refresh_tree();
+        });
+}
+
+void MainWindow::check_server(std::int64_t server_id) {
+    if (!project_) return;
+    std::optional<store::ServerInfo> server;
+    for (const auto& s : store::list_servers(*project_))
+        if (s.id == server_id) server = s;
+    if (!server) return;
+    const auto ep = endpoint_for(*server);
+    const QString name = qs(server->name);
+    connection_label_->setText(tr("%1: connecting…").arg(name));
+    run_in_background<Json>(
+        this, [ep] { return net::ApiClient(ep).get("/v1/info"); },
+        [this, name](Json info, QString error) {
+            if (!error.isEmpty()) {
+                connection_label_->setText(tr("%1: offline").arg(name));
+                log(QStringLiteral("error"), tr("%1: %2").arg(name, error));
+                return;
+            }
+            connection_label_->setText(
+                tr("%1: connected (agent %2)").arg(name, qs(info.value("version", std::string()))));
+            QStringList gpus;
+            const Json g = info.value("gpus", Json::object());
+            for (const auto& gpu : g.value("gpus", Json::array())) {
+                const double total = gpu.value("memory_total", 0.0);
+                const double used = gpu.value("memory_used", 0.0);
+                gpus << tr("%1 %2/%3 GiB free")
+                            .arg(qs(gpu.value("name", std::string("GPU"))))
+                            .arg((total - used) / (1 << 30), 0, 'f', 1)
+                            .arg(total / (1 << 30), 0, 'f', 1);
+            }
+            gpu_label_->setText(gpus.isEmpty() ? tr("GPU: none (CPU)")
+                                               : tr("GPU: ") + gpus.join(QStringLiteral("; ")));
+            if (tasks_.empty()) set_task_schemas(info.value("tasks", Json::array()));
+        });
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (busy_) {
+        log(QStringLiteral("warn"), tr("wait for the import to finish or cancel it"));
+        event->ignore();
+        return;
+    }
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    QMainWindow::closeEvent(event);
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    if (event->mimeData()->hasUrls()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    for (const QUrl& url : event->mimeData()->urls()) {
+        if (!url.isLocalFile()) continue;
+        const QString f = url.toLocalFile();
+        if (f.endsWith(QStringLiteral(".crucible")))
+            open_project(f);
+        else if (f.endsWith(QStringLiteral(".jsonl")))
+            open_events_file(f);
+        else
+            import_dataset(f);
+    }
+    event->acceptProposedAction();
+}
+
+}  // namespace crucible::ui

@@ -1,0 +1,116 @@
+#pragma once
+// The studio's main window: the project tree (datasets, runs, servers, read from core/store),
+// closable central tabs (dataset views, annotation editors, run setups, run monitors), a log
+// console dock and a status bar (project, server connection, GPU summary). Recent projects,
+// theme and window layout are kept with QSettings. Dropping a dataset folder on the window
+// imports it in the background with progress and cancel. Everything works with the software
+// renderer (no OpenGL widgets).
+#include <QMainWindow>
+#include <QStringList>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/base/json.h"
+#include "core/net/api_client.h"
+#include "core/store/run_store.h"
+#include "ui/annotation_store.h"
+#include "ui/theme.h"
+
+class QLabel;
+class QMenu;
+class QTabWidget;
+class QTreeWidget;
+class QTreeWidgetItem;
+class QDockWidget;
+
+namespace crucible::store {
+class Project;
+}
+
+namespace crucible::ui {
+
+class LogConsole;
+class RunMonitor;
+class DatasetView;
+class RunSetupView;
+class AnnotationEditor;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+  public:
+    // Tree item data roles: kind ("dataset", "run", "server") and row id.
+    static constexpr int kKindRole = Qt::UserRole + 1;
+    static constexpr int kIdRole = Qt::UserRole + 2;
+
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    // Open / create a project file; on failure the error is shown in the log and false returned.
+    bool open_project(const QString& file);
+    bool new_project(const QString& file);
+    void close_project();
+    store::Project* project() const { return project_.get(); }
+
+    // Task schemas ("tasks" array of `crucible-worker describe` or /v1/info).
+    void set_task_schemas(const Json& tasks);
+    const Json& task_schemas() const { return tasks_; }
+
+    QTreeWidget* project_tree() const { return tree_; }
+    QTabWidget* tabs() const { return tabs_; }
+    LogConsole* log_console() const { return log_; }
+    QStringList recent_projects() const;
+    QString status_text() const;
+
+    RunMonitor* open_run(std::int64_t run_id);
+    RunMonitor* open_runs(const std::vector<std::int64_t>& run_ids);
+    RunMonitor* open_events_file(const QString& events_jsonl);
+    DatasetView* open_dataset(std::int64_t dataset_id);
+    AnnotationEditor* open_annotation(std::int64_t dataset_id, int image_index);
+    RunSetupView* open_run_setup();
+
+    // Imports a dataset folder or file in the background (progress dialog with cancel).
+    void import_dataset(const QString& source);
+    // Asks the server for /v1/info in the background; updates the status bar.
+    void check_server(std::int64_t server_id);
+
+    void set_theme(Theme theme);
+    Theme theme() const { return theme_; }
+    void refresh_tree();
+    void log(const QString& level, const QString& message);
+
+  protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+  private:
+    void build_menus();
+    void add_recent(const QString& file);
+    void rebuild_recent_menu();
+    void on_tree_activated(QTreeWidgetItem* item);
+    void compare_selected_runs();
+    int add_tab(QWidget* widget, const QString& title);
+    net::RemoteEndpoint endpoint_for(const store::ServerInfo& server) const;
+    std::shared_ptr<DatasetContent> dataset_content(std::int64_t dataset_id);
+
+    std::unique_ptr<store::Project> project_;
+    Json tasks_ = Json::array();
+    Theme theme_ = Theme::Light;
+    bool busy_ = false;
+    std::map<std::int64_t, std::weak_ptr<DatasetContent>> contents_;
+
+    QTreeWidget* tree_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    LogConsole* log_ = nullptr;
+    QDockWidget* log_dock_ = nullptr;
+    QLabel* project_label_ = nullptr;
+    QLabel* connection_label_ = nullptr;
+    QLabel* gpu_label_ = nullptr;
+    QMenu* recent_menu_ = nullptr;
+};
+
+}  // namespace crucible::ui

@@ -1,0 +1,151 @@
+#pragma once
+// The run monitor: charts of every metric a run reports (one chart per checked metric, each
+// overlaying every run in the monitor), smoothing slider, log-y, x by step / epoch / wall time,
+// progress with ETA, state and alarms, the run's log, and Pause / Resume / Cancel sent to the
+// agent through the core/net client. Events come from the project (core/store), from an
+// events.jsonl file that is followed as it grows, or live from an agent; every source goes
+// through apply_events, so a rollback drops superseded points the same way everywhere.
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/base/event.h"
+#include "core/net/api_client.h"
+#include "ui/run_chart.h"
+#include "ui/run_series.h"
+
+class QCheckBox;
+class QComboBox;
+class QGridLayout;
+class QLabel;
+class QListWidget;
+class QPlainTextEdit;
+class QProgressBar;
+class QPushButton;
+class QSlider;
+class QTimer;
+
+namespace crucible::store {
+class Project;
+}
+
+namespace crucible::ui {
+
+struct RunProgress {
+    std::int64_t step = 0, total_steps = 0;
+    int epoch = 0, epochs = 0;
+    double items_per_s = 0, eta_s = -1;
+    QString state;   // last status event's state
+    QString reason;  // why it ended, when it says
+    QStringList alarms;
+};
+
+// "3m 05s", "1h 02m", "2d 4h"
+QString format_duration(double seconds);
+
+class RunMonitor : public QWidget {
+    Q_OBJECT
+  public:
+    explicit RunMonitor(QWidget* parent = nullptr);
+    ~RunMonitor() override;
+
+    // Adds a run to the monitor (several runs are overlaid); returns its index.
+    int add_run(const QString& name);
+    int run_count() const { return static_cast<int>(runs_.size()); }
+    const RunSeries& series(int run) const {
+        return runs_.at(static_cast<std::size_t>(run))->series;
+    }
+    const RunProgress& progress(int run) const {
+        return runs_.at(static_cast<std::size_t>(run))->progress;
+    }
+
+    // Applies events in seq order to run `run` (GUI thread). Charts redraw on the next frame.
+    void apply_events(int run, const std::vector<Event>& events);
+    // A run of the project: its stored events. Returns the run index.
+    int add_store_run(store::Project& project, std::int64_t run_id, const QString& name);
+    // Follows an events.jsonl as it grows (read in the background every `interval_ms`).
+    int follow_file(const std::filesystem::path& events_jsonl, const QString& name,
+                    int interval_ms = 500);
+    // Follows a job of an agent live (SSE, reconnecting) after `after_seq`; `on_new` (GUI
+    // thread) receives each batch, e.g. to keep it in the project.
+    void follow_remote(int run, const net::RemoteEndpoint& endpoint, const QString& job_id,
+                       std::int64_t after_seq,
+                       std::function<void(const std::vector<Event>&)> on_new = {});
+
+    // The agent job that Pause / Resume / Cancel act on (the buttons are disabled without one).
+    void set_remote_job(const net::RemoteEndpoint& endpoint, const QString& job_id);
+    // Sends "pause", "resume" or "cancel" in the background; the answer lands in the log.
+    void request(const QString& action);
+
+    QStringList metric_names() const;
+    void set_metric_shown(const QString& metric, bool shown);
+    QStringList shown_metrics() const;
+    RunChart* chart(const QString& metric) const;
+
+    void set_smoothing(double weight);
+    void set_log_y(bool on);
+    void set_x_axis(XAxis axis);
+
+    // Redraws now instead of on the next frame (tests, export).
+    void redraw_now();
+    QString progress_text() const;
+    QString log_text() const;
+    // Writes every shown chart as <folder>/<metric>.png and .csv; returns the files written.
+    QStringList export_all(const QString& folder);
+
+  signals:
+    void request_finished(const QString& action, bool ok, const QString& message);
+
+  private:
+    struct Run {
+        QString name;
+        RunSeries series;
+        RunProgress progress;
+        std::filesystem::path file;
+        bool file_busy = false;
+    };
+    void update_metric_list();
+    void update_progress();
+    void rebuild_charts();
+    void poll_files();
+    void set_buttons();
+
+    std::vector<std::unique_ptr<Run>> runs_;
+    std::map<QString, RunChart*> charts_;
+    QStringList shown_;
+    bool dirty_ = false;
+    bool metrics_dirty_ = false;
+
+    net::RemoteEndpoint endpoint_;
+    QString job_id_;
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> followers_;
+
+    QListWidget* metric_list_ = nullptr;
+    QWidget* chart_area_ = nullptr;
+    QGridLayout* chart_grid_ = nullptr;
+    QSlider* smoothing_ = nullptr;
+    QLabel* smoothing_label_ = nullptr;
+    QCheckBox* log_y_ = nullptr;
+    QComboBox* x_axis_ = nullptr;
+    QProgressBar* progress_bar_ = nullptr;
+    QLabel* progress_label_ = nullptr;
+    QLabel* state_label_ = nullptr;
+    QLabel* alarm_banner_ = nullptr;
+    QPushButton* pause_ = nullptr;
+    QPushButton* resume_ = nullptr;
+    QPushButton* cancel_ = nullptr;
+    QPlainTextEdit* log_ = nullptr;
+    QTimer* frame_timer_ = nullptr;
+    QTimer* file_timer_ = nullptr;
+};
+
+}  // namespace crucible::ui

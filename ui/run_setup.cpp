@@ -1,0 +1,213 @@
+#include "ui/run_setup.h"
+
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QInputDialog>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QVBoxLayout>
+
+#include "core/store/dataset_store.h"
+#include "core/store/run_store.h"
+#include "ui/options_form.h"
+
+namespace crucible::ui {
+
+namespace {
+QString qs(const std::string& s) {
+    return QString::fromStdString(s);
+}
+}  // namespace
+
+RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* parent)
+    : QWidget(parent), project_(project), tasks_(tasks.is_array() ? tasks : Json::array()) {
+    auto* outer = new QVBoxLayout(this);
+    auto* top = new QFormLayout;
+    task_ = new QComboBox(this);
+    task_->setObjectName(QStringLiteral("task"));
+    for (const auto& t : tasks_) {
+        const std::string id = t.value("task", std::string());
+        const std::string title = t.value("title", id);
+        task_->addItem(qs(title + " (" + id + ")"), qs(id));
+    }
+    name_ = new QLineEdit(this);
+    name_->setPlaceholderText(tr("run name (optional)"));
+    dataset_ = new QComboBox(this);
+    dataset_->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
+    server_ = new QComboBox(this);
+    server_->addItem(tr("This computer"), QVariant::fromValue<qlonglong>(-1));
+    if (project_) {
+        for (const auto& d : store::list_datasets(*project_))
+            dataset_->addItem(qs(d.name) + tr(" · %1 images").arg(d.images),
+                              QVariant::fromValue<qlonglong>(d.id));
+        for (const auto& s : store::list_servers(*project_))
+            server_->addItem(qs(s.name + " (" + s.url + ")"), QVariant::fromValue<qlonglong>(s.id));
+    }
+    if (dataset_->count() > 1) dataset_->setCurrentIndex(1);
+    auto* preset_row = new QHBoxLayout;
+    preset_ = new QComboBox(this);
+    auto* save_preset = new QPushButton(tr("Save preset…"), this);
+    preset_row->addWidget(preset_, 1);
+    preset_row->addWidget(save_preset);
+    top->addRow(tr("Task"), task_);
+    top->addRow(tr("Name"), name_);
+    top->addRow(tr("Dataset"), dataset_);
+    top->addRow(tr("Server"), server_);
+    top->addRow(tr("Preset"), preset_row);
+    outer->addLayout(top);
+
+    scroll_ = new QScrollArea(this);
+    scroll_->setWidgetResizable(true);
+    outer->addWidget(scroll_, 1);
+
+    error_ = new QLabel(this);
+    error_->setStyleSheet(QStringLiteral("color:#d32f2f"));
+    error_->setWordWrap(true);
+    outer->addWidget(error_);
+    auto* command_row = new QHBoxLayout;
+    command_ = new QLineEdit(this);
+    command_->setReadOnly(true);
+    command_->setObjectName(QStringLiteral("command"));
+    auto* copy = new QPushButton(tr("Copy"), this);
+    auto* defaults = new QPushButton(tr("Defaults"), this);
+    auto* create = new QPushButton(tr("Create run"), this);
+    create->setObjectName(QStringLiteral("create_run"));
+    create->setDefault(true);
+    command_row->addWidget(new QLabel(tr("Command"), this));
+    command_row->addWidget(command_, 1);
+    command_row->addWidget(copy);
+    command_row->addWidget(defaults);
+    command_row->addWidget(create);
+    outer->addLayout(command_row);
+
+    connect(task_, &QComboBox::currentIndexChanged, this, [this] { rebuild_form(); });
+    connect(copy, &QPushButton::clicked, this, [this] { copy_command(); });
+    connect(defaults, &QPushButton::clicked, this, [this] {
+        if (form_) form_->reset_to_defaults();
+    });
+    connect(create, &QPushButton::clicked, this, [this] { create_run(); });
+    connect(preset_, &QComboBox::activated, this, [this](int i) {
+        if (!form_ || i <= 0 || !project_) return;
+        auto presets = store::list_presets(*project_, current_task().toStdString());
+        auto it = presets.find(preset_->itemText(i).toStdString());
+        if (it != presets.end()) form_->set_values(it->second);
+    });
+    connect(save_preset, &QPushButton::clicked, this, [this] {
+        if (!form_ || !project_) return;
+        bool ok = false;
+        QString name = QInputDialog::getText(this, tr("Save preset"), tr("Preset name"),
+                                             QLineEdit::Normal, QString(), &ok);
+        if (!ok || name.trimmed().isEmpty()) return;
+        try {
+            store::save_preset(*project_, current_task().toStdString(),
+                               name.trimmed().toStdString(), form_->changed_values());
+            reload_presets();
+        } catch (const std::exception& e) {
+            error_->setText(QString::fromUtf8(e.what()));
+        }
+    });
+    if (tasks_.empty())
+        error_->setText(
+            tr("No task schemas: start a server or install crucible-worker next to "
+               "the studio."));
+    rebuild_form();
+}
+
+int RunSetupView::task_count() const {
+    return task_->count();
+}
+
+bool RunSetupView::select_task(const QString& task_id) {
+    int i = task_->findData(task_id);
+    if (i < 0) return false;
+    task_->setCurrentIndex(i);
+    return true;
+}
+
+QString RunSetupView::current_task() const {
+    return task_->currentData().toString();
+}
+
+void RunSetupView::rebuild_form() {
+    const int i = task_->currentIndex();
+    if (scroll_->widget()) delete scroll_->takeWidget();
+    form_ = nullptr;
+    if (i < 0 || i >= static_cast<int>(tasks_.size())) {
+        update_command();
+        return;
+    }
+    try {
+        form_ = new OptionsForm(tasks_[static_cast<std::size_t>(i)], scroll_);
+        scroll_->setWidget(form_);
+        connect(form_, &OptionsForm::changed, this, &RunSetupView::update_command);
+        error_->clear();
+    } catch (const std::exception& e) {
+        error_->setText(tr("bad schema: %1").arg(QString::fromUtf8(e.what())));
+    }
+    reload_presets();
+    update_command();
+}
+
+void RunSetupView::reload_presets() {
+    preset_->clear();
+    preset_->addItem(tr("(choose a preset)"));
+    if (!project_ || !form_) return;
+    for (const auto& [name, _] : store::list_presets(*project_, current_task().toStdString()))
+        preset_->addItem(qs(name));
+}
+
+void RunSetupView::update_command() {
+    if (!form_) {
+        command_->clear();
+        return;
+    }
+    QStringList errors;
+    form_->changed_values(&errors);
+    command_->setText(form_->command_line());
+    error_->setText(errors.join(QLatin1Char('\n')));
+}
+
+QString RunSetupView::command_line() const {
+    return command_->text();
+}
+
+QString RunSetupView::error_text() const {
+    return error_->text();
+}
+
+void RunSetupView::copy_command() const {
+    QApplication::clipboard()->setText(command_->text());
+}
+
+std::int64_t RunSetupView::create_run(const QString& name) {
+    if (!form_ || !project_) {
+        error_->setText(tr("no task or no project"));
+        return -1;
+    }
+    try {
+        store::RunSetup setup;
+        setup.task = current_task().toStdString();
+        setup.options = form_->resolved();
+        QString n = name.isEmpty() ? name_->text().trimmed() : name;
+        if (n.isEmpty()) n = current_task() + QStringLiteral(" run");
+        setup.name = n.toStdString();
+        const qlonglong ds = dataset_->currentData().toLongLong();
+        if (ds >= 0) setup.dataset_id = ds;
+        const qlonglong server = server_->currentData().toLongLong();
+        if (server >= 0) setup.server_id = server;
+        const auto id = store::create_run(*project_, setup);
+        error_->clear();
+        emit run_created(id);
+        return id;
+    } catch (const std::exception& e) {
+        error_->setText(QString::fromUtf8(e.what()));
+        return -1;
+    }
+}
+
+}  // namespace crucible::ui

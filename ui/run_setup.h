@@ -1,0 +1,63 @@
+#pragma once
+// Run setup: pick a task (from the schemas the worker or the agent publish), fill the generic
+// options form, pick a dataset and a server, load or save presets, and see the equivalent
+// `crucible train` command (copyable). "Create run" stores a draft run in the project with the
+// resolved options, so the run is reproducible and shows up in the project tree.
+#include <QString>
+#include <QWidget>
+#include <cstdint>
+
+#include "core/base/json.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QScrollArea;
+
+namespace crucible::store {
+class Project;
+}
+
+namespace crucible::ui {
+
+class OptionsForm;
+
+class RunSetupView : public QWidget {
+    Q_OBJECT
+  public:
+    // `tasks`: an array of task schemas (the "tasks" of `crucible-worker describe`).
+    RunSetupView(store::Project* project, const Json& tasks, QWidget* parent = nullptr);
+
+    int task_count() const;
+    bool select_task(const QString& task_id);
+    QString current_task() const;
+    OptionsForm* form() const { return form_; }
+    QString command_line() const;
+    QString error_text() const;
+    // Stores a draft run; returns its id, or -1 with error_text() set.
+    std::int64_t create_run(const QString& name = {});
+    void copy_command() const;
+
+  signals:
+    void run_created(std::int64_t run_id);
+
+  private:
+    void rebuild_form();
+    void update_command();
+    void reload_presets();
+
+    store::Project* project_;
+    Json tasks_;
+    OptionsForm* form_ = nullptr;
+    QComboBox* task_ = nullptr;
+    QComboBox* dataset_ = nullptr;
+    QComboBox* server_ = nullptr;
+    QComboBox* preset_ = nullptr;
+    QLineEdit* name_ = nullptr;
+    QLineEdit* command_ = nullptr;
+    QLabel* error_ = nullptr;
+    QScrollArea* scroll_ = nullptr;
+};
+
+}  // namespace crucible::ui
