@@ -1,6 +1,9 @@
 // /v1/blobs (content-addressed, resumable uploads), /v1/datasets (manifests of blobs) and
 // /v1/fs (browsing the server folders the agent shares).
+#include <functional>
+#include <optional>
 #include <regex>
+#include <string_view>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -24,6 +27,76 @@ ContentRange parse_content_range(const std::string& text) {
     if (r.end <= r.begin || r.end > r.total)
         throw InputError("Content-Range", "range outside the total size");
     return r;
+}
+
+// Receives one piece of a resumable upload (the whole body, or `Content-Range: bytes a-b/total`)
+// through httplib's content reader. httplib hands the body over in small pieces (a few KB);
+// writing each through its own open/append/close capped uploads at ~20 MB/s, so pieces are
+// gathered into 4 MB writes. `write(offset, total, bytes)` stores bytes (throwing on a refusal),
+// `stored()` says how many bytes are kept. Returns the offset after the piece when it all arrived
+// and was stored; otherwise the answer (with Upload-Offset: where to continue) is already in
+// `res`.
+std::optional<std::uint64_t> receive_piece(
+    const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader,
+    const std::function<void(std::uint64_t, std::uint64_t, std::string_view)>& write,
+    const std::function<std::uint64_t()>& stored, ContentRange& range) {
+    const std::uint64_t length =
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+    if (req.has_header("Content-Range")) {
+        range = parse_content_range(req.get_header_value("Content-Range"));
+        if (range.end - range.begin != length)
+            throw InputError("Content-Range", "range length does not match Content-Length");
+    } else {
+        range = {0, length, length};
+    }
+    std::uint64_t offset = range.begin;
+    std::string error;
+    std::string pending;
+    pending.reserve(std::min<std::uint64_t>(length, 4u << 20));
+    auto flush = [&]() {
+        if (pending.empty()) return true;
+        try {
+            write(offset, range.total, pending);
+            offset += pending.size();
+            pending.clear();
+            return true;
+        } catch (const std::exception& e) {
+            error = e.what();
+            return false;
+        }
+    };
+    const bool complete = reader([&](const char* data, size_t n) {
+        pending.append(data, n);
+        return pending.size() < (4u << 20) || flush();
+    });
+    if (error.empty()) flush();
+    if (length == 0 && range.total == 0 && error.empty()) {
+        try {
+            write(0, 0, {});
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+    }
+    if (error.empty() && (!complete || offset - range.begin != length)) {
+        // A body over the request limit (or a dropped connection): what arrived is kept, and
+        // the client is told where to continue instead of being told it succeeded.
+        const bool too_large = length > net::HttpServerOptions{}.payload_limit;
+        res.set_header("Upload-Offset", std::to_string(stored()));
+        net::send_error(res, too_large ? 413 : 400, too_large ? "too_large" : "incomplete_body",
+                        "received " + std::to_string(offset - range.begin) + " of the " +
+                            std::to_string(length) +
+                            " bytes announced; send large blobs in Content-Range pieces of at "
+                            "most " +
+                            std::to_string(net::HttpServerOptions{}.payload_limit >> 20) +
+                            " MB and continue at Upload-Offset");
+        return std::nullopt;
+    }
+    if (!error.empty()) {
+        res.set_header("Upload-Offset", std::to_string(stored()));
+        net::send_error(res, 409, "upload_rejected", error);
+        return std::nullopt;
+    }
+    return offset;
 }
 
 }  // namespace
@@ -57,71 +130,79 @@ void AgentService::add_data_routes() {
                             "blob names are 64 lower-case hex digits (SHA-256)");
             return;
         }
-        ContentRange range;
-        const std::uint64_t length =
-            std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-        if (req.has_header("Content-Range")) {
-            range = parse_content_range(req.get_header_value("Content-Range"));
-            if (range.end - range.begin != length)
-                throw InputError("Content-Range", "range length does not match Content-Length");
-        } else {
-            range = {0, length, length};
-        }
         if (blobs_.has(sha)) {
             reader([](const char*, size_t) { return true; });  // drain; nothing to store
             net::send_json(res, 200, {{"sha256", sha}, {"stored", true}, {"skipped", true}});
             return;
         }
-        std::uint64_t offset = range.begin;
         BlobStore::WriteResult result = BlobStore::WriteResult::Partial;
-        std::string error;
-        // httplib hands the body over in small pieces (a few KB); writing each through
-        // write_chunk (open, append, close) capped uploads at ~20 MB/s, so pieces are gathered
-        // into 4 MB writes.
-        std::string pending;
-        auto flush = [&]() {
-            if (pending.empty()) return true;
-            try {
-                result = blobs_.write_chunk(sha, offset, range.total, pending);
-                offset += pending.size();
-                pending.clear();
-                return true;
-            } catch (const std::exception& e) {
-                error = e.what();
-                return false;
-            }
-        };
-        const bool complete = reader([&](const char* data, size_t n) {
-            pending.append(data, n);
-            return pending.size() < (4u << 20) || flush();
-        });
-        if (error.empty()) flush();
-        if (length == 0 && range.total == 0) result = blobs_.write_chunk(sha, 0, 0, {});
-        if (error.empty() && (!complete || offset - range.begin != length)) {
-            // A body over the request limit (or a dropped connection): what arrived is kept,
-            // and the client is told where to continue instead of being told it succeeded.
-            const bool too_large = length > net::HttpServerOptions{}.payload_limit;
-            res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));
-            net::send_error(res, too_large ? 413 : 400, too_large ? "too_large" : "incomplete_body",
-                            "received " + std::to_string(offset - range.begin) + " of the " +
-                                std::to_string(length) +
-                                " bytes announced; send large blobs in Content-Range pieces of at "
-                                "most " +
-                                std::to_string(net::HttpServerOptions{}.payload_limit >> 20) +
-                                " MB and continue at Upload-Offset");
-            return;
-        }
-        if (!error.empty()) {
-            res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));
-            net::send_error(res, 409, "upload_rejected", error);
-            return;
-        }
-        res.set_header("Upload-Offset", std::to_string(offset));
+        ContentRange range;
+        auto end = receive_piece(
+            req, res, reader,
+            [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
+                result = blobs_.write_chunk(sha, offset, total, bytes);
+            },
+            [&] { return blobs_.partial_size(sha); }, range);
+        if (!end) return;
+        res.set_header("Upload-Offset", std::to_string(*end));
         net::send_json(res, result == BlobStore::WriteResult::Stored ? 201 : 202,
                        {{"sha256", sha},
                         {"stored", result == BlobStore::WriteResult::Stored},
-                        {"offset", offset}});
+                        {"offset", *end}});
     });
+
+    // Uploads of large files whose hash the client computes while it sends them (see
+    // BlobStore::write_upload_chunk): PUT pieces, GET where to continue, POST .../finish with the
+    // hash, DELETE to drop one (the client found out the agent has the blob already).
+    auto upload_id = [](const httplib::Request& req, httplib::Response& res) {
+        std::string id = req.matches[1];
+        if (!BlobStore::is_valid_upload_id(id)) {
+            net::send_error(res, 400, "bad_upload_id",
+                            "upload ids are 32 to 64 lower-case hex digits");
+            return std::string();
+        }
+        return id;
+    };
+    r.Get(R"(/v1/uploads/([^/]+))",
+          [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+              std::string id = upload_id(req, res);
+              if (id.empty()) return;
+              const auto size = blobs_.upload_size(id);
+              res.set_header("Upload-Offset", std::to_string(size));
+              net::send_json(res, 200, {{"id", id}, {"offset", size}});
+          });
+    r.Put(R"(/v1/uploads/([^/]+))",
+          [this, upload_id](const httplib::Request& req, httplib::Response& res,
+                            const httplib::ContentReader& reader) {
+              std::string id = upload_id(req, res);
+              if (id.empty()) return;
+              ContentRange range;
+              auto end = receive_piece(
+                  req, res, reader,
+                  [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
+                      blobs_.write_upload_chunk(id, offset, total, bytes);
+                  },
+                  [&] { return blobs_.upload_size(id); }, range);
+              if (!end) return;
+              res.set_header("Upload-Offset", std::to_string(*end));
+              net::send_json(res, 202, {{"id", id}, {"offset", *end}, {"total", range.total}});
+          });
+    r.Post(R"(/v1/uploads/([^/]+)/finish)",
+           [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+               std::string id = upload_id(req, res);
+               if (id.empty()) return;
+               Json body = parse_json(req.body, "request body");
+               std::string sha = get_string(body, "sha256", "body");
+               blobs_.finish_upload(id, sha);
+               net::send_json(res, 201, {{"sha256", sha}, {"stored", true}});
+           });
+    r.Delete(R"(/v1/uploads/([^/]+))",
+             [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+                 std::string id = upload_id(req, res);
+                 if (id.empty()) return;
+                 blobs_.discard_upload(id);
+                 net::send_json(res, 200, {{"id", id}, {"discarded", true}});
+             });
 
     // A dataset is a manifest: {"name": "...", "files": [{"path": "images/train/a.jpg", "sha256":
     // "..."}]}. Its id is the SHA-256 of the canonical manifest; files are linked from the blob

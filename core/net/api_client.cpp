@@ -5,6 +5,7 @@
 #include <openssl/x509.h>
 
 #include <fstream>
+#include <future>
 #include <regex>
 #include <thread>
 
@@ -149,61 +150,139 @@ Json ApiClient::del(const std::string& path) {
     return check(res->status, res->body, "DELETE " + path);
 }
 
+namespace {
+
+// Sends bytes [offset, offset+n) of `in` (a file of `total` bytes) as one PUT piece with
+// Content-Range, streaming through `buf`: no copy of the piece in memory, large socket writes.
+httplib::Result send_piece(httplib::ClientImpl& cli, const std::string& route, std::ifstream& in,
+                           std::vector<char>& buf, std::uint64_t offset, std::uint64_t n,
+                           std::uint64_t total, bool& read_failed) {
+    httplib::Headers h;
+    if (total > 0)
+        h.emplace("Content-Range", "bytes " + std::to_string(offset) + "-" +
+                                       std::to_string(offset + n - 1) + "/" +
+                                       std::to_string(total));
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(offset));
+    read_failed = false;
+    auto provider = [&](size_t, size_t length, httplib::DataSink& sink) {
+        // httplib asks for the piece in order, `length` bytes still to go.
+        const std::size_t want = std::min<std::size_t>(length, buf.size());
+        in.read(buf.data(), static_cast<std::streamsize>(want));
+        const auto got = static_cast<std::size_t>(in.gcount());
+        if (got == 0) {
+            read_failed = true;
+            return false;
+        }
+        return sink.write(buf.data(), got);
+    };
+    return cli.Put(route, h, static_cast<size_t>(n), provider, "application/octet-stream");
+}
+
+}  // namespace
+
+std::string ApiClient::upload_id_for(const std::filesystem::path& file) const {
+    std::error_code ec;
+    const auto absolute = std::filesystem::absolute(file, ec);
+    const auto size = std::filesystem::file_size(file, ec);
+    const auto mtime = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
+    return sha256_hex(endpoint_.url + "\n" + path_to_utf8(ec ? file : absolute) + "\n" +
+                      std::to_string(size) + "\n" + std::to_string(static_cast<long long>(mtime)))
+        .substr(0, 40);
+}
+
 std::string ApiClient::upload_blob(
     const std::filesystem::path& file,
-    const std::function<void(std::uint64_t, std::uint64_t)>& progress, std::uint64_t chunk_bytes) {
-    const std::string sha = sha256_file(file);
-    const std::uint64_t total = std::filesystem::file_size(file);
+    const std::function<void(std::uint64_t, std::uint64_t)>& progress, std::uint64_t chunk_bytes,
+    std::uint64_t hash_while_sending_from) {
+    std::error_code ec;
+    const std::uint64_t total = std::filesystem::file_size(file, ec);
+    if (ec) throw InputError(path_to_utf8(file), "cannot read the file size: " + ec.message());
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw InputError(path_to_utf8(file), "cannot open for reading");
+    std::vector<char> buf(std::min<std::uint64_t>(std::max<std::uint64_t>(total, 1), 4u << 20));
+    chunk_bytes = std::max<std::uint64_t>(chunk_bytes, 1);
+    const std::string name = path_to_utf8(file.filename());
     auto cli = connect(std::chrono::seconds(120));
-    const std::string path = "/v1/blobs/" + sha;
-    auto head = cli->Get(path);
-    if (!head) throw Error(describe_failure(head, endpoint_.url));
-    if (head->status == 200) {
+    cli->set_keep_alive(true);  // one connection for every piece
+    auto send_all = [&](const std::string& route, std::uint64_t offset,
+                        const std::function<bool()>& before_piece) {
+        while (offset < total) {
+            if (before_piece && !before_piece()) return false;
+            const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, total - offset);
+            bool read_failed = false;
+            auto res = send_piece(*cli, route, in, buf, offset, n, total, read_failed);
+            if (read_failed)
+                throw Error(path_to_utf8(file) +
+                            ": the file changed or shrank while it was uploaded");
+            if (!res)
+                throw Error(describe_failure(res, endpoint_.url) + " (upload resumes from byte " +
+                            std::to_string(offset) + ")");
+            check(res->status, res->body, "upload " + name);
+            offset += n;
+            if (progress) progress(offset, total);
+        }
+        return true;
+    };
+
+    if (total < hash_while_sending_from) {
+        // Small file: hash first, so a blob the agent has is never sent.
+        const std::string sha = sha256_file(file);
+        const std::string route = "/v1/blobs/" + sha;
+        auto head = cli->Get(route);
+        if (!head) throw Error(describe_failure(head, endpoint_.url));
+        if (head->status == 200) {
+            if (progress) progress(total, total);
+            return sha;
+        }
+        std::uint64_t offset =
+            std::strtoull(head->get_header_value("Upload-Offset").c_str(), nullptr, 10);
+        if (offset > total) offset = 0;
+        if (total == 0) {
+            auto res = cli->Put(route, std::string(), "application/octet-stream");
+            if (!res) throw Error(describe_failure(res, endpoint_.url));
+            check(res->status, res->body, "upload " + name);
+        }
+        send_all(route, offset, {});
+        return sha;
+    }
+
+    // Large file: hashing it first would cost a whole extra pass before the first byte goes out,
+    // so another thread hashes while the bytes go to an upload named after the file (the same
+    // name when run again, so a cut upload resumes). As soon as the hash is known the agent is
+    // asked whether it has the blob already; the upload stops there if it has.
+    auto hashing = std::async(std::launch::async, [file] { return sha256_file(file); });
+    const std::string id = upload_id_for(file);
+    const std::string route = "/v1/uploads/" + id;
+    auto where = cli->Get(route);
+    if (!where) throw Error(describe_failure(where, endpoint_.url));
+    check(where->status, where->body, "upload " + name);
+    std::uint64_t offset =
+        std::strtoull(where->get_header_value("Upload-Offset").c_str(), nullptr, 10);
+    if (offset > total) {  // not this file's bytes after all: start again
+        cli->Delete(route);
+        offset = 0;
+    }
+    std::string sha;
+    bool known = false;
+    auto ask_when_hashed = [&] {
+        if (!sha.empty() || hashing.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+            return true;
+        sha = hashing.get();
+        auto head = cli->Get("/v1/blobs/" + sha);
+        known = head && head->status == 200;
+        return !known;
+    };
+    send_all(route, offset, ask_when_hashed);
+    if (sha.empty()) sha = hashing.get();
+    if (known) {
+        cli->Delete(route);
         if (progress) progress(total, total);
         return sha;
     }
-    std::uint64_t offset =
-        std::strtoull(head->get_header_value("Upload-Offset").c_str(), nullptr, 10);
-    if (offset > total) offset = 0;
-    cli->set_keep_alive(true);  // one connection for every piece
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw InputError(path_to_utf8(file), "cannot open for reading");
-    // Each piece streams from the file through one reused buffer: no copy of the piece in
-    // memory, and the socket gets large writes.
-    std::vector<char> buf(std::min<std::uint64_t>(std::max<std::uint64_t>(total, 1), 4u << 20));
-    do {
-        const std::uint64_t n = std::min<std::uint64_t>(chunk_bytes, total - offset);
-        httplib::Headers h;
-        if (total > 0)
-            h.emplace("Content-Range", "bytes " + std::to_string(offset) + "-" +
-                                           std::to_string(offset + n - 1) + "/" +
-                                           std::to_string(total));
-        in.clear();
-        in.seekg(static_cast<std::streamoff>(offset));
-        const std::uint64_t piece_start = offset;
-        bool read_failed = false;
-        auto provider = [&](size_t at, size_t length, httplib::DataSink& sink) {
-            // httplib asks for [at, at+length) of this piece, in order.
-            const std::size_t want = std::min<std::size_t>(length, buf.size());
-            in.read(buf.data(), static_cast<std::streamsize>(want));
-            const auto got = static_cast<std::size_t>(in.gcount());
-            if (got == 0) {
-                read_failed = true;
-                return false;
-            }
-            (void)at;
-            return sink.write(buf.data(), got);
-        };
-        auto res = cli->Put(path, h, static_cast<size_t>(n), provider, "application/octet-stream");
-        if (read_failed)
-            throw Error(path_to_utf8(file) + ": the file changed or shrank while it was uploaded");
-        if (!res)
-            throw Error(describe_failure(res, endpoint_.url) + " (upload resumes from byte " +
-                        std::to_string(piece_start) + ")");
-        check(res->status, res->body, "upload " + path_to_utf8(file.filename()));
-        offset += n;
-        if (progress) progress(offset, total);
-    } while (offset < total);
+    auto res = cli->Post(route + "/finish", Json{{"sha256", sha}}.dump(), "application/json");
+    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    check(res->status, res->body, "upload " + name);
     return sha;
 }
 

@@ -57,10 +57,17 @@ class ApiClient {
     Json del(const std::string& path);
 
     // Uploads a file as a blob unless the agent has it; resumes a partial upload. Returns the
-    // SHA-256. `progress(sent, total)` is called per chunk.
+    // SHA-256. `progress(sent, total)` is called per chunk. A file under
+    // `hash_while_sending_from` bytes is hashed first (a known blob is never sent); a larger one
+    // is hashed on another thread while its bytes go to /v1/uploads/<upload_id_for(file)>, and
+    // the upload stops as soon as the hash shows the agent has the blob already.
     std::string upload_blob(const std::filesystem::path& file,
                             const std::function<void(std::uint64_t, std::uint64_t)>& progress = {},
-                            std::uint64_t chunk_bytes = 16u << 20);
+                            std::uint64_t chunk_bytes = 16u << 20,
+                            std::uint64_t hash_while_sending_from = 32u << 20);
+    // The upload name of a large file: the same for the same agent, path, size and modification
+    // time, so running the upload again continues where it was cut.
+    std::string upload_id_for(const std::filesystem::path& file) const;
     // Uploads every file under `folder` as blobs and registers the dataset; returns its id.
     std::string push_dataset(const std::filesystem::path& folder, const std::string& name,
                              const std::function<void(const std::string&)>& progress = {});

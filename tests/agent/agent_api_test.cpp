@@ -313,6 +313,85 @@ TEST_F(AgentFixture, BlobUploadResumesAfterACut) {
     EXPECT_FALSE(std::filesystem::exists(data / "blobs" / std::string(64, 'b')));
 }
 
+// A large file is hashed on another thread while its bytes go to /v1/uploads/<id>: it ends up
+// as the same verified blob, a cut upload resumes, a known blob stops the upload, and a wrong
+// hash at `finish` discards it.
+TEST_F(AgentFixture, LargeUploadIsHashedWhileItIsSent) {
+    auto file = data / "large.bin";
+    {
+        std::ofstream out(file, std::ios::binary);
+        for (int i = 0; i < 3000000; ++i)
+            out.put(static_cast<char>((i * 2654435761u) >> 13));
+    }
+    const std::string sha = sha256_file(file);
+    auto c = client();
+    const std::uint64_t piece = 1u << 20, threshold = 1u << 20;
+    // Cut: the first piece arrived before the client died.
+    const std::string id = c.upload_id_for(file);
+    EXPECT_EQ(id, c.upload_id_for(file));  // the same name when run again
+    auto cli = raw();
+    std::string first(piece, '\0');
+    std::ifstream(file, std::ios::binary).read(first.data(), static_cast<std::streamsize>(piece));
+    auto r1 = cli.Put(("/v1/uploads/" + id).c_str(),
+                      httplib::Headers{{"Authorization", "Bearer " + token},
+                                       {"Content-Range", "bytes 0-1048575/3000000"}},
+                      first, "application/octet-stream");
+    ASSERT_TRUE(r1);
+    EXPECT_EQ(r1->status, 202);
+    std::uint64_t first_progress = 0;
+    EXPECT_EQ(c.upload_blob(
+                  file,
+                  [&](std::uint64_t sent, std::uint64_t) {
+                      if (!first_progress) first_progress = sent;
+                  },
+                  piece, threshold),
+              sha);
+    EXPECT_EQ(first_progress, 2 * piece);  // continued after the piece the agent had
+    EXPECT_EQ(sha256_file(data / "blobs" / sha), sha);
+    EXPECT_FALSE(std::filesystem::exists(data / "blobs" / "partial" / ("upload-" + id)));
+    // Known blob: at most the pieces sent before the hash was ready go out, and nothing stays.
+    std::uint64_t last = 0;
+    EXPECT_EQ(c.upload_blob(
+                  file, [&](std::uint64_t sent, std::uint64_t) { last = sent; }, piece, threshold),
+              sha);
+    EXPECT_EQ(last, 3000000u);
+    EXPECT_FALSE(std::filesystem::exists(data / "blobs" / "partial" / ("upload-" + id)));
+    // Bytes that do not hash to the name given at `finish` are discarded.
+    httplib::Headers auth{{"Authorization", "Bearer " + token}};
+    const std::string other(40, 'e');
+    EXPECT_EQ(cli.Put(("/v1/uploads/" + other).c_str(), auth, "hello", "application/octet-stream")
+                  ->status,
+              202);
+    auto wrong = cli.Post(("/v1/uploads/" + other + "/finish").c_str(), auth,
+                          Json{{"sha256", std::string(64, 'a')}}.dump(), "application/json");
+    EXPECT_EQ(wrong->status, 400);
+    EXPECT_NE(wrong->body.find("discarded"), std::string::npos) << wrong->body;
+    EXPECT_EQ(cli.Get(("/v1/uploads/" + other).c_str(), auth)->get_header_value("Upload-Offset"),
+              "0");
+    EXPECT_FALSE(std::filesystem::exists(data / "blobs" / std::string(64, 'a')));
+    // Hostile ids never reach the file system (a decoded '/' leaves the route: 404).
+    for (const char* bad :
+         {"short", "..%2F..%2Ftokens.json", "EEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEE"}) {
+        auto r = cli.Put((std::string("/v1/uploads/") + bad).c_str(), auth, "x",
+                         "application/octet-stream");
+        ASSERT_TRUE(r) << bad;
+        EXPECT_TRUE(r->status == 400 || r->status == 404) << bad << ": " << r->status;
+    }
+    for (const auto& e : std::filesystem::directory_iterator(data / "blobs" / "partial")) {
+        const std::string n = e.path().filename().string();
+        EXPECT_TRUE(
+            jobs::BlobStore::is_valid_hash(n) ||
+            (n.rfind("upload-", 0) == 0 && jobs::BlobStore::is_valid_upload_id(n.substr(7))))
+            << n;
+    }
+    auto no_upload = cli.Post(("/v1/uploads/" + std::string(40, 'f') + "/finish").c_str(), auth,
+                              Json{{"sha256", sha}}.dump(), "application/json");
+    EXPECT_EQ(no_upload->status, 201);  // the blob exists: finishing again is harmless
+    auto none = cli.Post(("/v1/uploads/" + std::string(40, 'f') + "/finish").c_str(), auth,
+                         Json{{"sha256", std::string(64, '1')}}.dump(), "application/json");
+    EXPECT_EQ(none->status, 400);
+}
+
 TEST_F(AgentFixture, DatasetPushSkipsKnownBlobs) {
     auto folder = data / "ds";
     std::filesystem::create_directories(folder / "images");

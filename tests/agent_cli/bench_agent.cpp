@@ -4,7 +4,8 @@
 //  (b) SSE fan-out: 50 clients follow one job while a writer appends 1,000 events/s for ~10 s;
 //      delivered, lost, duplicated, latency p50/p99 (event timestamp -> receive time);
 //  (c) GET /v1/jobs latency p50/p99 under 20 concurrent clients.
-// Usage: bench_agent [--mb N] [--seconds S] [--clients C] [--rate R] [--skip-upload]
+// Usage: bench_agent [--mb N] [--rounds K] [--seconds S] [--clients C] [--rate R]
+//                    [--skip-upload] [--skip-fanout] [--skip-latency]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +17,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "core/base/event.h"
 #include "core/base/sha256.h"
@@ -114,14 +117,36 @@ bool have_curl() {
     return std::system("curl --version > /dev/null 2>&1") == 0;
 }
 
-// Seconds for curl to upload the file to /v1/blobs/<sha> the way the client does: 16 MB pieces
-// with Content-Range (a single PUT is capped by the agent's 64 MB payload limit). The pieces are
-// cut before the clock starts; one curl process per piece. <0 on failure.
-double curl_upload(const Agent& agent, const fs::path& file, const std::string& sha) {
+// CPU seconds (user + system) of this process and of its waited-for children.
+struct CpuTimes {
+    double self = 0, children = 0;
+};
+CpuTimes cpu_now() {
+    auto secs = [](const rusage& r) {
+        return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+               static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
+    };
+    rusage self{}, children{};
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &children);
+    return {secs(self), secs(children)};
+}
+
+struct Measured {
+    double wall = -1;       // seconds; <0 on failure
+    double cpu = 0;         // CPU seconds of everything involved: sender + agent (+ shell for curl)
+    double agent_cpu = -1;  // curl runs: the agent's share (this process; curl is a child)
+};
+
+// curl uploads the file to /v1/blobs/<sha> the way the client does: 16 MB pieces with
+// Content-Range (a single PUT is capped by the agent's 64 MB payload limit), all pieces in one
+// curl process over one kept-alive connection (`--next`). The pieces are cut before the clock
+// starts.
+Measured curl_upload(const Agent& agent, const fs::path& file, const std::string& sha) {
     const std::uint64_t total = fs::file_size(file), piece = 16u << 20;
     auto pieces = agent.data / "pieces";
     fs::create_directories(pieces);
-    std::string script;
+    std::string script = "curl -sS";
     {
         std::ifstream in(file, std::ios::binary);
         std::string buf;
@@ -132,19 +157,25 @@ double curl_upload(const Agent& agent, const fs::path& file, const std::string& 
             auto part = pieces / std::to_string(i);
             std::ofstream(part, std::ios::binary)
                 .write(buf.data(), static_cast<std::streamsize>(n));
-            script += "curl -sS -o '" + (agent.data / "curl.body").string() +
+            if (i > 0) script += " --next";
+            script += " -o '" + (agent.data / "curl.body").string() +
                       "' -w '%{http_code}\\n' -H 'Expect:' -H 'Authorization: Bearer " +
                       agent.token + "' -H 'Content-Type: application/octet-stream' -H " +
                       "'Content-Range: bytes " + std::to_string(off) + "-" +
                       std::to_string(off + n - 1) + "/" + std::to_string(total) + "' " +
                       (agent.tls ? "-k " : "") + "-T '" + part.string() + "' '" + agent.url() +
-                      "/v1/blobs/" + sha + "' >> '" + (agent.data / "curl.out").string() + "' && ";
+                      "/v1/blobs/" + sha + "'";
         }
     }
-    script += "true";
+    script += " > '" + (agent.data / "curl.out").string() + "'";
+    const CpuTimes c0 = cpu_now();
     auto t0 = Clock::now();
     int rc = std::system(script.c_str());
-    double s = seconds_since(t0);
+    Measured m;
+    m.wall = seconds_since(t0);
+    const CpuTimes c1 = cpu_now();
+    m.cpu = (c1.self - c0.self) + (c1.children - c0.children);
+    m.agent_cpu = c1.self - c0.self;
     std::ifstream in(agent.data / "curl.out");
     std::string code, last;
     while (in >> code)
@@ -153,12 +184,28 @@ double curl_upload(const Agent& agent, const fs::path& file, const std::string& 
         std::ifstream body(agent.data / "curl.body");
         std::string text((std::istreambuf_iterator<char>(body)), {});
         std::printf("  curl failed (rc %d, HTTP %s): %.300s\n", rc, last.c_str(), text.c_str());
-        return -1;
+        m.wall = -1;
     }
-    return s;
+    return m;
 }
 
-void bench_upload(std::uint64_t mb) {
+Measured client_upload(const Agent& agent, const fs::path& file, const std::string& sha) {
+    auto c = agent.client();
+    const CpuTimes c0 = cpu_now();
+    auto t0 = Clock::now();
+    std::string got = c.upload_blob(file);
+    Measured m;
+    m.wall = seconds_since(t0);
+    const CpuTimes c1 = cpu_now();
+    m.cpu = c1.self - c0.self;
+    if (got != sha) {
+        std::printf("  WRONG HASH from upload_blob\n");
+        m.wall = -1;
+    }
+    return m;
+}
+
+void bench_upload(std::uint64_t mb, int rounds) {
     const std::uint64_t bytes = mb << 20;
     auto dir = fresh_dir("upload_src");
     auto file = dir / "blob.bin";
@@ -167,44 +214,75 @@ void bench_upload(std::uint64_t mb) {
     const std::string sha = sha256_file(file);
     const double hash_s = seconds_since(t_hash);
     std::printf(
-        "(a) upload of %llu MB on loopback (client SHA-256 of the file alone: %.2f s = %.0f "
-        "MB/s)\n",
-        static_cast<unsigned long long>(mb), hash_s, static_cast<double>(mb) / hash_s);
+        "(a) upload of %llu MB on loopback, %d rounds, client and curl alternating (client "
+        "SHA-256 of the file alone: %.2f s = %.0f MB/s)\n",
+        static_cast<unsigned long long>(mb), rounds, hash_s, static_cast<double>(mb) / hash_s);
     const bool curl = have_curl();
     if (!curl) std::printf("  curl not installed: no baseline\n");
     for (bool tls : {false, true}) {
-        std::vector<double> client_s, curl_s;
-        for (int round = 0; round < 2; ++round) {
-            {
-                Agent agent(std::string("up_client_") + (tls ? "tls" : "plain"), tls);
-                auto c = agent.client();
-                auto t0 = Clock::now();
-                std::string got = c.upload_blob(file);
-                client_s.push_back(seconds_since(t0));
-                if (got != sha) std::printf("  WRONG HASH from upload_blob\n");
-            }
-            if (curl) {
-                Agent agent(std::string("up_curl_") + (tls ? "tls" : "plain"), tls);
-                double s = curl_upload(agent, file, sha);
-                if (s > 0) curl_s.push_back(s);
+        std::vector<Measured> client_runs, curl_runs;
+        for (int round = 0; round < rounds; ++round) {
+            // Alternate which goes first, so a burst of load on the shared machine hits both.
+            for (int k = 0; k < 2; ++k) {
+                const bool client_turn = (k == 0) == (round % 2 == 0);
+                if (client_turn) {
+                    Agent agent(std::string("up_client_") + (tls ? "tls" : "plain"), tls);
+                    Measured m = client_upload(agent, file, sha);
+                    if (m.wall > 0) client_runs.push_back(m);
+                } else if (curl) {
+                    Agent agent(std::string("up_curl_") + (tls ? "tls" : "plain"), tls);
+                    Measured m = curl_upload(agent, file, sha);
+                    if (m.wall > 0) curl_runs.push_back(m);
+                }
             }
         }
-        double best_client = *std::min_element(client_s.begin(), client_s.end());
-        double client_rate = static_cast<double>(mb) / best_client;
+        if (client_runs.empty()) continue;
+        auto best = [](const std::vector<Measured>& v) {
+            return *std::min_element(v.begin(), v.end(), [](const Measured& a, const Measured& b) {
+                return a.wall < b.wall;
+            });
+        };
+        auto median_wall = [](std::vector<Measured> v) {
+            std::vector<double> w;
+            for (const auto& m : v)
+                w.push_back(m.wall);
+            return percentile(w, 50);
+        };
+        auto min_cpu = [](const std::vector<Measured>& v) {
+            double c = 1e30;
+            for (const auto& m : v)
+                c = std::min(c, m.cpu);
+            return c;
+        };
+        const double mbd = static_cast<double>(mb);
+        const Measured bc = best(client_runs);
         std::printf(
-            "  %-5s ApiClient::upload_blob: %7.1f MB/s (best of %zu: %.2f s, incl. hashing)\n",
-            tls ? "TLS" : "plain", client_rate, client_s.size(), best_client);
-        if (!curl_s.empty()) {
-            double best_curl = *std::min_element(curl_s.begin(), curl_s.end());
-            double curl_rate = static_cast<double>(mb) / best_curl;
-            std::printf("  %-5s curl 16 MB pieces:      %7.1f MB/s (best of %zu: %.2f s)\n",
-                        tls ? "TLS" : "plain", curl_rate, curl_s.size(), best_curl);
-            std::printf(
-                "  %-5s ratio client/curl: %.0f%%   (transfer only, hashing excluded: "
-                "%.0f%%)\n",
-                tls ? "TLS" : "plain", 100.0 * client_rate / curl_rate,
-                best_client > hash_s ? 100.0 * (best_curl / (best_client - hash_s)) : 0.0);
-        }
+            "  %-5s ApiClient::upload_blob: best %7.1f MB/s (%.2f s), median %7.1f MB/s, "
+            "CPU %.2f s (client + agent, incl. hashing)\n",
+            tls ? "TLS" : "plain", mbd / bc.wall, bc.wall, mbd / median_wall(client_runs),
+            min_cpu(client_runs));
+        if (curl_runs.empty()) continue;
+        const Measured bu = best(curl_runs);
+        std::printf(
+            "  %-5s curl, 16 MB pieces:     best %7.1f MB/s (%.2f s), median %7.1f MB/s, "
+            "CPU %.2f s (curl + agent)\n",
+            tls ? "TLS" : "plain", mbd / bu.wall, bu.wall, mbd / median_wall(curl_runs),
+            min_cpu(curl_runs));
+        double agent_cpu = 1e30;
+        for (const auto& m : curl_runs)
+            agent_cpu = std::min(agent_cpu, m.agent_cpu);
+        std::printf(
+            "  %-5s sender CPU (total minus the agent's %.2f s): client %.2f s incl. hashing, "
+            "curl %.2f s\n",
+            tls ? "TLS" : "plain", agent_cpu, min_cpu(client_runs) - agent_cpu,
+            min_cpu(curl_runs) - agent_cpu);
+        std::printf(
+            "  %-5s ratio client/curl: best %.0f%%, median %.0f%%, CPU curl/client %.0f%%; "
+            "without the client's hashing: best %.0f%%\n",
+            tls ? "TLS" : "plain", 100.0 * bu.wall / bc.wall,
+            100.0 * median_wall(curl_runs) / median_wall(client_runs),
+            100.0 * min_cpu(curl_runs) / min_cpu(client_runs),
+            bc.wall > hash_s ? 100.0 * bu.wall / (bc.wall - hash_s) : 0.0);
     }
     fs::remove_all(dir);
 }
@@ -337,6 +415,7 @@ int main(int argc, char** argv) {
     double seconds = 10;
     int clients = 50, rate = 1000;
     bool upload = true, fanout = true, latency = true;
+    int rounds = 3;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -348,6 +427,8 @@ int main(int argc, char** argv) {
             clients = std::atoi(next().c_str());
         else if (a == "--rate")
             rate = std::atoi(next().c_str());
+        else if (a == "--rounds")
+            rounds = std::max(1, std::atoi(next().c_str()));
         else if (a == "--skip-upload")
             upload = false;
         else if (a == "--skip-fanout")
@@ -365,7 +446,7 @@ int main(int argc, char** argv) {
     }
     std::printf("bench_agent: %u hardware threads\n", std::thread::hardware_concurrency());
     try {
-        if (upload) bench_upload(mb);
+        if (upload) bench_upload(mb, rounds);
         if (fanout) bench_fanout(clients, rate, seconds);
         if (latency) bench_latency(20, 200);
     } catch (const std::exception& e) {
