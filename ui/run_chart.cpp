@@ -94,25 +94,60 @@ void RunChart::set_x_axis(XAxis axis) {
     refresh();
 }
 
-std::vector<double> RunChart::x_values(const Series& s) const {
+RunChart::Curve& RunChart::curve(std::size_t run, const Series& s) const {
+    if (curves_.size() < runs_.size()) curves_.resize(runs_.size());
+    Curve& c = curves_[run];
+    const RunSeries* owner = runs_[run].series;
+    // Points were removed (rollback) or the settings changed: start over; else extend.
+    if (c.owner != owner || c.removals != owner->removals() || c.weight != smoothing_ ||
+        std::max(c.time.size(), c.smooth.size()) > s.size()) {
+        c = Curve{};
+        c.owner = owner;
+        c.removals = owner->removals();
+        c.weight = smoothing_;
+    }
+    if (x_axis_ == XAxis::WallTime) {
+        // Minutes since the first point; wall time can step back after a resume on another
+        // clock, so x is kept non-decreasing for the decimation and the read-out.
+        const double t0 = s.time.empty() ? 0 : s.time.front();
+        for (std::size_t i = c.time.size(); i < s.size(); ++i) {
+            double x = (s.time[i] - t0) / 60.0;
+            if (i > 0) x = std::max(x, c.time[i - 1]);
+            c.time.push_back(x);
+        }
+    }
+    if (smoothing_ > 0) {
+        // The same recurrence as ema_smooth, continued from where it stopped.
+        const double w = std::clamp(smoothing_, 0.0, 0.999);
+        for (std::size_t i = c.smooth.size(); i < s.size(); ++i) {
+            const double y = s.value[i];
+            if (!std::isfinite(y)) {
+                c.smooth.push_back(y);
+                continue;
+            }
+            c.ema_last = c.ema_last * w + (1 - w) * y;
+            c.ema_debias = c.ema_debias * w + (1 - w);
+            c.smooth.push_back(c.ema_last / c.ema_debias);
+        }
+    }
+    return c;
+}
+
+const std::vector<double>& RunChart::x_values(std::size_t run, const Series& s) const {
     switch (x_axis_) {
         case XAxis::Epoch:
             return s.epoch;
-        case XAxis::WallTime: {
-            std::vector<double> x(s.time.size());
-            const double t0 = s.time.empty() ? 0 : s.time.front();
-            for (std::size_t i = 0; i < x.size(); ++i)
-                x[i] = (s.time[i] - t0) / 60.0;
-            // Wall time can step back after a resume on another clock; keep x sorted for the
-            // decimation and the read-out.
-            for (std::size_t i = 1; i < x.size(); ++i)
-                x[i] = std::max(x[i], x[i - 1]);
-            return x;
-        }
+        case XAxis::WallTime:
+            return curve(run, s).time;
         case XAxis::Step:
             break;
     }
     return s.step;
+}
+
+const Series* RunChart::series_of(std::size_t run) const {
+    const Series* s = runs_[run].series ? runs_[run].series->find(metric_.toStdString()) : nullptr;
+    return s && s->size() > 0 ? s : nullptr;
 }
 
 void RunChart::refresh() {
@@ -121,19 +156,19 @@ void RunChart::refresh() {
     const int width = std::max(plot_->width(), 200);
     double x_min = 0, x_max = 0;
     bool any = false;
-    for (const auto& run : runs_) {
-        const Series* s = run.series ? run.series->find(metric_.toStdString()) : nullptr;
-        if (!s || s->size() == 0) continue;
-        auto x = x_values(*s);
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+        const Series* s = series_of(r);
+        if (!s) continue;
+        const auto& x = x_values(r, *s);
         x_min = any ? std::min(x_min, x.front()) : x.front();
         x_max = any ? std::max(x_max, x.back()) : x.back();
         any = true;
     }
     if (x_max <= x_min) x_max = x_min + 1;
     for (std::size_t r = 0; r < runs_.size(); ++r) {
-        const Series* s = runs_[r].series ? runs_[r].series->find(metric_.toStdString()) : nullptr;
-        if (!s || s->size() == 0) continue;
-        const auto x = x_values(*s);
+        const Series* s = series_of(r);
+        if (!s) continue;
+        const auto& x = x_values(r, *s);
         const QColor color = run_color(r);
         QCPGraph* raw = plot_->addGraph();
         set_graph(raw, decimate_min_max(x, s->value, x_min, x_max, width), log_y_);
@@ -144,8 +179,7 @@ void RunChart::refresh() {
             raw->setPen(QPen(faint));
             raw->removeFromLegend();
             QCPGraph* smooth = plot_->addGraph();
-            set_graph(smooth,
-                      decimate_min_max(x, ema_smooth(s->value, smoothing_), x_min, x_max, width),
+            set_graph(smooth, decimate_min_max(x, curve(r, *s).smooth, x_min, x_max, width),
                       log_y_);
             smooth->setPen(QPen(color, 1.6));
             smooth->setName(runs_[r].name);
@@ -175,25 +209,21 @@ int RunChart::drawn_points(int run) const {
 
 QString RunChart::readout_at(double x) const {
     QStringList parts;
-    for (const auto& run : runs_) {
-        const Series* s = run.series ? run.series->find(metric_.toStdString()) : nullptr;
-        if (!s || s->size() == 0) continue;
-        const auto xs = x_values(*s);
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+        const Series* s = series_of(r);
+        if (!s) continue;
+        const auto& xs = x_values(r, *s);
         auto it = std::lower_bound(xs.begin(), xs.end(), x);
         std::size_t i = static_cast<std::size_t>(it - xs.begin());
         if (i == xs.size()) i = xs.size() - 1;
         if (i > 0 && std::abs(xs[i - 1] - x) <= std::abs(xs[i] - x)) --i;
         QString text = QStringLiteral("%1: step %2, epoch %3 = %4")
-                           .arg(run.name)
+                           .arg(runs_[r].name)
                            .arg(static_cast<long long>(s->step[i]))
                            .arg(static_cast<long long>(s->epoch[i]))
                            .arg(s->value[i], 0, 'g', 6);
-        if (smoothing_ > 0) {
-            // The EMA at i depends only on points up to i.
-            std::vector<double> head(s->value.begin(), s->value.begin() + static_cast<long>(i) + 1);
-            text += QStringLiteral(" (smoothed %1)")
-                        .arg(ema_smooth(head, smoothing_).back(), 0, 'g', 6);
-        }
+        if (smoothing_ > 0)
+            text += QStringLiteral(" (smoothed %1)").arg(curve(r, *s).smooth[i], 0, 'g', 6);
         parts << text;
     }
     return parts.join(QStringLiteral("   "));

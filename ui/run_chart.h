@@ -5,6 +5,7 @@
 // values nearest the cursor; export of the picture (PNG) and of the data (CSV).
 #include <QString>
 #include <QWidget>
+#include <cstdint>
 #include <vector>
 
 #include "ui/run_series.h"
@@ -51,7 +52,18 @@ class RunChart : public QWidget {
 
   private:
     void on_mouse_move(QMouseEvent* event);
-    std::vector<double> x_values(const Series& s) const;
+    // Derived curves of one run, extended as points arrive instead of recomputed per frame.
+    struct Curve {
+        const RunSeries* owner = nullptr;
+        std::uint64_t removals = 0;
+        double weight = -1;
+        std::vector<double> time;    // wall-time x (minutes), when that axis is used
+        std::vector<double> smooth;  // EMA of the values
+        double ema_last = 0, ema_debias = 0;
+    };
+    Curve& curve(std::size_t run, const Series& s) const;
+    const std::vector<double>& x_values(std::size_t run, const Series& s) const;
+    const Series* series_of(std::size_t run) const;
 
     QString metric_;
     std::vector<ChartRun> runs_;
@@ -61,6 +73,7 @@ class RunChart : public QWidget {
     QCustomPlot* plot_ = nullptr;
     QLabel* readout_ = nullptr;
     std::vector<int> smoothed_graph_;  // graph index of each run's main curve, -1 when absent
+    mutable std::vector<Curve> curves_;
 };
 
 QString x_axis_label(XAxis axis);

@@ -26,6 +26,7 @@ void RunSeries::apply(const Event& e) {
         double to = static_cast<double>(e.fields.value("to_step", std::int64_t{0}));
         for (auto& [name, s] : series_)
             truncate_after(s, to);
+        ++removals_;
         return;
     }
     if (e.kind != event_kind::kMetric && e.kind != event_kind::kEval) return;
@@ -36,8 +37,10 @@ void RunSeries::apply(const Event& e) {
     for (auto it = values->begin(); it != values->end(); ++it) {
         if (!it->is_number()) continue;
         Series& s = series_[it.key()];
-        if (!s.step.empty() && step < s.step.back())
+        if (!s.step.empty() && step < s.step.back()) {
             truncate_after(s, step - 0.5);  // defensive: keep x sorted
+            ++removals_;
+        }
         s.step.push_back(step);
         s.epoch.push_back(epoch);
         s.time.push_back(e.t);

@@ -25,10 +25,14 @@ class RunSeries {
     const std::map<std::string, Series>& series() const { return series_; }
     const Series* find(const std::string& name) const;
     std::int64_t last_seq() const { return last_seq_; }
+    // Counts the times points were removed (rollbacks), so caches of derived curves know when
+    // they must start over instead of extending.
+    std::uint64_t removals() const { return removals_; }
 
   private:
     std::map<std::string, Series> series_;
     std::int64_t last_seq_ = -1;
+    std::uint64_t removals_ = 0;
 };
 
 enum class XAxis { Step, Epoch, WallTime };
