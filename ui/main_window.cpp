@@ -3,15 +3,20 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFormLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressDialog>
 #include <QSettings>
@@ -33,6 +38,7 @@
 #include "ui/log_console.h"
 #include "ui/run_monitor.h"
 #include "ui/run_setup.h"
+#include "ui/server_access.h"
 
 namespace crucible::ui {
 
@@ -168,6 +174,27 @@ void MainWindow::build_menus() {
                    [this] { open_run_setup(); });
     run->addAction(tr("&Compare selected runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
                    this, &MainWindow::compare_selected_runs);
+
+    QMenu* servers = menuBar()->addMenu(tr("&Servers"));
+    servers->addAction(tr("&Add server…"), this, [this] {
+        QDialog dialog(this);
+        dialog.setWindowTitle(tr("Add server"));
+        auto* form = new QFormLayout(&dialog);
+        auto* name = new QLineEdit(&dialog);
+        auto* url = new QLineEdit(QStringLiteral("https://"), &dialog);
+        auto* token = new QLineEdit(&dialog);
+        token->setEchoMode(QLineEdit::Password);
+        form->addRow(tr("Name"), name);
+        form->addRow(tr("URL"), url);
+        form->addRow(tr("Token"), token);
+        auto* buttons =
+            new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+        form->addRow(buttons);
+        connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+        connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+        if (dialog.exec() == QDialog::Accepted)
+            add_server(name->text().trimmed(), url->text().trimmed(), token->text());
+    });
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* dark = view->addAction(tr("&Dark theme"));
@@ -339,16 +366,16 @@ int MainWindow::add_tab(QWidget* widget, const QString& title) {
 }
 
 net::RemoteEndpoint MainWindow::endpoint_for(const store::ServerInfo& server) const {
-    net::RemoteEndpoint ep;
-    ep.url = server.url;
-    ep.fingerprint = server.tls_fingerprint;
     try {
-        if (auto token = SecretStore::open_default()->get("agent:" + server.url)) ep.token = *token;
+        return ui::endpoint_for(server);
     } catch (const std::exception& e) {
         log_->append_line(
             QStringLiteral("warn"),
             tr("no token for %1: %2").arg(qs(server.url), QString::fromUtf8(e.what())));
     }
+    net::RemoteEndpoint ep;
+    ep.url = server.url;
+    ep.fingerprint = server.tls_fingerprint;
     return ep;
 }
 
@@ -458,6 +485,13 @@ RunSetupView* MainWindow::open_run_setup() {
         log(QStringLiteral("info"), tr("run %1 created").arg(id));
         refresh_tree();
     });
+    connect(view, &RunSetupView::run_submitted, this, [this](std::int64_t id, const QString& job) {
+        log(QStringLiteral("info"), tr("run %1 submitted as job %2").arg(id).arg(job));
+        refresh_tree();
+        open_run(id);
+    });
+    connect(view, &RunSetupView::submit_failed, this,
+            [this](const QString& m) { log(QStringLiteral("error"), m); });
     add_tab(view, tr("New run"));
     return view;
 }
@@ -541,26 +575,34 @@ void MainWindow::check_server(std::int64_t server_id) {
     run_in_background<Json>(
         this, [ep] { return net::ApiClient(ep).get("/v1/info"); },
         [this, name](Json info, QString error) {
+            if (error.isEmpty() && !info.is_object())
+                error = tr("the server answered no JSON object");
             if (!error.isEmpty()) {
                 connection_label_->setText(tr("%1: offline").arg(name));
                 log(QStringLiteral("error"), tr("%1: %2").arg(name, error));
                 return;
             }
-            connection_label_->setText(
-                tr("%1: connected (agent %2)").arg(name, qs(info.value("version", std::string()))));
-            QStringList gpus;
-            const Json g = info.value("gpus", Json::object());
-            for (const auto& gpu : g.value("gpus", Json::array())) {
-                const double total = gpu.value("memory_total", 0.0);
-                const double used = gpu.value("memory_used", 0.0);
-                gpus << tr("%1 %2/%3 GiB free")
-                            .arg(qs(gpu.value("name", std::string("GPU"))))
-                            .arg((total - used) / (1 << 30), 0, 'f', 1)
-                            .arg(total / (1 << 30), 0, 'f', 1);
+            try {
+                connection_label_->setText(
+                    tr("%1: connected (agent %2)")
+                        .arg(name, qs(info.value("version", std::string()))));
+                QStringList gpus;
+                const Json g = info.value("gpus", Json::object());
+                for (const auto& gpu : g.value("gpus", Json::array())) {
+                    const double total = gpu.value("memory_total", 0.0);
+                    const double used = gpu.value("memory_used", 0.0);
+                    gpus << tr("%1 %2/%3 GiB free")
+                                .arg(qs(gpu.value("name", std::string("GPU"))))
+                                .arg((total - used) / (1 << 30), 0, 'f', 1)
+                                .arg(total / (1 << 30), 0, 'f', 1);
+                }
+                gpu_label_->setText(gpus.isEmpty() ? tr("GPU: none (CPU)")
+                                                   : tr("GPU: ") + gpus.join(QStringLiteral("; ")));
+                if (tasks_.empty()) set_task_schemas(info.value("tasks", Json::array()));
+            } catch (const std::exception& e) {
+                log(QStringLiteral("error"),
+                    tr("%1: unexpected answer: %2").arg(name, QString::fromUtf8(e.what())));
             }
-            gpu_label_->setText(gpus.isEmpty() ? tr("GPU: none (CPU)")
-                                               : tr("GPU: ") + gpus.join(QStringLiteral("; ")));
-            if (tasks_.empty()) set_task_schemas(info.value("tasks", Json::array()));
         });
 }
 
@@ -592,6 +634,55 @@ void MainWindow::dropEvent(QDropEvent* event) {
             import_dataset(f);
     }
     event->acceptProposedAction();
+}
+
+}  // namespace crucible::ui
+
+namespace crucible::ui {
+
+std::int64_t MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
+    if (!project_) {
+        log(QStringLiteral("error"), tr("open a project before adding a server"));
+        return -1;
+    }
+    net::ParsedUrl parsed;
+    try {
+        parsed = net::parse_url(url.toStdString());
+    } catch (const std::exception& e) {
+        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        return -1;
+    }
+    auto store_it = [this, name, url, token](const std::string& fingerprint) -> std::int64_t {
+        try {
+            const auto id = ui::add_server(*project_, name.toStdString(), url.toStdString(),
+                                           token.toStdString(), fingerprint);
+            log(QStringLiteral("info"), tr("server %1 added").arg(name));
+            refresh_tree();
+            check_server(id);
+            return id;
+        } catch (const std::exception& e) {
+            log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+            return -1;
+        }
+    };
+    if (!parsed.https) return store_it("");
+    // First contact: show the certificate's fingerprint and pin it only when the user agrees.
+    const std::string u = url.toStdString();
+    run_in_background<std::string>(
+        this, [u] { return net::ApiClient::probe_fingerprint(u); },
+        [this, url, store_it](std::string fingerprint, QString error) {
+            if (!error.isEmpty()) {
+                log(QStringLiteral("error"), tr("cannot reach %1: %2").arg(url, error));
+                return;
+            }
+            const auto answer = QMessageBox::question(
+                this, tr("Trust this server?"),
+                tr("%1 presents a certificate with the SHA-256 fingerprint\n\n%2\n\nCompare it "
+                   "with the one `crucible agent doctor` prints on the server. Trust it?")
+                    .arg(url, qs(fingerprint)));
+            if (answer == QMessageBox::Yes) store_it(fingerprint);
+        });
+    return -1;
 }
 
 }  // namespace crucible::ui

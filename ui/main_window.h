@@ -76,6 +76,10 @@ class MainWindow : public QMainWindow {
     void import_dataset(const QString& source);
     // Asks the server for /v1/info in the background; updates the status bar.
     void check_server(std::int64_t server_id);
+    // Adds a server (token to the SecretStore). An https server is probed first and its
+    // certificate fingerprint shown for confirmation; returns the id, or -1 (refused, canceled,
+    // or an https server whose confirmation is still pending).
+    std::int64_t add_server(const QString& name, const QString& url, const QString& token);
 
     void set_theme(Theme theme);
     Theme theme() const { return theme_; }

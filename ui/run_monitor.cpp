@@ -169,38 +169,46 @@ void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
     const std::size_t before = run.series.series().size();
     for (const auto& e : events) {
         if (e.seq >= 0 && e.seq <= run.series.last_seq()) continue;
-        run.series.apply(e);
-        const Json& f = e.fields;
-        if (e.kind == event_kind::kProgress) {
-            run.progress.step = f.value("step", std::int64_t{0});
-            run.progress.total_steps = f.value("total_steps", std::int64_t{0});
-            run.progress.epoch = f.value("epoch", 0);
-            run.progress.epochs = f.value("epochs", 0);
-            run.progress.items_per_s = f.value("items_per_s", 0.0);
-            run.progress.eta_s = f.value("eta_s", -1.0);
-        } else if (e.kind == event_kind::kStatus) {
-            run.progress.state = qs(f.value("state", std::string()));
-            run.progress.reason = qs(f.value("reason", std::string()));
-            log_->appendPlainText(
-                QStringLiteral("[%1] state: %2%3")
-                    .arg(run.name, run.progress.state,
-                         run.progress.reason.isEmpty()
-                             ? QString()
-                             : QStringLiteral(" (") + run.progress.reason + QStringLiteral(")")));
-        } else if (e.kind == event_kind::kLog) {
-            log_->appendPlainText(QStringLiteral("[%1] %2: %3")
-                                      .arg(run.name, qs(f.value("level", std::string("info"))),
-                                           qs(f.value("message", std::string()))));
-        } else if (e.kind == event_kind::kAlarm) {
-            QString text = qs(f.value("alarm", std::string("alarm"))) + QStringLiteral(": ") +
-                           qs(f.value("message", std::string()));
-            run.progress.alarms << text;
-            log_->appendPlainText(QStringLiteral("[%1] ALARM %2").arg(run.name, text));
-        } else if (e.kind == event_kind::kRollback) {
-            log_->appendPlainText(
-                QStringLiteral("[%1] resumed: points after step %2 replaced")
-                    .arg(run.name)
-                    .arg(static_cast<long long>(f.value("to_step", std::int64_t{0}))));
+        // Events come from outside (a server, a file): a malformed one is reported and skipped.
+        try {
+            run.series.apply(e);
+            const Json& f = e.fields;
+            if (e.kind == event_kind::kProgress) {
+                run.progress.step = f.value("step", std::int64_t{0});
+                run.progress.total_steps = f.value("total_steps", std::int64_t{0});
+                run.progress.epoch = f.value("epoch", 0);
+                run.progress.epochs = f.value("epochs", 0);
+                run.progress.items_per_s = f.value("items_per_s", 0.0);
+                run.progress.eta_s = f.value("eta_s", -1.0);
+            } else if (e.kind == event_kind::kStatus) {
+                run.progress.state = qs(f.value("state", std::string()));
+                run.progress.reason = qs(f.value("reason", std::string()));
+                log_->appendPlainText(QStringLiteral("[%1] state: %2%3")
+                                          .arg(run.name, run.progress.state,
+                                               run.progress.reason.isEmpty()
+                                                   ? QString()
+                                                   : QStringLiteral(" (") + run.progress.reason +
+                                                         QStringLiteral(")")));
+            } else if (e.kind == event_kind::kLog) {
+                log_->appendPlainText(QStringLiteral("[%1] %2: %3")
+                                          .arg(run.name, qs(f.value("level", std::string("info"))),
+                                               qs(f.value("message", std::string()))));
+            } else if (e.kind == event_kind::kAlarm) {
+                QString text = qs(f.value("alarm", std::string("alarm"))) + QStringLiteral(": ") +
+                               qs(f.value("message", std::string()));
+                run.progress.alarms << text;
+                log_->appendPlainText(QStringLiteral("[%1] ALARM %2").arg(run.name, text));
+            } else if (e.kind == event_kind::kRollback) {
+                log_->appendPlainText(
+                    QStringLiteral("[%1] resumed: points after step %2 replaced")
+                        .arg(run.name)
+                        .arg(static_cast<long long>(f.value("to_step", std::int64_t{0}))));
+            }
+        } catch (const std::exception& ex) {
+            log_->appendPlainText(tr("[%1] event %2 skipped: %3")
+                                      .arg(run.name)
+                                      .arg(static_cast<long long>(e.seq))
+                                      .arg(QString::fromUtf8(ex.what())));
         }
     }
     if (run.series.series().size() != before) metrics_dirty_ = true;

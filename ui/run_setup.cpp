@@ -11,10 +11,13 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
+#include <optional>
 
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
+#include "ui/background.h"
 #include "ui/options_form.h"
+#include "ui/server_access.h"
 
 namespace crucible::ui {
 
@@ -76,6 +79,8 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     auto* copy = new QPushButton(tr("Copy"), this);
     auto* defaults = new QPushButton(tr("Defaults"), this);
     auto* create = new QPushButton(tr("Create run"), this);
+    auto* submit_button = new QPushButton(tr("Submit to server"), this);
+    submit_button->setObjectName(QStringLiteral("submit"));
     create->setObjectName(QStringLiteral("create_run"));
     create->setDefault(true);
     command_row->addWidget(new QLabel(tr("Command"), this));
@@ -83,6 +88,7 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     command_row->addWidget(copy);
     command_row->addWidget(defaults);
     command_row->addWidget(create);
+    command_row->addWidget(submit_button);
     outer->addLayout(command_row);
 
     connect(task_, &QComboBox::currentIndexChanged, this, [this] { rebuild_form(); });
@@ -91,6 +97,12 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
         if (form_) form_->reset_to_defaults();
     });
     connect(create, &QPushButton::clicked, this, [this] { create_run(); });
+    connect(submit_button, &QPushButton::clicked, this, [this] { submit(); });
+    auto enable_submit = [this, submit_button] {
+        submit_button->setEnabled(server_->currentData().toLongLong() >= 0);
+    };
+    connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
+    enable_submit();
     connect(preset_, &QComboBox::activated, this, [this](int i) {
         if (!form_ || i <= 0 || !project_) return;
         auto presets = store::list_presets(*project_, current_task().toStdString());
@@ -208,6 +220,58 @@ std::int64_t RunSetupView::create_run(const QString& name) {
         error_->setText(QString::fromUtf8(e.what()));
         return -1;
     }
+}
+
+}  // namespace crucible::ui
+
+namespace crucible::ui {
+
+void RunSetupView::select_server(std::int64_t server_id) {
+    server_->setCurrentIndex(
+        std::max(0, server_->findData(QVariant::fromValue<qlonglong>(server_id))));
+}
+
+std::int64_t RunSetupView::submit(const QString& name) {
+    const qlonglong server_id = server_->currentData().toLongLong();
+    if (server_id < 0) {
+        error_->setText(tr("choose a server to submit to (or run it here with the command)"));
+        return -1;
+    }
+    std::optional<store::ServerInfo> server;
+    for (const auto& s : store::list_servers(*project_))
+        if (s.id == server_id) server = s;
+    if (!server) return -1;
+    const std::int64_t run_id = create_run(name);
+    if (run_id < 0) return -1;
+    const store::RunInfo run = store::get_run(*project_, run_id);
+    Json body = {
+        {"task", run.setup.task}, {"options", run.setup.options}, {"name", run.setup.name}};
+    net::RemoteEndpoint endpoint;
+    try {
+        endpoint = endpoint_for(*server);
+    } catch (const std::exception& e) {
+        error_->setText(QString::fromUtf8(e.what()));
+        return -1;
+    }
+    store::update_run_state(*project_, run_id, "submitting");
+    run_in_background<Json>(
+        this, [endpoint, body] { return net::ApiClient(endpoint).post("/v1/jobs", body); },
+        [this, run_id](Json job, QString error) {
+            const std::string job_id =
+                error.isEmpty() && job.is_object() ? job.value("id", std::string()) : std::string();
+            if (!error.isEmpty() || job_id.empty()) {
+                const QString message =
+                    error.isEmpty() ? tr("the server answered without a job id") : error;
+                error_->setText(tr("not submitted: %1").arg(message));
+                store::update_run_state(*project_, run_id, "draft");
+                emit submit_failed(message);
+                return;
+            }
+            store::update_run_state(*project_, run_id, job.value("state", std::string("queued")),
+                                    job_id);
+            emit run_submitted(run_id, qs(job_id));
+        });
+    return run_id;
 }
 
 }  // namespace crucible::ui

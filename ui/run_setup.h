@@ -38,9 +38,16 @@ class RunSetupView : public QWidget {
     // Stores a draft run; returns its id, or -1 with error_text() set.
     std::int64_t create_run(const QString& name = {});
     void copy_command() const;
+    // Creates the run and submits it to the chosen server (POST /v1/jobs through the core/net
+    // client, in the background); on success the run is "queued" with the agent's job id and
+    // run_submitted is emitted. Returns the run id or -1.
+    std::int64_t submit(const QString& name = {});
+    void select_server(std::int64_t server_id);
 
   signals:
     void run_created(std::int64_t run_id);
+    void run_submitted(std::int64_t run_id, const QString& job_id);
+    void submit_failed(const QString& message);
 
   private:
     void rebuild_form();

@@ -175,6 +175,18 @@ TEST(RunMonitor, ProgressEtaStateAndAlarms) {
     monitor.apply_events(r, {failed});
     EXPECT_FALSE(monitor.progress_text().contains("ETA"));
     EXPECT_EQ(monitor.progress(r).reason, "out of memory at batch 64");
+    // A malformed event from outside is skipped with a message, never a crash.
+    Event bad;
+    bad.seq = 11;
+    bad.kind = event_kind::kProgress;
+    bad.fields = {{"step", "many"}, {"total_steps", Json::array()}};
+    Event bad_metric = make_metric(0, 5, {{"train/loss", 1.0}});
+    bad_metric.seq = 12;
+    bad_metric.fields["epoch"] = "first";
+    monitor.apply_events(r, {bad, bad_metric});
+    EXPECT_TRUE(monitor.log_text().contains("event 11 skipped"))
+        << monitor.log_text().toStdString();
+    EXPECT_EQ(monitor.progress(r).step, 120);
     EXPECT_EQ(format_duration(3725), "1h 02m");
     EXPECT_EQ(format_duration(-1), "—");
 }
