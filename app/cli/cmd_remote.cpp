@@ -5,8 +5,9 @@
 //   remote add NAME URL [--token T] [--yes]     remote ls      remote rm NAME
 //   remote push NAME FOLDER [--name N]          remote submit NAME TASK key=value ...
 //   remote jobs NAME    remote logs NAME JOB [-f]    remote cancel|pause|resume NAME JOB
-//   remote download NAME JOB ARTIFACT [OUT]
+//   remote download NAME JOB ARTIFACT [OUT] [--force]
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <iostream>
@@ -354,10 +355,12 @@ int run_control(const std::vector<std::string>& words) {
     return 0;
 }
 
-constexpr const char* kDownloadUsage = "download NAME JOB ARTIFACT [OUT]";
+constexpr const char* kDownloadUsage = "download NAME JOB ARTIFACT [OUT] [--force]";
 
+// Downloads go to OUT.crucible-part and become OUT when complete; running the same command again
+// after a cut resumes, but only into a part this command started for the same file on the agent.
 int run_download(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {});
+    Args a = parse_args(words, {}, {"--force"});
     if (usage_if_help(a, kDownloadUsage)) return 0;
     expect_positional(a, 3, 4, kDownloadUsage);
     const std::string& job = check_job_id(a.positional[1]);
@@ -370,9 +373,22 @@ int run_download(const std::vector<std::string>& words) {
                                                          : path_from_utf8(artifact).filename();
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec)) out /= path_from_utf8(artifact).filename();
-    client_for(a.positional[0]).download(job, artifact, out);
+    auto last_report = std::chrono::steady_clock::now();
+    const std::uint64_t size =
+        client_for(a.positional[0])
+            .download(job, artifact, out, a.has("--force"),
+                      [&](std::uint64_t done, std::uint64_t total) {
+                          auto now = std::chrono::steady_clock::now();
+                          if (now - last_report > std::chrono::seconds(1)) {
+                              last_report = now;
+                              std::fprintf(stderr, "\r%llu / %llu MB",
+                                           static_cast<unsigned long long>(done >> 20),
+                                           static_cast<unsigned long long>(total >> 20));
+                          }
+                          return true;
+                      });
     std::printf("%s (%llu bytes)\n", path_to_utf8(out).c_str(),
-                static_cast<unsigned long long>(std::filesystem::file_size(out, ec)));
+                static_cast<unsigned long long>(size));
     return 0;
 }
 

@@ -160,8 +160,11 @@ int AgentService::start() {
                                          config_.data_dir / "datasets", config_.retention,
                                          unix_time_now());
                 if (r.bytes_freed)
-                    spdlog::info("retention: removed {} checkpoints and {} blobs ({} MB)",
-                                 r.checkpoint_files_removed, r.blobs_removed, r.bytes_freed >> 20);
+                    spdlog::info(
+                        "retention: removed {} checkpoints, {} blobs and {} stalled uploads ({} "
+                        "MB)",
+                        r.checkpoint_files_removed, r.blobs_removed, r.partial_uploads_removed,
+                        r.bytes_freed >> 20);
                 next_cleanup += std::chrono::hours(1);
             }
             try {

@@ -28,6 +28,19 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
                                 const RetentionPolicy& policy, double now_unix) {
     RetentionReport report;
     std::error_code ec;
+    // Uploads cut off and never continued (blobs/partial/): judged by their last write, so an
+    // upload in progress is never touched.
+    const double stalled_hours =
+        std::chrono::duration<double, std::ratio<3600>>(policy.keep_stalled_uploads).count();
+    for (const auto& e : std::filesystem::directory_iterator(blobs_dir / "partial", ec)) {
+        if (!e.is_regular_file() || file_age_hours(e.path()) < stalled_hours) continue;
+        auto size = e.file_size(ec);
+        if (std::filesystem::remove(e.path(), ec)) {
+            ++report.partial_uploads_removed;
+            report.bytes_freed += size;
+        }
+    }
+    ec.clear();
     const double keep_s =
         std::chrono::duration<double>(policy.keep_checkpoints_of_ended_jobs).count();
     for (const auto& job : registry.list()) {

@@ -14,11 +14,13 @@ namespace crucible::jobs {
 struct RetentionPolicy {
     std::chrono::hours keep_checkpoints_of_ended_jobs{24 * 7};  // then keep only best/last
     std::chrono::hours keep_unreferenced_blobs{24 * 3};
+    std::chrono::hours keep_stalled_uploads{24 * 3};  // partial uploads nobody continued
 };
 
 struct RetentionReport {
     std::uint64_t checkpoint_files_removed = 0;
     std::uint64_t blobs_removed = 0;
+    std::uint64_t partial_uploads_removed = 0;
     std::uint64_t bytes_freed = 0;
 };
 

@@ -42,15 +42,8 @@ HttpServer::HttpServer(HttpServerOptions options, std::shared_ptr<TokenStore> to
     server_->set_payload_max_length(options_.payload_limit);
     server_->set_keep_alive_max_count(1000);
     server_->set_tcp_nodelay(true);  // answers go out at once, not after a delayed ACK
-    // Larger socket buffers for uploads (the kernel caps them at net.core.rmem_max).
-    server_->set_socket_options([](socket_t sock) {
-        httplib::default_socket_options(sock);
-        int bytes = 4 << 20;
-        setsockopt(sock, SOL_SOCKET, SO_RCVBUF, reinterpret_cast<const char*>(&bytes),
-                   sizeof bytes);
-        setsockopt(sock, SOL_SOCKET, SO_SNDBUF, reinterpret_cast<const char*>(&bytes),
-                   sizeof bytes);
-    });
+    // Socket buffer sizes are left to the kernel's autotuning: a fixed SO_RCVBUF turns it off
+    // and is capped by net.core.rmem_max (often 208 KB), which slows uploads down.
     server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
         return authorize(req, res) ? httplib::Server::HandlerResponse::Unhandled
                                    : httplib::Server::HandlerResponse::Handled;

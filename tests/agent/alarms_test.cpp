@@ -1,5 +1,7 @@
 // GPU alarms: the monitor's episodes and thresholds, the job inbox (one writer of events.jsonl at
 // a time), and the whole path on a real agent with the fake NVML and the fake worker.
+#include <httplib.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -203,6 +205,20 @@ TEST(AgentAlarms, GpuAlarmsReachTheRunningJobsEventsThroughItsWorker) {
     // They arrived while the job ran: its worker appended them (the live path).
     EXPECT_EQ(c.get("/v1/jobs/" + id)["state"], "running");
     EXPECT_EQ(c.get("/v1/jobs/" + id)["gpu_ids"], Json::array({0}));
+    // Clients of the server-wide stream saw them live, naming the job.
+    {
+        httplib::Client raw("127.0.0.1", port);
+        raw.set_read_timeout(10, 0);
+        std::string seen;
+        raw.Get("/v1/stream", {{"Authorization", "Bearer " + token}, {"Last-Event-ID", "0"}},
+                [&](const char* data, size_t n) {
+                    seen.append(data, n);
+                    return seen.find("\"gpu_memory\"") == std::string::npos ||
+                           seen.find("event: alarm") == std::string::npos;
+                });
+        EXPECT_NE(seen.find("event: alarm"), std::string::npos);
+        EXPECT_NE(seen.find("\"job\":\"" + id + "\""), std::string::npos);
+    }
     c.post("/v1/jobs/" + id + "/cancel", Json::object());
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "canceled"; }));
     agent.stop();

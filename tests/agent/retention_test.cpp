@@ -37,12 +37,25 @@ TEST(Retention, RemovesOldCheckpointsAndUnreferencedBlobsOnly) {
     std::ofstream(datasets / "d1" / "manifest.json")
         << Json{{"files", Json::array({Json::array({"a.jpg", kept})})}}.dump();
 
+    // Partial uploads: a stalled one (last written long ago) goes, a fresh one stays.
+    std::filesystem::create_directories(blobs / "partial");
+    auto stalled = blobs / "partial" / ("upload-" + std::string(40, 'c'));
+    auto fresh = blobs / "partial" / std::string(64, 'd');
+    std::ofstream(stalled) << "half";
+    std::ofstream(fresh) << "half";
+    std::filesystem::last_write_time(
+        stalled, std::filesystem::file_time_type::clock::now() - std::chrono::hours(100));
+
     RetentionPolicy policy;
     policy.keep_unreferenced_blobs = std::chrono::hours(0);
+    policy.keep_stalled_uploads = std::chrono::hours(72);
     auto report = apply_retention(registry, blobs, datasets, policy, unix_time_now());
     EXPECT_EQ(report.checkpoint_files_removed, 2u);
     EXPECT_EQ(report.blobs_removed, 1u);
-    EXPECT_EQ(report.bytes_freed, 22u);
+    EXPECT_EQ(report.partial_uploads_removed, 1u);
+    EXPECT_EQ(report.bytes_freed, 26u);
+    EXPECT_FALSE(std::filesystem::exists(stalled));
+    EXPECT_TRUE(std::filesystem::exists(fresh));
     auto done_ck = registry.folder(done_id) / "checkpoints";
     EXPECT_FALSE(std::filesystem::exists(done_ck / "step_100.ckpt"));
     EXPECT_TRUE(std::filesystem::exists(done_ck / "last.ckpt"));

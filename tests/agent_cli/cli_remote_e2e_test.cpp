@@ -1,0 +1,210 @@
+// The command line against a real crucible-agent process on loopback running the fake worker:
+// remote add -> ls -> push -> submit -> jobs -> logs -f -> download, and a second job that is
+// cancelled. Each step is the `crucible remote` command as a user runs it (built from the CLI's
+// own sources, see CMakeLists.txt), with its configuration (remotes.json, secrets) in a private
+// folder.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "core/base/file_io.h"
+#include "core/base/sha256.h"
+#include "core/jobs/child_process.h"
+#include "core/net/api_client.h"
+#include "core/net/token_store.h"
+
+using namespace crucible;
+namespace fs = std::filesystem;
+
+namespace {
+
+int free_port() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+struct CliRun {
+    int code = -1;
+    std::string out;  // stdout and stderr together
+};
+
+struct CliRemoteE2E : ::testing::Test {
+    fs::path root, data, config;
+    std::unique_ptr<jobs::ChildProcess> agent;
+    int port = 0;
+    int runs = 0;
+
+    void SetUp() override {
+        root = fs::temp_directory_path() / ("crucible_cli_e2e_" + std::to_string(::getpid()));
+        fs::remove_all(root);
+        data = root / "agent-data";
+        config = root / "config";
+        fs::create_directories(data);
+        fs::create_directories(config);
+    }
+    void TearDown() override {
+        if (agent) {
+            agent->kill();
+            agent->wait();
+        }
+        fs::remove_all(root);
+    }
+
+    CliRun crucible(const std::vector<std::string>& args) {
+        jobs::ChildOptions o;
+        o.program = CRUCIBLE_CLI_EXE;
+        o.args = args;
+        o.env["CRUCIBLE_CONFIG_DIR"] = path_to_utf8(config);
+        o.working_dir = root;
+        o.log_file = root / ("run" + std::to_string(runs++) + ".log");
+        auto child = jobs::ChildProcess::start(o);
+        CliRun r;
+        r.code = child->wait().code;
+        r.out = read_file_bytes(o.log_file);
+        return r;
+    }
+
+    void start_agent() {
+        port = free_port();
+        jobs::ChildOptions o;
+        o.program = CRUCIBLE_AGENT_EXE;
+        o.args = {"--listen",       "127.0.0.1:" + std::to_string(port),
+                  "--data",         path_to_utf8(data),
+                  "--worker",       CRUCIBLE_FAKE_WORKER,
+                  "--nvml",         "/nonexistent/libnvidia-ml.so.1",
+                  "--max-cpu-jobs", "2"};
+        o.log_file = root / "agent.log";
+        agent = jobs::ChildProcess::start(o);
+        net::ApiClient probe({url(), "", ""});
+        for (int i = 0; i < 500; ++i) {
+            try {
+                if (probe.get("/v1/health")["status"] == "ok") return;
+            } catch (const std::exception&) {
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        FAIL() << "the agent did not come up: " << read_file_bytes(root / "agent.log");
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+std::string last_line(const std::string& text) {
+    std::string t = text;
+    while (!t.empty() && t.back() == '\n')
+        t.pop_back();
+    auto nl = t.rfind('\n');
+    return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+}  // namespace
+
+TEST_F(CliRemoteE2E, AddPushSubmitJobsLogsDownloadCancel) {
+    // The admin creates a token on the GPU machine (what `crucible agent token create` does);
+    // only its hash is stored there.
+    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
+    EXPECT_EQ(read_file_bytes(data / "tokens.json").find(tok), std::string::npos);
+    start_agent();
+
+    // A wrong token is refused at `remote add` and nothing is stored.
+    CliRun bad = crucible({"remote", "add", "gpu", url(), "--token", "crt_wrong"});
+    EXPECT_NE(bad.code, 0);
+    EXPECT_NE(bad.out.find("invalid token"), std::string::npos) << bad.out;
+    CliRun ls0 = crucible({"remote", "ls"});
+    EXPECT_NE(ls0.out.find("no remotes"), std::string::npos) << ls0.out;
+
+    CliRun add = crucible({"remote", "add", "gpu", url(), "--token", tok});
+    ASSERT_EQ(add.code, 0) << add.out;
+    EXPECT_NE(add.out.find("Connected"), std::string::npos) << add.out;
+    CliRun ls = crucible({"remote", "ls"});
+    EXPECT_NE(ls.out.find("gpu"), std::string::npos);
+    EXPECT_NE(ls.out.find("token stored"), std::string::npos) << ls.out;
+    EXPECT_EQ(read_file_bytes(config / "remotes.json").find(tok), std::string::npos)
+        << "the token must live in the secret store, not remotes.json";
+
+    // Push a small dataset folder (a Chinese file name included).
+    auto folder = root / "my data";
+    fs::create_directories(folder / "images");
+    std::ofstream(folder / "images" / "a.jpg", std::ios::binary) << std::string(3000, 'a');
+    std::ofstream(folder / path_from_utf8("images/\xe7\x8c\xab.jpg"), std::ios::binary)
+        << std::string(2000, 'b');
+    std::ofstream(folder / "data.yaml") << "names: [cat]\n";
+    CliRun push = crucible({"remote", "push", "gpu", path_to_utf8(folder)});
+    ASSERT_EQ(push.code, 0) << push.out;
+    const std::string dataset = last_line(push.out);
+    ASSERT_EQ(dataset.rfind("dataset:", 0), 0u) << push.out;
+    EXPECT_TRUE(fs::exists(data / "datasets" / dataset.substr(8) /
+                           path_from_utf8("images/\xe7\x8c\xab.jpg")));
+
+    // Submit, list, follow to the end.
+    CliRun submit = crucible({"remote", "submit", "gpu", "test.fake", "steps=12", "delay_ms=5",
+                              "data=" + dataset, "--name", "first"});
+    ASSERT_EQ(submit.code, 0) << submit.out;
+    const std::string job = last_line(submit.out);
+    ASSERT_EQ(job.rfind("j", 0), 0u) << submit.out;
+    CliRun jobs_list = crucible({"remote", "jobs", "gpu"});
+    ASSERT_EQ(jobs_list.code, 0) << jobs_list.out;
+    EXPECT_NE(jobs_list.out.find(job), std::string::npos) << jobs_list.out;
+    EXPECT_NE(jobs_list.out.find("first"), std::string::npos) << jobs_list.out;
+    CliRun logs = crucible({"remote", "logs", "gpu", job, "-f"});
+    ASSERT_EQ(logs.code, 0) << logs.out;
+    EXPECT_NE(logs.out.find("\"train/loss\""), std::string::npos) << logs.out;
+    EXPECT_NE(logs.out.find("job " + job + ": succeeded"), std::string::npos) << logs.out;
+    // The dataset reference reached the worker as a folder on the agent.
+    std::string spec = read_file_bytes(data / "jobs" / job / "spec.json");
+    EXPECT_NE(spec.find(path_to_utf8(data / "datasets" / dataset.substr(8))), std::string::npos)
+        << spec;
+    // `logs` without -f after a seq prints just the rest.
+    CliRun tail = crucible({"remote", "logs", "gpu", job, "--after", "12"});
+    ASSERT_EQ(tail.code, 0) << tail.out;
+    EXPECT_EQ(tail.out.find("    12 "), std::string::npos) << tail.out;
+    EXPECT_NE(tail.out.find("    13 "), std::string::npos) << tail.out;
+
+    // Download `best`; a second download into the same file is refused unless --force.
+    auto out = root / "best.safetensors";
+    CliRun dl = crucible(
+        {"remote", "download", "gpu", job, "artifacts/best.safetensors", path_to_utf8(out)});
+    ASSERT_EQ(dl.code, 0) << dl.out;
+    EXPECT_EQ(sha256_file(out), sha256_file(data / "jobs" / job / "artifacts/best.safetensors"));
+    CliRun again = crucible(
+        {"remote", "download", "gpu", job, "artifacts/best.safetensors", path_to_utf8(out)});
+    EXPECT_NE(again.code, 0);
+    EXPECT_NE(again.out.find("--force"), std::string::npos) << again.out;
+    CliRun forced = crucible({"remote", "download", "gpu", job, "artifacts/best.safetensors",
+                              path_to_utf8(out), "--force"});
+    EXPECT_EQ(forced.code, 0) << forced.out;
+    CliRun traversal = crucible({"remote", "download", "gpu", job, "../../tokens.json"});
+    EXPECT_NE(traversal.code, 0);
+
+    // A long job, cancelled from the command line.
+    CliRun slow = crucible({"remote", "submit", "gpu", "test.fake", "steps=2000", "delay_ms=20"});
+    ASSERT_EQ(slow.code, 0) << slow.out;
+    const std::string slow_job = last_line(slow.out);
+    net::ApiClient api({url(), tok, ""});
+    for (int i = 0; i < 500 && api.get("/v1/jobs/" + slow_job)["state"] != "running"; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CliRun cancel = crucible({"remote", "cancel", "gpu", slow_job});
+    ASSERT_EQ(cancel.code, 0) << cancel.out;
+    CliRun follow = crucible({"remote", "logs", "gpu", slow_job, "-f"});
+    EXPECT_NE(follow.out.find("job " + slow_job + ": canceled"), std::string::npos) << follow.out;
+    CliRun cancel_again = crucible({"remote", "cancel", "gpu", slow_job});
+    EXPECT_NE(cancel_again.code, 0);
+    EXPECT_NE(cancel_again.out.find("already ended"), std::string::npos) << cancel_again.out;
+
+    // The audit log names who did what.
+    std::string audit = read_file_bytes(data / "audit.log");
+    for (const char* action : {"\"submit\"", "\"cancel\"", "\"download\"", "\"dataset\""})
+        EXPECT_NE(audit.find(action), std::string::npos) << action;
+    EXPECT_NE(audit.find("\"who\":\"ci\""), std::string::npos);
+}
