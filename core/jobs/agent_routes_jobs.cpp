@@ -136,22 +136,23 @@ void AgentService::add_job_routes() {
               res.set_header("Cache-Control", "no-cache");
               res.set_chunked_content_provider(
                   "text/event-stream", [this, follower, idle, id](size_t, httplib::DataSink& sink) {
-                      auto events = follower->poll();
-                      for (const auto& e : events) {
-                          std::string text = format_sse(e);
+                      std::size_t count = 0;
+                      std::string text = follower->poll_sse(count);
+                      if (count > 0) {
                           if (!sink.write(text.data(), text.size())) return false;
-                      }
-                      if (!events.empty()) {
                           *idle = 0;
+                          // A job writing many events a second: let a few gather instead of
+                          // re-reading the file for each one (50 followers spinning on single
+                          // events starved the CPU; 20 ms keeps the stream live).
+                          if (count < 64)
+                              std::this_thread::sleep_for(std::chrono::milliseconds(20));
                           return true;
                       }
                       auto job = registry_.get(id);
                       if (!job || is_final_state(job->state)) {
                           // Everything written: one last look, then end the stream.
-                          for (const auto& e : follower->poll()) {
-                              std::string text = format_sse(e);
-                              sink.write(text.data(), text.size());
-                          }
+                          text = follower->poll_sse(count);
+                          if (count > 0) sink.write(text.data(), text.size());
                           sink.done();
                           return true;
                       }

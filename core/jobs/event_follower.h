@@ -16,9 +16,17 @@ class EventFollower {
     // Events with seq <= after_seq are skipped.
     EventFollower(std::filesystem::path file, std::int64_t after_seq);
     std::vector<Event> poll();
+    // The same events as Server-Sent Events text (format_sse), the line of the file sent as it
+    // is written (parsed once to check it and read seq and kind, never re-serialized). `count`
+    // receives the number of events.
+    std::string poll_sse(std::size_t& count);
     std::int64_t last_seq() const { return last_seq_; }
 
   private:
+    // Calls `take(event, line)` for each new complete line with seq > last seq.
+    template <typename Take>
+    void read_new(Take&& take);
+
     std::filesystem::path file_;
     std::uint64_t offset_ = 0;
     std::string pending_;
