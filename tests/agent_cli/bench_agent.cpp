@@ -5,7 +5,7 @@
 //      delivered, lost, duplicated, latency p50/p99 (event timestamp -> receive time);
 //  (c) GET /v1/jobs latency p50/p99 under 20 concurrent clients.
 // Usage: bench_agent [--mb N] [--rounds K] [--seconds S] [--clients C] [--rate R]
-//                    [--skip-upload] [--skip-fanout] [--skip-latency]
+//                    [--skip-upload] [--skip-fanout] [--skip-latency] [--hash-first]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,6 +31,8 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+bool g_hash_first = false;  // --hash-first: hash the whole file before sending (no overlap)
 
 double seconds_since(Clock::time_point t0) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -193,7 +195,8 @@ Measured client_upload(const Agent& agent, const fs::path& file, const std::stri
     auto c = agent.client();
     const CpuTimes c0 = cpu_now();
     auto t0 = Clock::now();
-    std::string got = c.upload_blob(file);
+    std::string got = c.upload_blob(file, {}, 16u << 20,
+                                    g_hash_first ? ~std::uint64_t{0} : std::uint64_t{32} << 20);
     Measured m;
     m.wall = seconds_since(t0);
     const CpuTimes c1 = cpu_now();
@@ -429,6 +432,8 @@ int main(int argc, char** argv) {
             rate = std::atoi(next().c_str());
         else if (a == "--rounds")
             rounds = std::max(1, std::atoi(next().c_str()));
+        else if (a == "--hash-first")
+            g_hash_first = true;
         else if (a == "--skip-upload")
             upload = false;
         else if (a == "--skip-fanout")
