@@ -21,6 +21,7 @@
 #include <QProgressDialog>
 #include <QSettings>
 #include <QSplitter>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTimer>
@@ -35,6 +36,7 @@
 #include "ui/annotation_editor.h"
 #include "ui/background.h"
 #include "ui/dataset_view.h"
+#include "ui/local_agent.h"
 #include "ui/log_console.h"
 #include "ui/run_monitor.h"
 #include "ui/run_setup.h"
@@ -176,6 +178,7 @@ void MainWindow::build_menus() {
                    this, &MainWindow::compare_selected_runs);
 
     QMenu* servers = menuBar()->addMenu(tr("&Servers"));
+    servers->addAction(tr("Start this computer's &agent"), this, [this] { start_local_agent(); });
     servers->addAction(tr("&Add server…"), this, [this] {
         QDialog dialog(this);
         dialog.setWindowTitle(tr("Add server"));
@@ -393,6 +396,14 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             const QString name = qs(info.setup.name);
             names << name;
             const int index = monitor->add_store_run(*project_, id, name);
+            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() && !info.setup.server_id &&
+                local_agent_ && local_agent_->ready())
+                monitor->follow_remote(index, local_agent_->endpoint(),
+                                       qs(info.setup.remote_job_id), info.last_seq,
+                                       [this, id](const std::vector<Event>& events) {
+                                           if (project_)
+                                               store::append_events(*project_, id, events);
+                                       });
             if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() && info.setup.server_id) {
                 for (const auto& s : store::list_servers(*project_))
                     if (s.id == *info.setup.server_id) {
@@ -481,6 +492,7 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
 
 RunSetupView* MainWindow::open_run_setup() {
     auto* view = new RunSetupView(project_.get(), tasks_, tabs_);
+    if (local_agent_ && local_agent_->ready()) view->set_local_endpoint(local_agent_->endpoint());
     connect(view, &RunSetupView::run_created, this, [this](std::int64_t id) {
         log(QStringLiteral("info"), tr("run %1 created").arg(id));
         refresh_tree();
@@ -683,6 +695,47 @@ std::int64_t MainWindow::add_server(const QString& name, const QString& url, con
             if (answer == QMessageBox::Yes) store_it(fingerprint);
         });
     return -1;
+}
+
+}  // namespace crucible::ui
+
+namespace crucible::ui {
+
+void MainWindow::start_local_agent(const QString& program) {
+    const QString agent = program.isEmpty() ? LocalAgent::find_program() : program;
+    if (agent.isEmpty()) {
+        log(QStringLiteral("error"), tr("crucible-agent is not installed next to the studio"));
+        return;
+    }
+    if (local_agent_ && local_agent_->running()) return;
+    if (!local_agent_) {
+        const QString data =
+            QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+            QStringLiteral("/local-agent");
+        local_agent_ = new LocalAgent(agent, data, {}, this);
+        connect(local_agent_, &LocalAgent::failed, this, [this](const QString& m) {
+            connection_label_->setText(tr("This computer: offline"));
+            log(QStringLiteral("error"), m);
+        });
+        connect(local_agent_, &LocalAgent::started_ok, this, [this] {
+            connection_label_->setText(tr("This computer: connected"));
+            log(QStringLiteral("info"),
+                tr("local agent on %1").arg(qs(local_agent_->endpoint().url)));
+            for (int i = 0; i < tabs_->count(); ++i)
+                if (auto* setup = qobject_cast<RunSetupView*>(tabs_->widget(i)))
+                    setup->set_local_endpoint(local_agent_->endpoint());
+            const auto ep = local_agent_->endpoint();
+            run_in_background<Json>(
+                this, [ep] { return net::ApiClient(ep).get("/v1/info"); },
+                [this](Json info, QString error) {
+                    if (!error.isEmpty() || !info.is_object()) return;
+                    const Json tasks = info.value("tasks", Json::array());
+                    if (tasks_.empty() && tasks.is_array()) set_task_schemas(tasks);
+                });
+        });
+    }
+    connection_label_->setText(tr("This computer: starting…"));
+    local_agent_->start();
 }
 
 }  // namespace crucible::ui

@@ -33,6 +33,7 @@ class Project;
 
 namespace crucible::ui {
 
+class LocalAgent;
 class LogConsole;
 class RunMonitor;
 class DatasetView;
@@ -80,6 +81,11 @@ class MainWindow : public QMainWindow {
     // certificate fingerprint shown for confirmation; returns the id, or -1 (refused, canceled,
     // or an https server whose confirmation is still pending).
     std::int64_t add_server(const QString& name, const QString& url, const QString& token);
+    // Starts the private crucible-agent of "This computer" (stopped with the window).
+    void start_local_agent(const QString& program = {});
+    LocalAgent* local_agent() const {
+        return local_agent_;
+    }
 
     void set_theme(Theme theme);
     Theme theme() const { return theme_; }
@@ -115,6 +121,7 @@ class MainWindow : public QMainWindow {
     QLabel* connection_label_ = nullptr;
     QLabel* gpu_label_ = nullptr;
     QMenu* recent_menu_ = nullptr;
+    LocalAgent* local_agent_ = nullptr;
 };
 
 }  // namespace crucible::ui

@@ -98,8 +98,9 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     });
     connect(create, &QPushButton::clicked, this, [this] { create_run(); });
     connect(submit_button, &QPushButton::clicked, this, [this] { submit(); });
-    auto enable_submit = [this, submit_button] {
-        submit_button->setEnabled(server_->currentData().toLongLong() >= 0);
+    submit_ = submit_button;
+    auto enable_submit = [this] {
+        submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
     };
     connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
     enable_submit();
@@ -233,14 +234,14 @@ void RunSetupView::select_server(std::int64_t server_id) {
 
 std::int64_t RunSetupView::submit(const QString& name) {
     const qlonglong server_id = server_->currentData().toLongLong();
-    if (server_id < 0) {
+    if (server_id < 0 && !has_local_) {
         error_->setText(tr("choose a server to submit to (or run it here with the command)"));
         return -1;
     }
     std::optional<store::ServerInfo> server;
     for (const auto& s : store::list_servers(*project_))
         if (s.id == server_id) server = s;
-    if (!server) return -1;
+    if (!server && !has_local_) return -1;
     const std::int64_t run_id = create_run(name);
     if (run_id < 0) return -1;
     const store::RunInfo run = store::get_run(*project_, run_id);
@@ -248,7 +249,7 @@ std::int64_t RunSetupView::submit(const QString& name) {
         {"task", run.setup.task}, {"options", run.setup.options}, {"name", run.setup.name}};
     net::RemoteEndpoint endpoint;
     try {
-        endpoint = endpoint_for(*server);
+        endpoint = server ? endpoint_for(*server) : local_;
     } catch (const std::exception& e) {
         error_->setText(QString::fromUtf8(e.what()));
         return -1;
@@ -272,6 +273,16 @@ std::int64_t RunSetupView::submit(const QString& name) {
             emit run_submitted(run_id, qs(job_id));
         });
     return run_id;
+}
+
+}  // namespace crucible::ui
+
+namespace crucible::ui {
+
+void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
+    local_ = endpoint;
+    has_local_ = !endpoint.url.empty();
+    submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
 }
 
 }  // namespace crucible::ui

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/base/json.h"
+#include "core/net/api_client.h"
 
 class QComboBox;
 class QLabel;
@@ -43,6 +44,8 @@ class RunSetupView : public QWidget {
     // run_submitted is emitted. Returns the run id or -1.
     std::int64_t submit(const QString& name = {});
     void select_server(std::int64_t server_id);
+    // The private local agent ("This computer"), when it runs; submit then goes there.
+    void set_local_endpoint(const net::RemoteEndpoint& endpoint);
 
   signals:
     void run_created(std::int64_t run_id);
@@ -56,6 +59,9 @@ class RunSetupView : public QWidget {
 
     store::Project* project_;
     Json tasks_;
+    net::RemoteEndpoint local_;
+    bool has_local_ = false;
+    QPushButton* submit_ = nullptr;
     OptionsForm* form_ = nullptr;
     QComboBox* task_ = nullptr;
     QComboBox* dataset_ = nullptr;
