@@ -222,10 +222,14 @@ void Scheduler::raise_job_event(const std::string& id, const Event& event) {
     auto dir = registry_.folder(id);
     // Under the lock a job is either still owned by its worker (finish_job, which drains the
     // inbox, has not run yet) or by nobody: exactly one writer appends to events.jsonl.
-    if (children_.count(id))
+    if (children_.count(id)) {
         post_to_job_inbox(dir, event);
-    else if (registry_.get(id))
-        append_job_event(dir, event);
+        return;
+    }
+    // No worker: the agent writes, unless the job has ended (its final status stays last; an
+    // alarm seen just before the end is dropped rather than appended after it).
+    auto job = registry_.get(id);
+    if (job && !is_final_state(job->state)) append_job_event(dir, event);
 }
 
 std::string Scheduler::cancel(const std::string& id) {
