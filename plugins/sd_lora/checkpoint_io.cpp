@@ -1,0 +1,267 @@
+#include "plugins/sd_lora/checkpoint_io.h"
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <set>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/safetensors.h"
+#include "core/engine/safetensors_torch.h"
+#include "plugins/sd_lora/ldm_names.h"
+#include "plugins/sd_lora/state_dict.h"
+
+namespace crucible::sd {
+namespace fs = std::filesystem;
+namespace {
+
+using NameMap = std::function<std::optional<std::string>(const std::string&)>;
+
+bool is_lora_name(const std::string& name) {
+    return name.find(".lora.") != std::string::npos;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Copies the tensors `map(name)` of `file` into `module`; records every name used. The VAE's
+// LDM attention weights are 1x1 convolutions ([C, C, 1, 1]) where diffusers has Linear [C, C].
+void load_mapped(torch::nn::Module& module, const SafetensorsFile& file, const NameMap& map,
+                 std::set<std::string>& used) {
+    LoadReport report;
+    std::vector<std::pair<torch::Tensor, const SafetensorsTensorInfo*>> todo;
+    for (auto& item : module.named_parameters(true)) {
+        if (is_lora_name(item.key())) continue;
+        const auto name = map(item.key());
+        if (!name) throw Error("no single-file name for parameter " + item.key());
+        const SafetensorsTensorInfo* info = file.find(*name);
+        if (!info) {
+            report.missing.push_back(*name + " (" + item.key() + ")");
+            continue;
+        }
+        used.insert(*name);
+        auto want = item.value().sizes().vec();
+        auto have = info->shape;
+        if (have != want) {
+            auto squeezed = have;
+            while (squeezed.size() > want.size() && squeezed.back() == 1)
+                squeezed.pop_back();
+            if (squeezed != want) {
+                report.mismatched.push_back(*name + ": file " + shape_text(have) + " vs model " +
+                                            shape_text(want));
+                continue;
+            }
+        }
+        todo.emplace_back(item.value(), info);
+    }
+    if (!report.ok())
+        throw InputError(file.where(), "checkpoint does not match the model: " + report.summary());
+    torch::NoGradGuard no_grad;
+    for (auto& [param, info] : todo)
+        param.copy_(engine::to_torch(file, *info)
+                        .reshape(param.sizes())
+                        .to(param.device(), param.scalar_type()));
+}
+
+void check_leftovers(const SafetensorsFile& file, const std::string& prefix,
+                     const std::set<std::string>& used) {
+    std::vector<std::string> extra;
+    for (const auto& t : file.tensors())
+        if (t.name.rfind(prefix, 0) == 0 && !used.count(t.name) &&
+            t.name.rfind("first_stage_model.loss.", 0) != 0)
+            extra.push_back(t.name);
+    if (extra.empty()) return;
+    LoadReport r;
+    r.unexpected = extra;
+    throw InputError(file.where(), "checkpoint has tensors the model does not: " + r.summary());
+}
+
+Json read_config(const fs::path& folder, const std::string& part) {
+    const fs::path p = folder / part / "config.json";
+    if (!fs::exists(p))
+        throw InputError(path_to_utf8(p), "missing (a diffusers model folder needs it)");
+    return read_json_file(p);
+}
+
+fs::path weights_file(const fs::path& folder, const std::string& part, const char* stem) {
+    for (const std::string& name :
+         {std::string(stem) + ".safetensors", std::string(stem) + ".fp16.safetensors"}) {
+        const fs::path p = folder / part / name;
+        if (fs::exists(p)) return p;
+    }
+    throw InputError(
+        path_to_utf8(folder / part),
+        std::string("no ") + stem + ".safetensors (only safetensors weights are read)");
+}
+
+// Text-encoder tensors without the position_ids buffer some files carry.
+std::map<std::string, torch::Tensor> text_tensors(const SafetensorsFile& file,
+                                                  const std::string& prefix) {
+    std::map<std::string, torch::Tensor> out;
+    for (const auto& t : file.tensors()) {
+        if (t.name.rfind(prefix, 0) != 0 || ends_with(t.name, "position_ids")) continue;
+        out[t.name.substr(prefix.size())] = engine::to_torch(file, t);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ldm_name_map(const UNetConfig& uc, const VaeConfig& vc) {
+    std::map<std::string, std::string> out;
+    ParamInitGuard meta(ParamInit::Meta);
+    UNet unet(uc);
+    AutoencoderKL vae(vc);
+    for (const auto& item : unet->named_parameters(true)) {
+        const auto n = unet_ldm_name(item.key(), uc.layers_per_block, uc.down_cross_attention);
+        out[item.key()] = n ? *n : "";
+    }
+    for (const auto& item : vae->named_parameters(true)) {
+        const auto n =
+            vae_ldm_name(item.key(), static_cast<std::int64_t>(vc.block_out_channels.size()));
+        out["vae:" + item.key()] = n ? *n : "";
+    }
+    return out;
+}
+
+SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
+    SdModels m;
+    if (parts.unet) {
+        const auto where = path_to_utf8(folder / "unet" / "config.json");
+        m.unet = UNet(UNetConfig::from_diffusers_json(read_config(folder, "unet"), where));
+        const auto file =
+            SafetensorsFile::open(weights_file(folder, "unet", "diffusion_pytorch_model"));
+        load_state_dict(*m.unet, engine::load_safetensors(file), file.where());
+    }
+    if (parts.vae) {
+        const auto where = path_to_utf8(folder / "vae" / "config.json");
+        m.vae = AutoencoderKL(VaeConfig::from_diffusers_json(read_config(folder, "vae"), where));
+        const auto file =
+            SafetensorsFile::open(weights_file(folder, "vae", "diffusion_pytorch_model"));
+        load_state_dict(*m.vae, engine::load_safetensors(file), file.where());
+    }
+    if (parts.text_encoder) {
+        const auto where = path_to_utf8(folder / "text_encoder" / "config.json");
+        m.text_encoder =
+            ClipTextModel(ClipTextConfig::from_hf_json(read_config(folder, "text_encoder"), where));
+        const auto file = SafetensorsFile::open(weights_file(folder, "text_encoder", "model"));
+        load_state_dict(*m.text_encoder, text_tensors(file, ""), file.where());
+    }
+    const fs::path tok = folder / "tokenizer";
+    if (fs::exists(tok / "vocab.json") && fs::exists(tok / "merges.txt"))
+        m.tokenizer = ClipTokenizer::load(tok / "vocab.json", tok / "merges.txt");
+    return m;
+}
+
+SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const LoadParts& parts) {
+    const auto file = SafetensorsFile::open(path);
+    SdModels m;
+    if (parts.unet) {
+        m.unet = UNet(c.unet);
+        std::set<std::string> used;
+        load_mapped(
+            *m.unet, file,
+            [&](const std::string& n) {
+                return unet_ldm_name(n, c.unet.layers_per_block, c.unet.down_cross_attention);
+            },
+            used);
+        check_leftovers(file, kLdmUNetPrefix, used);
+    }
+    if (parts.vae) {
+        m.vae = AutoencoderKL(c.vae);
+        std::set<std::string> used;
+        const auto blocks = static_cast<std::int64_t>(c.vae.block_out_channels.size());
+        load_mapped(
+            *m.vae, file, [&](const std::string& n) { return vae_ldm_name(n, blocks); }, used);
+        check_leftovers(file, kLdmVaePrefix, used);
+    }
+    if (parts.text_encoder) {
+        m.text_encoder = ClipTextModel(c.text);
+        // Older files drop the "text_model." level of the Hugging Face names.
+        std::string prefix = kLdmTextPrefix;
+        auto tensors = text_tensors(file, prefix);
+        bool flat = !tensors.empty();
+        for (const auto& [name, t] : tensors)
+            if (name.rfind("text_model.", 0) == 0) flat = false;
+        if (flat) {
+            std::map<std::string, torch::Tensor> renamed;
+            for (auto& [name, t] : tensors)
+                renamed["text_model." + name] = t;
+            tensors = std::move(renamed);
+        }
+        load_state_dict(*m.text_encoder, tensors, file.where() + " (" + prefix + "*)");
+    }
+    return m;
+}
+
+SdModels load_sd_models(const fs::path& path, const LoadParts& parts,
+                        const std::optional<SdModelConfigs>& configs) {
+    const std::string where = path_to_utf8(path);
+    if (fs::is_directory(path)) {
+        if (fs::exists(path / "model_index.json") || fs::exists(path / "unet" / "config.json"))
+            return load_diffusers_folder(path, parts);
+        throw InputError(where,
+                         "not a diffusers model folder (no model_index.json or unet/config.json)");
+    }
+    if (!fs::exists(path)) throw InputError(where, "no such file or folder");
+    if (path.extension() != ".safetensors")
+        throw InputError(where,
+                         "base models are read from .safetensors files or diffusers folders "
+                         "(.ckpt pickles are not loaded)");
+    return load_single_file(path, configs.value_or(SdModelConfigs{}), parts);
+}
+
+void save_diffusers_folder(const fs::path& folder, SdModels& m) {
+    fs::create_directories(folder);
+    Json index = {{"_class_name", "StableDiffusionPipeline"}};
+    if (m.unet) {
+        fs::create_directories(folder / "unet");
+        write_json_file(folder / "unet" / "config.json", m.unet->config.to_diffusers_json());
+        engine::save_safetensors(folder / "unet" / "diffusion_pytorch_model.safetensors",
+                                 base_state_dict(*m.unet));
+        index["unet"] = Json::array({"diffusers", "UNet2DConditionModel"});
+    }
+    if (m.vae) {
+        fs::create_directories(folder / "vae");
+        write_json_file(folder / "vae" / "config.json", m.vae->config.to_diffusers_json());
+        engine::save_safetensors(folder / "vae" / "diffusion_pytorch_model.safetensors",
+                                 base_state_dict(*m.vae));
+        index["vae"] = Json::array({"diffusers", "AutoencoderKL"});
+    }
+    if (m.text_encoder) {
+        fs::create_directories(folder / "text_encoder");
+        write_json_file(folder / "text_encoder" / "config.json",
+                        m.text_encoder->config.to_hf_json());
+        engine::save_safetensors(folder / "text_encoder" / "model.safetensors",
+                                 base_state_dict(*m.text_encoder));
+        index["text_encoder"] = Json::array({"transformers", "CLIPTextModel"});
+    }
+    write_json_file(folder / "model_index.json", index);
+}
+
+void save_single_file(const fs::path& file, SdModels& m) {
+    std::map<std::string, torch::Tensor> out;
+    if (m.unet) {
+        const auto& c = m.unet->config;
+        for (const auto& [name, t] : base_state_dict(*m.unet))
+            out[unet_ldm_name(name, c.layers_per_block, c.down_cross_attention).value()] = t;
+    }
+    if (m.vae) {
+        const auto blocks = static_cast<std::int64_t>(m.vae->config.block_out_channels.size());
+        for (const auto& [name, t] : base_state_dict(*m.vae)) {
+            const std::string ldm = vae_ldm_name(name, blocks).value();
+            const bool attn_weight = ldm.find(".mid.attn_1.") != std::string::npos && t.dim() == 2;
+            out[ldm] = attn_weight ? t.reshape({t.size(0), t.size(1), 1, 1}) : t;
+        }
+    }
+    if (m.text_encoder)
+        for (const auto& [name, t] : base_state_dict(*m.text_encoder))
+            out[text_encoder_ldm_name(name)] = t;
+    engine::save_safetensors(file, out);
+}
+
+}  // namespace crucible::sd

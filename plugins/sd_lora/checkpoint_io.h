@@ -1,0 +1,56 @@
+#pragma once
+// Loading SD 1.x base models: Hugging Face diffusers folders (unet/, vae/, text_encoder/,
+// tokenizer/ with config.json and .safetensors weights) and single-file LDM `.safetensors`
+// checkpoints (model.diffusion_model.*, first_stage_model.*, cond_stage_model.transformer.*),
+// mapped to the diffusers layout by structure (ldm_names.h). Every tensor is checked: a missing,
+// mis-shaped or left-over tensor is named in the InputError. Writers for both layouts exist for
+// tests and for exporting merged models.
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "plugins/sd_lora/clip_text.h"
+#include "plugins/sd_lora/clip_tokenizer.h"
+#include "plugins/sd_lora/unet.h"
+#include "plugins/sd_lora/vae.h"
+
+namespace crucible::sd {
+
+struct SdModelConfigs {
+    UNetConfig unet = UNetConfig::sd15();
+    VaeConfig vae = VaeConfig::sd15();
+    ClipTextConfig text = ClipTextConfig::sd15();
+};
+
+struct SdModels {
+    UNet unet{nullptr};
+    AutoencoderKL vae{nullptr};
+    ClipTextModel text_encoder{nullptr};
+    std::optional<ClipTokenizer> tokenizer;  // from a tokenizer/ folder when there is one
+};
+
+// Which parts to load (the VAE encoder is not needed once latents are cached, ...).
+struct LoadParts {
+    bool unet = true, vae = true, text_encoder = true;
+};
+
+// A folder with model_index.json or unet/config.json is a diffusers folder; a file ending in
+// .safetensors is a single-file checkpoint (its configs are SD 1.5's unless given). Anything else
+// is an InputError naming the path.
+SdModels load_sd_models(const std::filesystem::path& path, const LoadParts& parts = {},
+                        const std::optional<SdModelConfigs>& single_file_configs = {});
+
+SdModels load_diffusers_folder(const std::filesystem::path& folder, const LoadParts& parts = {});
+SdModels load_single_file(const std::filesystem::path& file, const SdModelConfigs& configs,
+                          const LoadParts& parts = {});
+
+// Writers (base weights only, float32 unless the tensors are already another dtype).
+void save_diffusers_folder(const std::filesystem::path& folder, SdModels& models);
+void save_single_file(const std::filesystem::path& file, SdModels& models);
+
+// LDM names of every parameter of the models, diffusers name -> LDM name (tests, tooling).
+std::map<std::string, std::string> ldm_name_map(const UNetConfig& unet, const VaeConfig& vae);
+
+}  // namespace crucible::sd

@@ -1,0 +1,136 @@
+#include "plugins/sd_lora/clip_text.h"
+
+#include <torch/torch.h>
+
+#include <limits>
+#include <utility>
+
+#include "core/base/error.h"
+
+namespace crucible::sd {
+
+ClipTextConfig ClipTextConfig::sd15() {
+    return ClipTextConfig{};
+}
+
+ClipTextConfig ClipTextConfig::tiny() {
+    ClipTextConfig c;
+    c.vocab_size = 1000;
+    c.hidden_size = 32;
+    c.intermediate_size = 37;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    return c;
+}
+
+ClipTextConfig ClipTextConfig::from_hf_json(const Json& j0, const std::string& where) {
+    if (!j0.is_object()) throw InputError(where, "the text encoder config is not a JSON object");
+    // Full CLIPConfig files nest the text part under "text_config".
+    const Json& j =
+        j0.contains("text_config") && j0["text_config"].is_object() ? j0["text_config"] : j0;
+    ClipTextConfig c;
+    auto int_of = [&](const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
+        if (!j.contains(key) || j[key].is_null()) return;
+        if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < lo ||
+            j[key].get<std::int64_t>() > hi)
+            throw InputError(where, std::string("'") + key + "' must be an integer in " +
+                                        std::to_string(lo) + ".." + std::to_string(hi));
+        out = j[key].get<std::int64_t>();
+    };
+    int_of("vocab_size", c.vocab_size, 2, 10'000'000);
+    int_of("hidden_size", c.hidden_size, 1, 65536);
+    int_of("intermediate_size", c.intermediate_size, 1, 262144);
+    int_of("num_hidden_layers", c.num_hidden_layers, 1, 256);
+    int_of("num_attention_heads", c.num_attention_heads, 1, 1024);
+    int_of("max_position_embeddings", c.max_position_embeddings, 1, 65536);
+    if (c.hidden_size % c.num_attention_heads != 0)
+        throw InputError(where, "'hidden_size' is not divisible by 'num_attention_heads'");
+    if (j.contains("hidden_act")) {
+        const std::string act =
+            j["hidden_act"].is_string() ? j["hidden_act"].get<std::string>() : "";
+        if (act == "quick_gelu")
+            c.quick_gelu = true;
+        else if (act == "gelu")
+            c.quick_gelu = false;
+        else
+            throw InputError(where, "unsupported 'hidden_act' '" + act + "'");
+    }
+    if (j.contains("layer_norm_eps") && j["layer_norm_eps"].is_number())
+        c.layer_norm_eps = j["layer_norm_eps"].get<double>();
+    return c;
+}
+
+Json ClipTextConfig::to_hf_json() const {
+    return Json{{"architectures", Json::array({"CLIPTextModel"})},
+                {"model_type", "clip_text_model"},
+                {"vocab_size", vocab_size},
+                {"hidden_size", hidden_size},
+                {"intermediate_size", intermediate_size},
+                {"num_hidden_layers", num_hidden_layers},
+                {"num_attention_heads", num_attention_heads},
+                {"max_position_embeddings", max_position_embeddings},
+                {"hidden_act", quick_gelu ? "quick_gelu" : "gelu"},
+                {"layer_norm_eps", layer_norm_eps}};
+}
+
+ClipLayerImpl::ClipLayerImpl(const ClipTextConfig& c)
+    : heads(c.num_attention_heads), quick_gelu(c.quick_gelu) {
+    const auto d = c.hidden_size;
+    auto attn = register_module("self_attn", std::make_shared<torch::nn::Module>());
+    k_proj = attn->register_module("k_proj", Linear(d, d));
+    v_proj = attn->register_module("v_proj", Linear(d, d));
+    q_proj = attn->register_module("q_proj", Linear(d, d));
+    out_proj = attn->register_module("out_proj", Linear(d, d));
+    layer_norm1 = register_module("layer_norm1", LayerNorm(d, c.layer_norm_eps));
+    auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+    fc1 = mlp->register_module("fc1", Linear(d, c.intermediate_size));
+    fc2 = mlp->register_module("fc2", Linear(c.intermediate_size, d));
+    layer_norm2 = register_module("layer_norm2", LayerNorm(d, c.layer_norm_eps));
+}
+
+torch::Tensor ClipLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    torch::Tensor h = layer_norm1(x);
+    const auto q = split_heads(q_proj(h), heads);
+    const auto k = split_heads(k_proj(h), heads);
+    const auto v = split_heads(v_proj(h), heads);
+    h = x + out_proj(merge_heads(attention(q, k, v, mask)));
+    torch::Tensor m = fc1(layer_norm2(h));
+    m = quick_gelu ? m * torch::sigmoid(1.702 * m) : torch::gelu(m);
+    return h + fc2(m);
+}
+
+ClipTextModelImpl::ClipTextModelImpl(ClipTextConfig c) : config(std::move(c)) {
+    auto text_model = register_module("text_model", std::make_shared<torch::nn::Module>());
+    auto embeddings =
+        text_model->register_module("embeddings", std::make_shared<torch::nn::Module>());
+    token_embedding = embeddings->register_module("token_embedding",
+                                                  Embedding(config.vocab_size, config.hidden_size));
+    position_embedding = embeddings->register_module(
+        "position_embedding", Embedding(config.max_position_embeddings, config.hidden_size));
+    auto encoder = text_model->register_module("encoder", std::make_shared<torch::nn::Module>());
+    layers = encoder->register_module("layers", torch::nn::ModuleList());
+    for (std::int64_t i = 0; i < config.num_hidden_layers; ++i)
+        layers->push_back(ClipLayer(config));
+    final_layer_norm = text_model->register_module(
+        "final_layer_norm", LayerNorm(config.hidden_size, config.layer_norm_eps));
+}
+
+torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip) {
+    const auto t = ids.size(1);
+    if (t > config.max_position_embeddings)
+        throw InputError("prompt", "token sequence longer than the text encoder's " +
+                                       std::to_string(config.max_position_embeddings) +
+                                       " positions");
+    const auto pos =
+        torch::arange(t, torch::TensorOptions().dtype(torch::kLong).device(ids.device()));
+    torch::Tensor h = token_embedding(ids) + position_embedding(pos).unsqueeze(0);
+    const torch::Tensor mask =
+        torch::full({t, t}, -std::numeric_limits<float>::infinity(), h.options()).triu(1);
+    const auto n = static_cast<std::int64_t>(layers->size());
+    const std::int64_t stop = n - std::max<std::int64_t>(0, clip_skip - 1);
+    for (std::int64_t i = 0; i < stop; ++i)
+        h = layers[static_cast<std::size_t>(i)]->as<ClipLayerImpl>()->forward(h, mask);
+    return final_layer_norm(h);
+}
+
+}  // namespace crucible::sd

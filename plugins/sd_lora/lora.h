@@ -1,0 +1,77 @@
+#pragma once
+// LoRA for SD 1.x (SPECS.md "LoRA"): the kohya default targets (every Linear and 1x1 conv of the
+// UNet's spatial transformers: proj_in, proj_out, attn1/attn2 to_q/k/v/out.0, ff.net.0.proj,
+// ff.net.2 — 192 modules in SD 1.5; text encoder q/k/v/out_proj, fc1, fc2 — 72), a network of
+// adapters the base layers run, merging, and the kohya `.safetensors` layout
+// (`<key>.lora_down.weight`, `<key>.lora_up.weight`, `<key>.alpha`) with `ss_*` metadata and
+// `sshs_model_hash`; optionally the PEFT layout.
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/base/json.h"
+#include "plugins/sd_lora/nn.h"
+
+namespace crucible::sd {
+
+struct LoraTarget {
+    std::string module;  // diffusers / Hugging Face module path
+    std::string kohya;   // lora_unet_... / lora_te_...
+    std::int64_t in = 0, out = 0;
+    bool conv = false;  // 1x1 convolution
+    std::shared_ptr<torch::nn::Module> layer;
+};
+
+// The kohya targets of a UNet / CLIP text model (prefix "lora_unet" / "lora_te"), module order.
+std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet);
+std::vector<LoraTarget> text_encoder_lora_targets(torch::nn::Module& text_encoder,
+                                                  const std::string& prefix = "lora_te");
+
+struct LoraOptions {
+    std::int64_t rank = 8;
+    double alpha = 8;
+    double dropout = 0;
+    bool rslora = false;
+};
+
+// The adapters of a set of targets, registered under their kohya keys (parameters "down", "up"),
+// so the engine's optimizer, EMA, checkpoints and weight files see exactly the trainable LoRA.
+// install() points the target layers at these adapters (several networks may exist for one base
+// model, e.g. the trained one and its EMA copy; the last installed runs).
+struct LoraNetworkImpl : torch::nn::Module {
+    LoraNetworkImpl(std::vector<LoraTarget> targets, const LoraOptions& options);
+    void install();
+    void uninstall();
+    // W += scale·B·A in every target layer, then uninstall (the base model now includes the LoRA).
+    void merge_into_base();
+
+    // kohya tensors: <key>.lora_down.weight [r, in(,1,1)], <key>.lora_up.weight [out, r(,1,1)],
+    // <key>.alpha (0-d), in `dtype` (float32, float16 or bfloat16).
+    std::map<std::string, torch::Tensor> kohya_state(
+        torch::ScalarType dtype = torch::kFloat32) const;
+    // Copies kohya tensors in; InputError names a missing key, a shape that differs, or a key
+    // that belongs to no target (a LoRA for another model).
+    void load_kohya_state(const std::map<std::string, torch::Tensor>& tensors,
+                          const std::string& where);
+    // PEFT layout: <folder>/adapter_model.safetensors (base_model.model.<module>.lora_A/B.weight)
+    // and adapter_config.json.
+    void save_peft(const std::filesystem::path& folder, const std::string& base_model) const;
+
+    std::vector<LoraTarget> targets;
+    std::vector<LoraAdapter> adapters;
+    LoraOptions options;
+};
+TORCH_MODULE(LoraNetwork);
+
+// Writes a kohya LoRA file: `metadata` (ss_* keys) plus sshs_model_hash, the SHA-256 of the bytes
+// after the header. Returns the hash.
+std::string save_kohya_lora(const std::filesystem::path& path,
+                            const std::map<std::string, torch::Tensor>& tensors,
+                            std::map<std::string, std::string> metadata);
+// SHA-256 (hex) of a safetensors file's bytes after its header.
+std::string safetensors_data_hash(const std::string& file_bytes);
+
+}  // namespace crucible::sd

@@ -1,0 +1,194 @@
+#include "plugins/sd_lora/nn.h"
+
+#include <torch/torch.h>
+
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/base/error.h"
+
+namespace crucible::sd {
+namespace {
+
+thread_local ParamInit g_init = ParamInit::Random;
+
+torch::Tensor make_empty(const std::vector<std::int64_t>& shape) {
+    if (g_init == ParamInit::Meta)
+        return torch::empty(shape,
+                            torch::TensorOptions().dtype(torch::kFloat32).device(torch::kMeta));
+    return torch::empty(shape, torch::kFloat32);
+}
+
+// PyTorch's default for Linear/Conv weights: kaiming_uniform(a = sqrt(5)) = U(+-1/sqrt(fan_in)).
+torch::Tensor uniform_param(const std::vector<std::int64_t>& shape, std::int64_t fan_in) {
+    torch::Tensor t = make_empty(shape);
+    if (g_init == ParamInit::Random) {
+        torch::NoGradGuard no_grad;
+        const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+        t.uniform_(-bound, bound);
+    }
+    return t;
+}
+
+torch::Tensor filled_param(const std::vector<std::int64_t>& shape, double value) {
+    torch::Tensor t = make_empty(shape);
+    if (g_init == ParamInit::Random) {
+        torch::NoGradGuard no_grad;
+        t.fill_(value);
+    }
+    return t;
+}
+
+}  // namespace
+
+ParamInitGuard::ParamInitGuard(ParamInit mode) : previous_(g_init) {
+    g_init = mode;
+}
+ParamInitGuard::~ParamInitGuard() {
+    g_init = previous_;
+}
+ParamInit current_param_init() {
+    return g_init;
+}
+
+LoraAdapterImpl::LoraAdapterImpl(std::vector<std::int64_t> down_shape,
+                                 std::vector<std::int64_t> up_shape, double a, bool rslora)
+    : alpha(a), rank(down_shape.at(0)) {
+    std::int64_t fan_in = 1;
+    for (std::size_t i = 1; i < down_shape.size(); ++i)
+        fan_in *= down_shape[i];
+    down = register_parameter("down", uniform_param(down_shape, fan_in));
+    up = register_parameter("up", filled_param(up_shape, 0.0));
+    scale =
+        rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+}
+
+torch::Tensor LoraAdapterImpl::delta() const {
+    const auto d = down.reshape({down.size(0), -1});
+    const auto u = up.reshape({up.size(0), -1});
+    return torch::matmul(u, d) * scale;
+}
+
+LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias)
+    : in_features(in), out_features(out) {
+    weight = register_parameter("weight", uniform_param({out, in}, in));
+    if (with_bias) bias = register_parameter("bias", uniform_param({out}, in));
+}
+
+torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::linear(x, weight, bias);
+    if (lora) {
+        torch::Tensor h = x;
+        if (lora_dropout > 0 && lora->is_training()) h = torch::dropout(h, lora_dropout, true);
+        h = torch::linear(torch::linear(h, lora->down), lora->up);
+        y = y + h * lora->scale;
+    }
+    return y;
+}
+
+Conv2dImpl::Conv2dImpl(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s,
+                       std::int64_t p, bool with_bias)
+    : in_channels(in), out_channels(out), kernel(k), stride(s), padding(p) {
+    weight = register_parameter("weight", uniform_param({out, in, k, k}, in * k * k));
+    if (with_bias) bias = register_parameter("bias", uniform_param({out}, in * k * k));
+}
+
+torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
+    torch::Tensor y = torch::conv2d(x, weight, bias, {stride, stride}, {padding, padding});
+    if (lora) {
+        torch::Tensor h = x;
+        if (lora_dropout > 0 && lora->is_training()) h = torch::dropout(h, lora_dropout, true);
+        h = torch::conv2d(torch::conv2d(h, lora->down), lora->up);
+        y = y + h * lora->scale;
+    }
+    return y;
+}
+
+GroupNormImpl::GroupNormImpl(std::int64_t g, std::int64_t channels, double e) : groups(g), eps(e) {
+    if (g <= 0 || channels % g != 0)
+        throw InputError("norm_num_groups", std::to_string(channels) +
+                                                " channels cannot be split into " +
+                                                std::to_string(g) + " groups");
+    weight = register_parameter("weight", filled_param({channels}, 1.0));
+    bias = register_parameter("bias", filled_param({channels}, 0.0));
+}
+
+torch::Tensor GroupNormImpl::forward(const torch::Tensor& x) {
+    return torch::group_norm(x, groups, weight, bias, eps);
+}
+
+LayerNormImpl::LayerNormImpl(std::int64_t d, double e) : dim(d), eps(e) {
+    weight = register_parameter("weight", filled_param({d}, 1.0));
+    bias = register_parameter("bias", filled_param({d}, 0.0));
+}
+
+torch::Tensor LayerNormImpl::forward(const torch::Tensor& x) {
+    return torch::layer_norm(x, {dim}, weight, bias, eps);
+}
+
+EmbeddingImpl::EmbeddingImpl(std::int64_t count, std::int64_t dim) {
+    torch::Tensor w = make_empty({count, dim});
+    if (g_init == ParamInit::Random) {
+        torch::NoGradGuard no_grad;
+        w.normal_(0.0, 1.0);
+    }
+    weight = register_parameter("weight", w);
+}
+
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
+    return torch::embedding(weight, ids);
+}
+
+torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& mask) {
+#if TORCH_VERSION_MAJOR >= 2
+    if (!mask.defined() || mask.dtype() == q.dtype())
+        return at::scaled_dot_product_attention(
+            q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt);
+#endif
+    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+    // Scores for all queries at once can be huge (SD at 512 px: 4096² per head); queries go in
+    // chunks of at most ~1M scores, which also keeps allocations small enough to be reused.
+    constexpr std::int64_t kMaxScores = 1 << 20;
+    const std::int64_t nq = q.size(-2), nk = k.size(-2);
+    const std::int64_t batch_heads = q.numel() / std::max<std::int64_t>(1, nq * q.size(-1));
+    const std::int64_t rows =
+        std::max<std::int64_t>(1, kMaxScores / std::max<std::int64_t>(1, batch_heads * nk));
+    const torch::Tensor kt = k.transpose(-1, -2);
+    std::vector<torch::Tensor> outs;
+    for (std::int64_t start = 0; start < nq; start += rows) {
+        const std::int64_t len = std::min(rows, nq - start);
+        const torch::Tensor qc = rows >= nq ? q : q.narrow(-2, start, len);
+        torch::Tensor scores = torch::matmul(qc, kt) * scale;
+        if (mask.defined())
+            scores = scores + (mask.dim() >= 2 && mask.size(-2) == nq && rows < nq
+                                   ? mask.narrow(-2, start, len)
+                                   : mask);
+        const torch::Tensor probs = torch::softmax(scores.to(torch::kFloat32), -1).to(v.dtype());
+        outs.push_back(torch::matmul(probs, v));
+    }
+    return outs.size() == 1 ? outs[0] : torch::cat(outs, -2);
+}
+
+torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {
+    const auto b = x.size(0), n = x.size(1), c = x.size(2);
+    return x.reshape({b, n, heads, c / heads}).permute({0, 2, 1, 3});
+}
+
+torch::Tensor merge_heads(const torch::Tensor& x) {
+    const auto b = x.size(0), h = x.size(1), n = x.size(2), d = x.size(3);
+    return x.permute({0, 2, 1, 3}).reshape({b, n, h * d});
+}
+
+std::vector<std::pair<std::string, std::vector<std::int64_t>>> parameter_layout(
+    const torch::nn::Module& module) {
+    std::vector<std::pair<std::string, std::vector<std::int64_t>>> out;
+    for (const auto& item : module.named_parameters(true))
+        out.emplace_back(item.key(), item.value().sizes().vec());
+    return out;
+}
+
+}  // namespace crucible::sd

@@ -1,0 +1,465 @@
+#include "plugins/sd_lora/sd_task.h"
+
+#include <torch/torch.h>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/data/caption_dataset.h"
+#include "core/engine/safetensors_torch.h"
+#include "core/engine/task.h"
+#include "core/engine/train_options.h"
+#include "core/engine/weights_file.h"
+#include "plugins/sd_lora/checkpoint_io.h"
+#include "plugins/sd_lora/lora.h"
+#include "plugins/sd_lora/sampler.h"
+#include "plugins/sd_lora/scheduler.h"
+#include "plugins/sd_lora/sd_batches.h"
+
+namespace crucible::sd {
+namespace {
+namespace fs = std::filesystem;
+
+OptionSpec spec(std::string name, OptionType type, Json def, std::string help, std::string group,
+                std::optional<double> min = {}, std::optional<double> max = {},
+                std::vector<std::string> choices = {}) {
+    OptionSpec s;
+    s.name = std::move(name);
+    s.type = type;
+    s.default_value = std::move(def);
+    s.help = std::move(help);
+    s.group = std::move(group);
+    s.min = min;
+    s.max = max;
+    s.choices = std::move(choices);
+    return s;
+}
+
+std::vector<std::string> split_prompts(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= text.size()) {
+        auto end = text.find('|', start);
+        if (end == std::string::npos) end = text.size();
+        std::string p = text.substr(start, end - start);
+        const auto b = p.find_first_not_of(' ');
+        const auto e = p.find_last_not_of(' ');
+        if (b != std::string::npos) out.push_back(p.substr(b, e - b + 1));
+        start = end + 1;
+    }
+    return out;
+}
+
+class SdLoraTask : public engine::Task {
+  public:
+    OptionSchema schema() const override {
+        OptionSchema s(kSdLoraTaskId, "Stable Diffusion 1.x LoRA");
+        engine::TrainDefaults d;
+        d.epochs = 10;
+        d.batch = 1;
+        d.nbs = 1;
+        d.lr0 = 1e-4;
+        d.lrf = 1.0;
+        d.momentum = 0.9;
+        d.weight_decay = 1e-2;
+        d.warmup_epochs = 0;
+        d.warmup_bias_lr = 0;
+        d.optimizer = "AdamW";
+        d.grad_clip = 1.0;
+        d.patience = 0;
+        d.checkpoint_steps = 500;
+        engine::add_training_options(s, d);
+        const std::string data = "data", model = "model", lora = "lora", train = "diffusion",
+                          sample = "samples";
+        using T = OptionType;
+        s.add(spec("data", T::Path, "", "folder of images with .txt captions (kohya style)", data));
+        s.add(spec("caption_extension", T::String, ".txt", "caption file extension", data));
+        s.add(spec("resolution", T::Integer, 512, "training resolution (bucket area = resolution²)",
+                   data, 16, 4096));
+        s.add(spec("enable_bucket", T::Boolean, true, "aspect-ratio buckets", data));
+        s.add(spec("min_bucket_reso", T::Integer, 256, "smallest bucket side", data, 16, 4096));
+        s.add(spec("max_bucket_reso", T::Integer, 1024, "largest bucket side", data, 16, 16384));
+        s.add(
+            spec("bucket_reso_steps", T::Integer, 64, "bucket side step in pixels", data, 8, 1024));
+        s.add(spec("bucket_no_upscale", T::Boolean, false, "never enlarge small images", data));
+        s.add(spec("caption_dropout_rate", T::Number, 0.0,
+                   "probability of training on an empty caption", data, 0, 1));
+        s.add(spec("shuffle_caption", T::Boolean, false, "shuffle comma-separated tags", data));
+        s.add(spec("keep_tokens", T::Integer, 0, "leading tags that are never shuffled", data, 0,
+                   1000));
+        s.add(spec("flip_aug", T::Boolean, false, "random horizontal flips", data));
+        s.add(spec("cache_latents_to_disk", T::Boolean, true,
+                   "keep encoded latents in the run folder for resumes", data));
+        s.add(spec("model", T::Path, "",
+                   "base model: a diffusers folder or a single-file .safetensors checkpoint",
+                   model));
+        s.add(spec("tokenizer", T::Path, "",
+                   "folder with vocab.json and merges.txt (default: the model's tokenizer/)",
+                   model));
+        s.add(spec("clip_skip", T::Integer, 1, "use the text encoder's N-th last layer", model, 1,
+                   12));
+        s.add(spec("network_dim", T::Integer, 8, "LoRA rank", lora, 1, 1024));
+        s.add(spec("network_alpha", T::Number, 8.0, "LoRA alpha (scale alpha / rank)", lora, 1e-6,
+                   1e6));
+        s.add(spec("network_dropout", T::Number, 0.0, "dropout on the LoRA input", lora, 0, 0.99));
+        s.add(spec("use_rslora", T::Boolean, false, "scale alpha / sqrt(rank)", lora));
+        s.add(spec("lora_format", T::Choice, "kohya", "output layout", lora, {}, {},
+                   {"kohya", "peft", "both"}));
+        s.add(spec("save_precision", T::Choice, "fp16", "dtype of the LoRA file", lora, {}, {},
+                   {"fp16", "bf16", "fp32"}));
+        s.add(
+            spec("output_name", T::String, "lora", "LoRA file name (without .safetensors)", lora));
+        s.add(spec("prediction_type", T::Choice, "epsilon", "what the UNet predicts", train, {}, {},
+                   {"epsilon", "v_prediction"}));
+        s.add(spec("min_snr_gamma", T::Number, 0.0,
+                   "min-SNR loss weighting gamma (0: off; 5 is common)", train, 0, 100));
+        s.add(spec("noise_offset", T::Number, 0.0, "per-channel noise offset", train, 0, 1));
+        s.add(spec("sample_every_n_steps", T::Integer, 0,
+                   "render sample images every N steps (0: only at the end)", sample, 0, 1e9));
+        s.add(spec("sample_prompts", T::String, "",
+                   "prompts separated by '|' (default: the first caption)", sample));
+        s.add(spec("sample_steps", T::Integer, 20, "DDIM steps per sample", sample, 1, 1000));
+        s.add(spec("guidance_scale", T::Number, 7.5, "classifier-free guidance scale", sample, 1,
+                   50));
+        s.add(spec("sample_seed", T::Integer, 1234, "seed of the sample noise", sample, 0,
+                   4294967295.0));
+        // EMA of a LoRA lags far behind on short runs; off unless asked for.
+        Json j = s.to_json();
+        for (auto& o : j["options"])
+            if (o["name"] == "ema") o["default"] = false;
+        return OptionSchema::from_json(j);
+    }
+
+    void setup(const engine::TaskContext& c) override {
+        ctx_ = c;
+        const Json& cfg = c.config;
+        const std::string data_path = cfg.at("data").get<std::string>();
+        if (data_path.empty()) throw InputError("data", "a caption folder is required");
+        const std::string model_path = cfg.at("model").get<std::string>();
+        if (model_path.empty()) throw InputError("model", "a base model is required");
+
+        data::CaptionFolderOptions fo;
+        fo.caption_extension = cfg.at("caption_extension").get<std::string>();
+        data::CaptionDataset ds = data::load_caption_folder(path_from_utf8(data_path), fo);
+        for (const auto& p : ds.problems)
+            c.log("warning", "skipped " + path_to_utf8(p.path) + ": " + p.message);
+        c.log("info", "data: " + std::to_string(ds.items.size()) + " images, " +
+                          std::to_string(ds.missing_captions) + " without caption");
+        first_caption_ = ds.items.front().caption;
+        tag_frequency_ = Json::object();
+        for (const auto& [folder, tags] : ds.tag_frequency)
+            tag_frequency_[folder] = tags;
+
+        SdModels m = load_sd_models(path_from_utf8(model_path));
+        unet_ = m.unet;
+        vae_ = m.vae;
+        text_ = m.text_encoder;
+        const std::string tok = cfg.at("tokenizer").get<std::string>();
+        if (!tok.empty()) {
+            const fs::path t = path_from_utf8(tok);
+            tokenizer_ = ClipTokenizer::load(t / "vocab.json", t / "merges.txt");
+        } else if (m.tokenizer) {
+            tokenizer_ = std::move(m.tokenizer);
+        } else {
+            throw InputError("tokenizer",
+                             "the model has no tokenizer/ folder; give one with tokenizer=");
+        }
+        for (auto* mod : {static_cast<torch::nn::Module*>(unet_.get()),
+                          static_cast<torch::nn::Module*>(vae_.get()),
+                          static_cast<torch::nn::Module*>(text_.get())}) {
+            for (auto& p : mod->parameters())
+                p.set_requires_grad(false);
+            mod->eval();
+            mod->to(c.device);
+        }
+        targets_ = unet_lora_targets(*unet_);
+        lora_.rank = cfg.at("network_dim").get<std::int64_t>();
+        lora_.alpha = cfg.at("network_alpha").get<double>();
+        lora_.dropout = cfg.at("network_dropout").get<double>();
+        lora_.rslora = cfg.at("use_rslora").get<bool>();
+
+        SdDataOptions o;
+        o.buckets.resolution = cfg.at("resolution").get<int>();
+        o.buckets.min_size = std::min(cfg.at("min_bucket_reso").get<int>(), o.buckets.resolution);
+        o.buckets.max_size = std::max(cfg.at("max_bucket_reso").get<int>(), o.buckets.resolution);
+        o.buckets.step = cfg.at("bucket_reso_steps").get<int>();
+        o.buckets.no_upscale = cfg.at("bucket_no_upscale").get<bool>();
+        o.buckets.enabled = cfg.at("enable_bucket").get<bool>();
+        o.captions.caption_dropout = cfg.at("caption_dropout_rate").get<double>();
+        o.captions.shuffle_tags = cfg.at("shuffle_caption").get<bool>();
+        o.captions.keep_tokens = cfg.at("keep_tokens").get<int>();
+        o.flip = cfg.at("flip_aug").get<bool>();
+        o.batch = cfg.at("batch").get<int>();
+        if (cfg.at("cache_latents_to_disk").get<bool>()) o.cache_dir = c.run_dir / "latent_cache";
+        data_ =
+            std::make_unique<SdTrainingData>(std::move(ds), o, static_cast<std::uint64_t>(c.seed));
+        const double s = data_->cache_latents(*vae_, c.device,
+                                              [&](const std::string& m2) { c.log("info", m2); });
+        cache_seconds_ = s;
+
+        v_prediction_ = cfg.at("prediction_type").get<std::string>() == "v_prediction";
+        min_snr_gamma_ = cfg.at("min_snr_gamma").get<double>();
+        noise_offset_ = cfg.at("noise_offset").get<double>();
+        clip_skip_ = cfg.at("clip_skip").get<int>();
+        sample_every_ = cfg.at("sample_every_n_steps").get<std::int64_t>();
+        prompts_ = split_prompts(cfg.at("sample_prompts").get<std::string>());
+        if (prompts_.empty()) prompts_.push_back(first_caption_);
+        c.log("info", "LoRA: " + std::to_string(targets_.size()) + " UNet modules, rank " +
+                          std::to_string(lora_.rank) + ", alpha " + std::to_string(lora_.alpha));
+    }
+
+    std::unique_ptr<engine::BatchSource> train_data() override { return data_->batches(); }
+
+    std::shared_ptr<torch::nn::Module> build_model() override {
+        auto net = LoraNetwork(targets_, lora_);
+        net->to(ctx_.device);
+        return net.ptr();
+    }
+
+    std::vector<std::string> loss_names() const override { return {"loss"}; }
+
+    engine::LossOutput compute_loss(torch::nn::Module& model, const engine::Batch& batch) override {
+        auto& net = dynamic_cast<LoraNetworkImpl&>(model);
+        ++batches_seen_;
+        if (sample_every_ > 0 && batches_seen_ % sample_every_ == 0)
+            render_samples(net, "step" + std::to_string(batches_seen_));
+        net.install();
+        const auto& b = std::any_cast<const SdBatch&>(batch.data);
+        const torch::Tensor loss = diffusion_loss(b, b.noise_seed, {});
+        return {loss, loss.detach().reshape({1}).to(torch::kCPU)};
+    }
+
+    std::vector<std::string> eval_columns() const override { return {"val/loss"}; }
+
+    engine::EvalResult validate(torch::nn::Module& model) override {
+        auto& net = dynamic_cast<LoraNetworkImpl&>(model);
+        net.install();
+        torch::NoGradGuard no_grad;
+        // A fixed probe: the first batches of epoch 0 with fixed noise and spread timesteps, so
+        // values of different epochs compare.
+        const auto batches = data_->epoch_batches(0);
+        double total = 0;
+        std::int64_t n = 0;
+        for (std::size_t i = 0; i < batches.size() && n < 8; ++i) {
+            const SdBatch b = data_->make_batch(batches[i], 0, static_cast<std::int64_t>(i));
+            std::vector<std::int64_t> ts;
+            for (std::size_t k = 0; k < b.captions.size(); ++k)
+                ts.push_back(
+                    static_cast<std::int64_t>((n + static_cast<std::int64_t>(k)) * 389 % 1000));
+            total += diffusion_loss(b, 0xC0FFEEull + i, torch::tensor(ts)).item<double>() *
+                     static_cast<double>(b.captions.size());
+            n += static_cast<std::int64_t>(b.captions.size());
+        }
+        const double loss = n ? total / static_cast<double>(n) : 0.0;
+        engine::EvalResult r;
+        r.values = {{"val/loss", loss}};
+        r.fitness = -loss;
+        return r;
+    }
+
+    engine::ParamGroups split_parameters(torch::nn::Module& model) override {
+        // Every adapter matrix is a weight (decayed); there are no biases or norms.
+        engine::ParamGroups g;
+        for (const auto& p : model.named_parameters(true)) {
+            g.weights.push_back(p.value());
+            g.weight_names.push_back(p.key());
+        }
+        return g;
+    }
+
+    Json weights_metadata() const override { return {{"ss_network_module", "networks.lora"}}; }
+
+    std::string dataset_hash() const override { return ""; }
+
+    void save_artifacts(torch::nn::Module& best, const fs::path& dir) override {
+        auto& best_net = dynamic_cast<LoraNetworkImpl&>(best);
+        const std::string name = ctx_.config.at("output_name").get<std::string>();
+        if (name.empty() || name.find_first_of("/\\") != std::string::npos || name == "." ||
+            name == "..")
+            throw InputError("output_name", "must be a plain file name");
+        const fs::path lora_dir = dir / "lora";
+        fs::create_directories(lora_dir);
+        // The final LoRA is the last epoch's; best (lowest validation loss) goes beside it.
+        auto last = LoraNetwork(targets_, lora_);
+        last->to(ctx_.device);
+        const fs::path last_file = dir / "weights" / "last.safetensors";
+        if (fs::exists(last_file)) engine::load_module_safetensors(*last, last_file);
+        const std::string format = ctx_.config.at("lora_format").get<std::string>();
+        const std::string base = ctx_.config.at("model").get<std::string>();
+        if (format != "peft") {
+            write_kohya(*last, lora_dir / path_from_utf8(name + ".safetensors"));
+            write_kohya(best_net, lora_dir / path_from_utf8(name + "-best.safetensors"));
+        }
+        if (format != "kohya") last->save_peft(lora_dir / path_from_utf8(name + "-peft"), base);
+        ctx_.log("info", "LoRA written to " + path_to_utf8(lora_dir));
+        render_samples(*last, "final");
+    }
+
+    double cache_seconds() const { return cache_seconds_; }
+
+  private:
+    torch::Tensor encode_text(const std::vector<std::string>& captions) {
+        std::vector<torch::Tensor> rows;
+        for (const auto& c : captions) {
+            auto it = text_cache_.find(c);
+            if (it == text_cache_.end()) {
+                if (text_cache_.size() > 4096) text_cache_.clear();
+                torch::NoGradGuard no_grad;
+                const auto ids = tokenizer_->encode(
+                    c, static_cast<std::size_t>(text_->config.max_position_embeddings));
+                const auto t = torch::tensor(ids, torch::kLong).unsqueeze(0).to(ctx_.device);
+                it = text_cache_.emplace(c, text_->forward(t, clip_skip_)[0]).first;
+            }
+            rows.push_back(it->second);
+        }
+        return torch::stack(rows);
+    }
+
+    // Epsilon / v MSE for one batch; `timesteps` fixed for validation, else drawn from the seed.
+    torch::Tensor diffusion_loss(const SdBatch& b, std::uint64_t seed, torch::Tensor timesteps) {
+        auto gen = at::detail::createCPUGenerator(seed);
+        const auto cpu = torch::TensorOptions().dtype(torch::kFloat32);
+        const auto shape = b.latent_mean.sizes();
+        const auto bsz = shape[0];
+        const torch::Tensor z = torch::randn(shape, gen, cpu).to(ctx_.device);
+        const torch::Tensor latents =
+            (b.latent_mean + b.latent_std * z) * vae_->config.scaling_factor;
+        torch::Tensor noise = torch::randn(shape, gen, cpu);
+        if (noise_offset_ > 0)
+            noise = noise + noise_offset_ * torch::randn({bsz, shape[1], 1, 1}, gen, cpu);
+        noise = noise.to(ctx_.device);
+        torch::Tensor t = timesteps.defined()
+                              ? timesteps
+                              : torch::randint(0, schedule_.steps(), {bsz}, gen,
+                                               torch::TensorOptions().dtype(torch::kLong));
+        t = t.to(ctx_.device);
+        const torch::Tensor noisy = schedule_.add_noise(latents, noise, t);
+        const torch::Tensor context = encode_text(b.captions);
+        const torch::Tensor pred = unet_->forward(noisy, t, context);
+        const torch::Tensor target = v_prediction_ ? schedule_.velocity(latents, noise, t) : noise;
+        torch::Tensor per = (pred.to(torch::kFloat32) - target).pow(2).mean({1, 2, 3});
+        if (min_snr_gamma_ > 0) {
+            const torch::Tensor snr = schedule_.snr(t).to(per.device());
+            const torch::Tensor clipped = torch::clamp_max(snr, min_snr_gamma_);
+            per = per * (v_prediction_ ? clipped / (snr + 1) : clipped / snr);
+        }
+        return per.mean();
+    }
+
+    void render_samples(LoraNetworkImpl& net, const std::string& tag) {
+        if (prompts_.empty()) return;
+        const bool was_training = net.is_training();
+        net.eval();
+        net.install();
+        torch::NoGradGuard no_grad;
+        const fs::path out = ctx_.artifacts_dir / "samples";
+        fs::create_directories(out);
+        const int res = ctx_.config.at("resolution").get<int>();
+        const std::int64_t f =
+            1ll << (static_cast<std::int64_t>(vae_->config.block_out_channels.size()) - 1);
+        const std::int64_t side = std::max<std::int64_t>(8, res / f);
+        const torch::Tensor uncond = encode_text({""});
+        for (std::size_t i = 0; i < prompts_.size(); ++i) {
+            const torch::Tensor cond = encode_text({prompts_[i]});
+            auto gen = at::detail::createCPUGenerator(
+                ctx_.config.at("sample_seed").get<std::uint64_t>() + i);
+            const torch::Tensor noise = torch::randn({1, unet_->config.in_channels, side, side},
+                                                     gen, torch::TensorOptions())
+                                            .to(ctx_.device);
+            const auto predict =
+                guided_unet(*unet_, cond, uncond, ctx_.config.at("guidance_scale").get<double>());
+            const torch::Tensor latents = ddim_sample(
+                schedule_, predict, noise, ctx_.config.at("sample_steps").get<std::int64_t>());
+            const torch::Tensor rgb = decode_to_rgb8(*vae_, latents / vae_->config.scaling_factor);
+            const fs::path file = out / path_from_utf8(tag + "_" + std::to_string(i) + ".png");
+            write_rgb8_png(file, rgb[0]);
+            ctx_.log("info", "sample " + path_to_utf8(file.lexically_relative(ctx_.run_dir)) +
+                                 ": " + prompts_[i]);
+        }
+        if (was_training) net.train();
+    }
+
+    void write_kohya(LoraNetworkImpl& net, const fs::path& file) {
+        const Json& cfg = ctx_.config;
+        const std::string prec = cfg.at("save_precision").get<std::string>();
+        const auto dtype = prec == "fp16"   ? torch::kFloat16
+                           : prec == "bf16" ? torch::kBFloat16
+                                            : torch::kFloat32;
+        std::ostringstream lr;
+        lr << cfg.at("lr0").get<double>();
+        const auto batches = data_->epoch_batches(0).size();
+        std::map<std::string, std::string> meta = {
+            {"ss_network_module", "networks.lora"},
+            {"ss_network_dim", std::to_string(lora_.rank)},
+            {"ss_network_alpha", Json(lora_.alpha).dump()},
+            {"ss_network_dropout", Json(lora_.dropout).dump()},
+            {"ss_learning_rate", lr.str()},
+            {"ss_unet_lr", lr.str()},
+            {"ss_text_encoder_lr", "0"},
+            {"ss_num_train_images", std::to_string(data_->items_per_epoch())},
+            {"ss_num_epochs", std::to_string(cfg.at("epochs").get<int>())},
+            {"ss_max_train_steps",
+             std::to_string(static_cast<std::size_t>(cfg.at("epochs").get<int>()) * batches)},
+            {"ss_batch_size_per_device", std::to_string(cfg.at("batch").get<int>())},
+            {"ss_seed", std::to_string(ctx_.seed)},
+            {"ss_base_model_version", "sd_v1"},
+            {"ss_v2", "False"},
+            {"ss_sd_model_name",
+             path_to_utf8(path_from_utf8(cfg.at("model").get<std::string>()).filename())},
+            {"ss_resolution", "(" + std::to_string(cfg.at("resolution").get<int>()) + ", " +
+                                  std::to_string(cfg.at("resolution").get<int>()) + ")"},
+            {"ss_enable_bucket", cfg.at("enable_bucket").get<bool>() ? "True" : "False"},
+            {"ss_caption_dropout_rate", Json(cfg.at("caption_dropout_rate")).dump()},
+            {"ss_shuffle_caption", cfg.at("shuffle_caption").get<bool>() ? "True" : "False"},
+            {"ss_keep_tokens", std::to_string(cfg.at("keep_tokens").get<int>())},
+            {"ss_flip_aug", cfg.at("flip_aug").get<bool>() ? "True" : "False"},
+            {"ss_clip_skip", std::to_string(clip_skip_)},
+            {"ss_min_snr_gamma", Json(min_snr_gamma_).dump()},
+            {"ss_noise_offset", Json(noise_offset_).dump()},
+            {"ss_v_parameterization", v_prediction_ ? "True" : "False"},
+            {"ss_optimizer", cfg.at("optimizer").get<std::string>()},
+            {"ss_output_name", cfg.at("output_name").get<std::string>()},
+            {"ss_tag_frequency", tag_frequency_.dump()},
+            {"ss_training_comment", "trained with Crucible"},
+        };
+        save_kohya_lora(file, net.kohya_state(dtype), meta);
+    }
+
+    engine::TaskContext ctx_;
+    UNet unet_{nullptr};
+    AutoencoderKL vae_{nullptr};
+    ClipTextModel text_{nullptr};
+    std::optional<ClipTokenizer> tokenizer_;
+    std::vector<LoraTarget> targets_;
+    LoraOptions lora_;
+    NoiseSchedule schedule_;
+    std::unique_ptr<SdTrainingData> data_;
+    std::map<std::string, torch::Tensor> text_cache_;
+    std::string first_caption_;
+    Json tag_frequency_;
+    std::vector<std::string> prompts_;
+    bool v_prediction_ = false;
+    double min_snr_gamma_ = 0, noise_offset_ = 0, cache_seconds_ = 0;
+    int clip_skip_ = 1;
+    std::int64_t sample_every_ = 0, batches_seen_ = 0;
+};
+
+engine::RegisterTask registration(
+    {kSdLoraTaskId, "Stable Diffusion 1.x LoRA", {"sd_lora"}, "sd_lora", [] {
+         return std::make_unique<SdLoraTask>();
+     }});
+
+}  // namespace
+
+void ensure_sd_lora_registered() {
+    (void)&registration;
+}
+
+}  // namespace crucible::sd

@@ -1,0 +1,13 @@
+#pragma once
+// The Stable Diffusion 1.x LoRA task `diffusion.sd_lora` (alias `sd_lora`): kohya-style caption
+// folders, cached VAE latents, epsilon (or v) prediction loss with optional min-SNR weights, LoRA
+// on the UNet's transformer blocks trained with the engine's AdamW, DDIM + CFG sample PNGs every N
+// steps, and kohya `.safetensors` (optionally PEFT) output.
+namespace crucible::sd {
+
+inline constexpr const char* kSdLoraTaskId = "diffusion.sd_lora";
+
+// Keeps the static registration linked into executables that only reference this header.
+void ensure_sd_lora_registered();
+
+}  // namespace crucible::sd

@@ -1,0 +1,274 @@
+#include "plugins/sd_lora/unet.h"
+
+#include <torch/torch.h>
+
+#include <utility>
+
+#include "core/base/error.h"
+#include "plugins/sd_lora/blocks.h"
+
+namespace crucible::sd {
+
+struct TimestepEmbeddingImpl : torch::nn::Module {
+    TimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
+        linear_1 = register_module("linear_1", Linear(in, out));
+        linear_2 = register_module("linear_2", Linear(out, out));
+    }
+    torch::Tensor forward(const torch::Tensor& x) { return linear_2(torch::silu(linear_1(x))); }
+    Linear linear_1{nullptr}, linear_2{nullptr};
+};
+
+// CrossAttnDownBlock2D / DownBlock2D.
+struct UNetDownBlockImpl : torch::nn::Module {
+    UNetDownBlockImpl(const UNetConfig& c, std::int64_t in, std::int64_t out, bool cross,
+                      bool downsample) {
+        const std::int64_t temb = c.block_out_channels.at(0) * 4;
+        resnets = register_module("resnets", torch::nn::ModuleList());
+        if (cross) attentions = register_module("attentions", torch::nn::ModuleList());
+        for (std::int64_t i = 0; i < c.layers_per_block; ++i) {
+            resnets->push_back(
+                ResnetBlock(i == 0 ? in : out, out, temb, c.norm_num_groups, c.norm_eps));
+            if (cross)
+                attentions->push_back(Transformer2D(out, c.attention_heads, c.cross_attention_dim,
+                                                    c.norm_num_groups));
+        }
+        if (downsample) {
+            downsamplers = register_module("downsamplers", torch::nn::ModuleList());
+            downsamplers->push_back(Downsample(out, 1));
+        }
+    }
+    torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
+                          std::vector<torch::Tensor>& skips) {
+        for (std::size_t i = 0; i < resnets->size(); ++i) {
+            h = resnets[i]->as<ResnetBlockImpl>()->forward(h, temb);
+            if (attentions) h = attentions[i]->as<Transformer2DImpl>()->forward(h, ctx);
+            skips.push_back(h);
+        }
+        if (downsamplers) {
+            h = downsamplers[0]->as<DownsampleImpl>()->forward(h);
+            skips.push_back(h);
+        }
+        return h;
+    }
+    torch::nn::ModuleList resnets{nullptr}, attentions{nullptr}, downsamplers{nullptr};
+};
+
+// UNetMidBlock2DCrossAttn: resnet, (attention, resnet).
+struct UNetMidBlockImpl : torch::nn::Module {
+    UNetMidBlockImpl(const UNetConfig& c, std::int64_t ch) {
+        const std::int64_t temb = c.block_out_channels.at(0) * 4;
+        attentions = register_module("attentions", torch::nn::ModuleList());
+        resnets = register_module("resnets", torch::nn::ModuleList());
+        resnets->push_back(ResnetBlock(ch, ch, temb, c.norm_num_groups, c.norm_eps));
+        attentions->push_back(
+            Transformer2D(ch, c.attention_heads, c.cross_attention_dim, c.norm_num_groups));
+        resnets->push_back(ResnetBlock(ch, ch, temb, c.norm_num_groups, c.norm_eps));
+    }
+    torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx) {
+        h = resnets[0]->as<ResnetBlockImpl>()->forward(h, temb);
+        h = attentions[0]->as<Transformer2DImpl>()->forward(h, ctx);
+        return resnets[1]->as<ResnetBlockImpl>()->forward(h, temb);
+    }
+    torch::nn::ModuleList attentions{nullptr}, resnets{nullptr};
+};
+
+// UpBlock2D / CrossAttnUpBlock2D.
+struct UNetUpBlockImpl : torch::nn::Module {
+    UNetUpBlockImpl(const UNetConfig& c, std::int64_t in, std::int64_t prev_out, std::int64_t out,
+                    bool cross, bool upsample) {
+        const std::int64_t temb = c.block_out_channels.at(0) * 4;
+        const std::int64_t layers = c.layers_per_block + 1;
+        resnets = register_module("resnets", torch::nn::ModuleList());
+        if (cross) attentions = register_module("attentions", torch::nn::ModuleList());
+        for (std::int64_t i = 0; i < layers; ++i) {
+            const std::int64_t skip = i == layers - 1 ? in : out;
+            const std::int64_t res_in = i == 0 ? prev_out : out;
+            resnets->push_back(
+                ResnetBlock(res_in + skip, out, temb, c.norm_num_groups, c.norm_eps));
+            if (cross)
+                attentions->push_back(Transformer2D(out, c.attention_heads, c.cross_attention_dim,
+                                                    c.norm_num_groups));
+        }
+        if (upsample) {
+            upsamplers = register_module("upsamplers", torch::nn::ModuleList());
+            upsamplers->push_back(Upsample(out));
+        }
+    }
+    torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
+                          std::vector<torch::Tensor>& skips) {
+        for (std::size_t i = 0; i < resnets->size(); ++i) {
+            h = torch::cat({h, skips.back()}, 1);
+            skips.pop_back();
+            h = resnets[i]->as<ResnetBlockImpl>()->forward(h, temb);
+            if (attentions) h = attentions[i]->as<Transformer2DImpl>()->forward(h, ctx);
+        }
+        if (upsamplers) {
+            std::optional<std::vector<std::int64_t>> size;
+            if (!skips.empty())
+                size = std::vector<std::int64_t>{skips.back().size(2), skips.back().size(3)};
+            h = upsamplers[0]->as<UpsampleImpl>()->forward(h, size);
+        }
+        return h;
+    }
+    torch::nn::ModuleList resnets{nullptr}, attentions{nullptr}, upsamplers{nullptr};
+};
+
+UNetConfig UNetConfig::sd15() {
+    return UNetConfig{};
+}
+
+UNetConfig UNetConfig::tiny() {
+    UNetConfig c;
+    c.block_out_channels = {32, 64};
+    c.down_cross_attention = {true, false};
+    c.cross_attention_dim = 32;
+    c.sample_size = 32;
+    return c;
+}
+
+UNetConfig UNetConfig::from_diffusers_json(const Json& j, const std::string& where) {
+    if (!j.is_object()) throw InputError(where, "the UNet config is not a JSON object");
+    UNetConfig c;
+    auto int_of = [&](const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
+        if (!j.contains(key) || j[key].is_null()) return;
+        if (!j[key].is_number_integer())
+            throw InputError(where, std::string("'") + key + "' must be an integer");
+        const auto v = j[key].get<std::int64_t>();
+        if (v < lo || v > hi)
+            throw InputError(where, std::string("'") + key + "' = " + std::to_string(v) +
+                                        " is outside " + std::to_string(lo) + ".." +
+                                        std::to_string(hi));
+        out = v;
+    };
+    int_of("in_channels", c.in_channels, 1, 64);
+    int_of("out_channels", c.out_channels, 1, 64);
+    int_of("layers_per_block", c.layers_per_block, 1, 8);
+    int_of("cross_attention_dim", c.cross_attention_dim, 1, 8192);
+    int_of("norm_num_groups", c.norm_num_groups, 1, 1024);
+    int_of("sample_size", c.sample_size, 1, 1024);
+    // diffusers names the head count "attention_head_dim" in SD 1.x configs; a newer
+    // "num_attention_heads" wins when present.
+    int_of("attention_head_dim", c.attention_heads, 1, 1024);
+    int_of("num_attention_heads", c.attention_heads, 1, 1024);
+    if (j.contains("norm_eps") && j["norm_eps"].is_number())
+        c.norm_eps = j["norm_eps"].get<double>();
+    if (j.contains("block_out_channels")) {
+        const Json& b = j["block_out_channels"];
+        if (!b.is_array() || b.empty() || b.size() > 8)
+            throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
+        c.block_out_channels.clear();
+        for (const auto& v : b) {
+            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 8192)
+                throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
+            c.block_out_channels.push_back(v.get<std::int64_t>());
+        }
+    }
+    c.down_cross_attention.assign(c.block_out_channels.size(), true);
+    if (c.block_out_channels.size() > 1) c.down_cross_attention.back() = false;
+    if (j.contains("down_block_types")) {
+        const Json& d = j["down_block_types"];
+        if (!d.is_array() || d.size() != c.block_out_channels.size())
+            throw InputError(where, "'down_block_types' must list one type per block_out_channels");
+        for (std::size_t i = 0; i < d.size(); ++i) {
+            const std::string t = d[i].is_string() ? d[i].get<std::string>() : "";
+            if (t == "CrossAttnDownBlock2D")
+                c.down_cross_attention[i] = true;
+            else if (t == "DownBlock2D")
+                c.down_cross_attention[i] = false;
+            else
+                throw InputError(where, "unsupported down block type '" + t + "'");
+        }
+    }
+    if (j.contains("up_block_types")) {
+        const Json& u = j["up_block_types"];
+        if (!u.is_array() || u.size() != c.block_out_channels.size())
+            throw InputError(where, "'up_block_types' must list one type per block_out_channels");
+        for (std::size_t i = 0; i < u.size(); ++i) {
+            const bool cross = c.down_cross_attention[u.size() - 1 - i];
+            const std::string want = cross ? "CrossAttnUpBlock2D" : "UpBlock2D";
+            if (!u[i].is_string() || u[i].get<std::string>() != want)
+                throw InputError(where, "up block " + std::to_string(i) + " must be " + want +
+                                            " to mirror the down blocks");
+        }
+    }
+    for (const char* key : {"use_linear_projection", "only_cross_attention", "upcast_attention",
+                            "center_input_sample"}) {
+        if (j.contains(key) && j[key].is_boolean() && j[key].get<bool>())
+            throw InputError(where, std::string("'") + key + "' = true is not supported (SD 1.x)");
+    }
+    if (j.contains("transformer_layers_per_block") && j["transformer_layers_per_block"] != 1)
+        throw InputError(where, "'transformer_layers_per_block' other than 1 is not supported");
+    return c;
+}
+
+Json UNetConfig::to_diffusers_json() const {
+    Json down = Json::array(), up = Json::array();
+    for (bool cross : down_cross_attention)
+        down.push_back(cross ? "CrossAttnDownBlock2D" : "DownBlock2D");
+    for (auto it = down_cross_attention.rbegin(); it != down_cross_attention.rend(); ++it)
+        up.push_back(*it ? "CrossAttnUpBlock2D" : "UpBlock2D");
+    return Json{{"_class_name", "UNet2DConditionModel"},
+                {"sample_size", sample_size},
+                {"in_channels", in_channels},
+                {"out_channels", out_channels},
+                {"down_block_types", down},
+                {"up_block_types", up},
+                {"block_out_channels", block_out_channels},
+                {"layers_per_block", layers_per_block},
+                {"cross_attention_dim", cross_attention_dim},
+                {"attention_head_dim", attention_heads},
+                {"norm_num_groups", norm_num_groups},
+                {"norm_eps", norm_eps}};
+}
+
+UNetImpl::UNetImpl(UNetConfig c) : config(std::move(c)) {
+    const auto& ch = config.block_out_channels;
+    if (ch.empty() || config.down_cross_attention.size() != ch.size())
+        throw InputError("unet config", "one down block type per block_out_channels entry");
+    const std::int64_t temb = ch[0] * 4;
+    conv_in = register_module("conv_in", Conv2d(config.in_channels, ch[0], 3, 1, 1));
+    time_embedding =
+        register_module("time_embedding", std::make_shared<TimestepEmbeddingImpl>(ch[0], temb));
+    down_blocks = register_module("down_blocks", torch::nn::ModuleList());
+    std::int64_t out = ch[0];
+    for (std::size_t i = 0; i < ch.size(); ++i) {
+        const std::int64_t in = out;
+        out = ch[i];
+        down_blocks->push_back(std::make_shared<UNetDownBlockImpl>(
+            config, in, out, config.down_cross_attention[i], i + 1 < ch.size()));
+    }
+    up_blocks = register_module("up_blocks", torch::nn::ModuleList());
+    const std::size_t n = ch.size();
+    out = ch[n - 1];
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t prev = out;
+        out = ch[n - 1 - i];
+        const std::int64_t in = ch[n - 1 - std::min(i + 1, n - 1)];
+        up_blocks->push_back(std::make_shared<UNetUpBlockImpl>(
+            config, in, prev, out, config.down_cross_attention[n - 1 - i], i + 1 < n));
+    }
+    mid_block = register_module("mid_block", std::make_shared<UNetMidBlockImpl>(config, ch[n - 1]));
+    conv_norm_out =
+        register_module("conv_norm_out", GroupNorm(config.norm_num_groups, ch[0], config.norm_eps));
+    conv_out = register_module("conv_out", Conv2d(ch[0], config.out_channels, 3, 1, 1));
+}
+
+torch::Tensor UNetImpl::forward(const torch::Tensor& sample, const torch::Tensor& timesteps,
+                                const torch::Tensor& context) {
+    torch::Tensor t = timesteps;
+    if (t.dim() == 0) t = t.reshape({1});
+    t = t.to(sample.device()).expand({sample.size(0)});
+    torch::Tensor temb = timestep_embedding(t, config.block_out_channels[0]).to(sample.dtype());
+    temb = time_embedding->forward(temb);
+
+    torch::Tensor h = conv_in(sample);
+    std::vector<torch::Tensor> skips{h};
+    for (const auto& block : *down_blocks)
+        h = block->as<UNetDownBlockImpl>()->forward(h, temb, context, skips);
+    h = mid_block->forward(h, temb, context);
+    for (const auto& block : *up_blocks)
+        h = block->as<UNetUpBlockImpl>()->forward(h, temb, context, skips);
+    return conv_out(torch::silu(conv_norm_out(h)));
+}
+
+}  // namespace crucible::sd
