@@ -83,9 +83,7 @@ class MainWindow : public QMainWindow {
     std::int64_t add_server(const QString& name, const QString& url, const QString& token);
     // Starts the private crucible-agent of "This computer" (stopped with the window).
     void start_local_agent(const QString& program = {});
-    LocalAgent* local_agent() const {
-        return local_agent_;
-    }
+    LocalAgent* local_agent() const { return local_agent_; }
 
     void set_theme(Theme theme);
     Theme theme() const { return theme_; }
