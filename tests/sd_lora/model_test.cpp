@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/base/error.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/engine/safetensors_torch.h"
@@ -155,6 +156,26 @@ TEST(SdScheduler, MatchesReferenceCase) {
     const torch::Tensor prev =
         s.ddim_step(c.at("ddim_eps"), ts[3], ts[3] - 1000 / 20, c.at("ddim_xt"));
     EXPECT_LT(max_abs_diff(prev, c.at("ddim_prev")), 1e-5);
+}
+
+TEST(SdScheduler, VelocityAndSnrAreConsistent) {
+    NoiseSchedule s;
+    torch::manual_seed(4);
+    const auto x0 = torch::randn({3, 4, 4, 4});
+    const auto eps = torch::randn({3, 4, 4, 4});
+    const auto t = torch::tensor({0, 500, 999});
+    const auto xt = s.add_noise(x0, eps, t);
+    const auto v = s.velocity(x0, eps, t);
+    // x0 = sqrt(a)·x_t − sqrt(1−a)·v and eps = sqrt(1−a)·x_t + sqrt(a)·v.
+    const auto a = s.alphas_cumprod().index_select(0, t).reshape({3, 1, 1, 1});
+    EXPECT_LT(max_abs_diff(torch::sqrt(a) * xt - torch::sqrt(1 - a) * v, x0), 1e-5);
+    EXPECT_LT(max_abs_diff(torch::sqrt(1 - a) * xt + torch::sqrt(a) * v, eps), 1e-5);
+    const auto snr = s.snr(t);
+    EXPECT_LT(max_abs_diff(snr, a.reshape({3}) / (1 - a.reshape({3}))), 1e-3);
+    EXPECT_GT(snr[0].item<double>(), snr[1].item<double>());
+    EXPECT_GT(snr[1].item<double>(), snr[2].item<double>());
+    EXPECT_THROW(s.ddim_timesteps(0), InputError);
+    EXPECT_THROW(s.ddim_timesteps(1001), InputError);
 }
 
 }  // namespace
