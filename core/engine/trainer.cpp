@@ -6,11 +6,13 @@
 #include <cstdio>
 
 #include "core/base/error.h"
+#include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/engine/autocast.h"
 #include "core/engine/fault.h"
 #include "core/engine/optimizer_factory.h"
+#include "core/engine/step_profile.h"
 #include "core/engine/threads.h"
 #include "core/engine/trainer_impl.h"
 #include "core/engine/weights_file.h"
@@ -77,6 +79,15 @@ void Trainer::Impl::emit(Event event) {
     events.append(std::move(event));
 }
 
+void Trainer::Impl::drain_inbox() {
+    // Events the agent posted while this worker owns events.jsonl (GPU alarms ...).
+    try {
+        drain_job_inbox(paths.dir, events);
+    } catch (const std::exception& e) {
+        spdlog::warn("job inbox: {}", e.what());  // a full disk: the files wait for later
+    }
+}
+
 void Trainer::Impl::log(const std::string& level, const std::string& message) {
     if (level == "error")
         spdlog::error("{}", message);
@@ -106,6 +117,7 @@ std::map<std::string, std::string> Trainer::Impl::provenance() const {
 }
 
 void Trainer::Impl::save_weights(const std::string& name) {
+    PhaseTimer timer("weights");
     auto meta = provenance();
     const Json extra = task.weights_metadata();
     if (extra.is_object())
@@ -223,12 +235,19 @@ void Trainer::Impl::apply_schedule(std::int64_t ni) {
 }
 
 void Trainer::Impl::optimizer_step() {
-    const bool finite = scaler.unscale(params);
-    if (finite && opt.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, opt.grad_clip);
-    if (finite) optimizer->step();
-    scaler.update(!finite);
-    optimizer->zero_grad();
-    if (ema) ema->update(*model);
+    bool finite = true;
+    {
+        PhaseTimer timer("optimizer");
+        finite = scaler.unscale(params);
+        if (finite && opt.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, opt.grad_clip);
+        if (finite) optimizer->step();
+        scaler.update(!finite);
+        optimizer->zero_grad();
+    }
+    if (ema) {
+        PhaseTimer timer("ema");
+        ema->update(*model);
+    }
 }
 
 void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
@@ -244,7 +263,10 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
     if (!std::isfinite(total))
         throw NonFiniteLoss("non-finite loss (" + std::to_string(total) + ") at epoch " +
                             std::to_string(s.epoch + 1) + ", step " + std::to_string(s.step + 1));
-    scaler.scale_loss(out.total).backward();
+    {
+        PhaseTimer timer("backward");
+        scaler.scale_loss(out.total).backward();
+    }
     const torch::Tensor items = out.items.detach().to(torch::kCPU, torch::kDouble).contiguous();
     for (std::size_t k = 0; k < s.loss_sum.size() && k < static_cast<std::size_t>(items.numel());
          ++k)
@@ -255,6 +277,7 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
     }
     s.index = i + 1;
     s.step += 1;
+    StepProfile::current().count_step();
 }
 
 void Trainer::Impl::report_step(std::int64_t batch_items) {
@@ -303,6 +326,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     if (validated) {
         torch::NoGradGuard no_grad;
         eval_model().eval();
+        PhaseTimer timer("val");
         eval = task.validate(eval_model());
         fitness = eval.fitness;
     } else {
@@ -353,10 +377,16 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     if (opt.save_period > 0 && (epoch + 1) % opt.save_period == 0)
         save_weights("epoch" + std::to_string(epoch + 1));
     checkpoint(improved);
+    // Phases the trainer times (data, backward, optimizer, ema) plus those the task times inside
+    // compute_loss (forward, loss); one line per epoch, read by the benchmarks.
+    log("info", "time per step (epoch " + std::to_string(epoch + 1) +
+                    "): " + StepProfile::current().summary());
+    StepProfile::current().reset();
     return {};
 }
 
 TrainOutcome Trainer::Impl::finish(const std::string& state, const std::string& reason, int code) {
+    drain_inbox();
     Event status = make_status(state, reason);
     status.fields["epoch"] = s.epoch;
     status.fields["step"] = s.step;
@@ -376,13 +406,18 @@ TrainOutcome Trainer::Impl::finish(const std::string& state, const std::string& 
 
 TrainOutcome Trainer::Impl::loop() {
     emit(make_status("running"));
+    StepProfile::current().reset();
     window_start = std::chrono::steady_clock::now();
     while (s.epoch < opt.epochs) {
         task.on_epoch_start(s.epoch, opt.epochs);
         model->train();
         data->start_epoch(s.epoch, s.index);
         for (std::int64_t i = s.index; i < nb; ++i) {
-            std::optional<Batch> batch = data->next();
+            std::optional<Batch> batch;
+            {
+                PhaseTimer timer("data");
+                batch = data->next();
+            }
             if (!batch) break;
             train_step(*batch, i);
             report_step(batch->size);
@@ -390,6 +425,7 @@ TrainOutcome Trainer::Impl::loop() {
                 checkpoint(false);
             if (s.index == std::max<std::int64_t>(nb / 2, 1)) fault_point("mid_epoch", s.epoch, 1);
             fault_point("after_step", s.step, 1);
+            drain_inbox();
             const StopRequest request = control.poll();
             if (request == StopRequest::Cancel)
                 return finish("canceled", "canceled by request", kExitCanceled);

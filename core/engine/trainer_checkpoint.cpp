@@ -3,6 +3,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/engine/step_profile.h"
 #include "core/engine/tensor_state.h"
 #include "core/engine/trainer_impl.h"
 
@@ -43,6 +44,7 @@ std::string Trainer::Impl::encode_state() {
 }
 
 bool Trainer::Impl::checkpoint(bool best) {
+    PhaseTimer timer("checkpoint");
     std::string bytes;
     try {
         bytes = encode_state();

@@ -81,6 +81,7 @@ struct Trainer::Impl {
     // trainer.cpp
     void log(const std::string& level, const std::string& message);
     void emit(Event event);
+    void drain_inbox();
     void setup(bool resume);
     TrainOutcome loop();
     void train_step(const Batch& batch, std::int64_t i);

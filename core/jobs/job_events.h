@@ -11,19 +11,14 @@
 #include <filesystem>
 
 #include "core/base/event.h"
+#include "core/base/event_inbox.h"
 
 namespace crucible::jobs {
 
-// <job>/inbox
-std::filesystem::path job_inbox(const std::filesystem::path& job_dir);
-
-// Posts `event` to the job's inbox (the worker is running and owns events.jsonl).
-void post_to_job_inbox(const std::filesystem::path& job_dir, const Event& event);
-
-// Appends every event waiting in the inbox (in posting order) with `writer` and removes each
-// file once appended. An unreadable file is set aside as *.bad with a warning. Returns the count
-// appended. Used by whoever owns events.jsonl: a worker between steps, the agent when none runs.
-std::size_t drain_job_inbox(const std::filesystem::path& job_dir, EventLogWriter& writer);
+// The inbox itself lives in core/base (the worker drains it too).
+using crucible::drain_job_inbox;
+using crucible::job_inbox;
+using crucible::post_to_job_inbox;
 
 // The agent's writer path for a job with no worker running: drains the inbox, then appends
 // `event`. Returns the stored event (with its seq).

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/schedule.h"
@@ -97,6 +98,32 @@ TEST(EngineRun, LearnsAndWritesEventsResultsAndWeights) {
     EXPECT_TRUE(std::filesystem::is_directory(dir / "checkpoints"));
     EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints" / "best.ckpt"));
     std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, AppendsEventsPostedToTheInboxWithGapFreeSeq) {
+    // The agent posts alarms to <job>/inbox while the worker owns events.jsonl; the worker
+    // appends them between steps (and before its final status) with its own writer.
+    const auto dir = fresh_dir("inbox");
+    write_toy_spec(dir, base_options());
+    post_to_job_inbox(dir, make_alarm("gpu_temperature", "GPU 0 at 91 C"));
+    post_to_job_inbox(dir, make_alarm("gpu_idle", "GPU 0 idle for 120 s"));
+    std::filesystem::create_directories(job_inbox(dir));
+    write_file_atomically(job_inbox(dir) / "99999999999999999999-00000000.json", "{not json");
+    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    const auto events = events_of(dir);
+    for (std::size_t i = 0; i < events.size(); ++i)
+        ASSERT_EQ(events[i].seq, static_cast<std::int64_t>(i));
+    const auto alarms = of_kind(events, "alarm");
+    ASSERT_EQ(alarms.size(), 2u);
+    EXPECT_EQ(alarms[0].fields.value("alarm", ""), "gpu_temperature");
+    EXPECT_EQ(alarms[1].fields.value("alarm", ""), "gpu_idle");
+    EXPECT_LT(alarms[0].seq, alarms[1].seq);
+    EXPECT_FALSE(std::filesystem::exists(job_inbox(dir) / "99999999999999999999-00000000.json"));
+    EXPECT_TRUE(std::filesystem::exists(job_inbox(dir) / "99999999999999999999-00000000.json.bad"));
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(job_inbox(dir)))
+        files += e.path().extension() == ".json";
+    EXPECT_EQ(files, 0);
 }
 
 TEST(EngineRun, WarmupLrAndMomentumValuesInStepMetrics) {
