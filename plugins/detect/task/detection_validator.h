@@ -1,0 +1,66 @@
+#pragma once
+// Validation of a detection model on one split of a dataset, inside training (every epoch) and
+// outside it (`crucible val detect model=...`): letterboxed batches from the loader, eval-mode
+// forward, the loss on the raw maps (val/box_loss ...), class-aware NMS (conf 0.001, IoU 0.7,
+// 300 per image), then the Ultralytics metrics, the confusion matrix and per-tag breakdowns.
+#include <torch/torch.h>
+
+#include <array>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/data/detection_types.h"
+#include "core/data/loader/batch_loader.h"
+#include "plugins/detect/loss/detection_loss.h"
+#include "plugins/detect/metrics/detection_metrics.h"
+#include "plugins/detect/metrics/nms.h"
+#include "plugins/detect/model/yolo_model.h"
+
+namespace crucible::detect {
+
+struct ValidatorOptions {
+    int imgsz = 640;
+    int batch = 32;
+    int workers = 1;  // loader threads
+    bool cache = false;
+    std::uint64_t seed = 0;
+    NmsOptions nms;
+    bool compute_loss = true;
+    double confusion_conf = 0.25;
+    double confusion_iou = 0.45;
+};
+
+struct ValidationResult {
+    DetectionMetrics metrics;
+    ConfusionMatrix confusion{1};
+    DetectionStats stats;            // per image, for compute_by_tag
+    std::array<double, 3> losses{};  // val box, cls, dfl (mean over batches)
+    int images = 0;
+    std::int64_t skipped = 0;  // unreadable images left out
+    double seconds = 0;
+};
+
+class DetectionValidator {
+  public:
+    // `split` "" = every image. Throws InputError("data", ...) when the split has no images.
+    DetectionValidator(const data::DetectionDataset& dataset, const std::string& split,
+                       ValidatorOptions options,
+                       std::function<void(const data::BadSample&)> on_bad = {});
+
+    // Runs the model (its device; eval mode is set here, the caller restores train mode).
+    ValidationResult run(DetectionModelImpl& model);
+
+    std::int64_t image_count() const;
+    int class_count() const { return class_count_; }
+
+  private:
+    ValidatorOptions options_;
+    int class_count_ = 0;
+    std::vector<const data::ImageRecord*> records_;  // parallel to the loader's samples
+    std::unique_ptr<data::BatchLoader> loader_;
+};
+
+}  // namespace crucible::detect

@@ -1,0 +1,60 @@
+#include "plugins/detect/task/predictor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <opencv2/core.hpp>
+
+#include "core/base/error.h"
+#include "core/data/augment/augment.h"
+#include "core/engine/autocast.h"
+
+namespace crucible::detect {
+
+std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& bgr,
+                                     const PredictOptions& options) {
+    if (bgr.empty() || bgr.type() != CV_8UC3) throw Error("predict: expects an 8-bit BGR image");
+    if (options.imgsz <= 0 || options.imgsz % 32 != 0)
+        throw InputError("imgsz", std::to_string(options.imgsz) + " is not a multiple of 32");
+    data::LetterboxInfo info;
+    const data::LabeledImage boxed =
+        data::letterbox(data::LabeledImage{bgr, {}}, options.imgsz, options.imgsz, 114,
+                        /*scaleup=*/true, &info);
+    cv::Mat planes[3];
+    cv::split(boxed.image, planes);
+    const int s = options.imgsz;
+    auto input = torch::empty({1, 3, s, s}, torch::kUInt8);
+    for (int c = 0; c < 3; ++c)  // BGR planes -> RGB channels
+        std::memcpy(input[0][c].data_ptr<std::uint8_t>(), planes[2 - c].data,
+                    static_cast<std::size_t>(s) * static_cast<std::size_t>(s));
+    const torch::Device device = model.parameters().front().device();
+    torch::Tensor x = input.to(device).to(torch::kFloat32).div_(255.0);
+    if (device.is_cpu()) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+
+    torch::NoGradGuard no_grad;
+    model.eval();
+    DetectionOutput out;
+    {
+        engine::AutocastGuard autocast(device.is_cuda());
+        out = model.forward(x);
+    }
+    const auto kept = non_max_suppression(out.decoded.to(torch::kFloat32), options.nms).at(0);
+    std::vector<Detection> result;
+    const auto rows = kept.contiguous();
+    const float* p = rows.data_ptr<float>();
+    const float w = static_cast<float>(bgr.cols), h = static_cast<float>(bgr.rows);
+    const float scale = static_cast<float>(info.scale);
+    for (std::int64_t i = 0; i < rows.size(0); ++i, p += 6) {
+        Detection d;
+        d.x1 = std::clamp((p[0] - static_cast<float>(info.pad_left)) / scale, 0.f, w);
+        d.y1 = std::clamp((p[1] - static_cast<float>(info.pad_top)) / scale, 0.f, h);
+        d.x2 = std::clamp((p[2] - static_cast<float>(info.pad_left)) / scale, 0.f, w);
+        d.y2 = std::clamp((p[3] - static_cast<float>(info.pad_top)) / scale, 0.f, h);
+        d.conf = p[4];
+        d.cls = static_cast<int>(p[5]);
+        result.push_back(d);
+    }
+    return result;
+}
+
+}  // namespace crucible::detect
