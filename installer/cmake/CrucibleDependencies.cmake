@@ -50,3 +50,23 @@ endif()
 if(CRUCIBLE_BUILD_BENCHMARKS)
     find_package(benchmark REQUIRED)
 endif()
+
+# plugins/llm_lora tokenizers: PCRE2 (Unicode regexes of tokenizer.json pre-tokenizers) and,
+# when present, ICU (NFC/NFKC normalizers). Each becomes an INTERFACE target crucible_<name>,
+# whichever way it was found (vcpkg config or Debian). (Debian's libsentencepiece is not used:
+# it bundles protobuf symbols that clash with LibTorch's libprotobuf in one process.)
+add_library(crucible_pcre2 INTERFACE)
+find_package(PCRE2 CONFIG QUIET COMPONENTS 8BIT)
+if(TARGET PCRE2::8BIT)
+    target_link_libraries(crucible_pcre2 INTERFACE PCRE2::8BIT)
+else()
+    find_package(PkgConfig REQUIRED)
+    pkg_check_modules(PCRE2_8 REQUIRED IMPORTED_TARGET libpcre2-8)
+    target_link_libraries(crucible_pcre2 INTERFACE PkgConfig::PCRE2_8)
+endif()
+add_library(crucible_icu INTERFACE)
+find_package(ICU QUIET COMPONENTS uc)
+if(ICU_FOUND)
+    target_link_libraries(crucible_icu INTERFACE ICU::uc)
+    target_compile_definitions(crucible_icu INTERFACE CRUCIBLE_HAVE_ICU)
+endif()

@@ -1,0 +1,319 @@
+// The llm.lora task end to end: LoRA fine-tuning of the tiny llama2.c model (fixtures/llama) on
+// fixed question -> answer pairs through the engine (run_job), with a byte-level tokenizer.json
+// built here; the adapter artifact in PEFT layout; tokenized samples and their loss masks.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/base/error.h"
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+#include "core/base/safetensors.h"
+#include "core/data/chat_dataset.h"
+#include "core/engine/job.h"
+#include "plugins/llm_lora/chat_batches.h"
+#include "plugins/llm_lora/generate.h"
+#include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/llm_task.h"
+#include "plugins/llm_lora/tokenizer.h"
+
+namespace crucible::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture(const char* name) {
+    return fs::path(CRUCIBLE_FIXTURES_DIR) / "llama" / name;
+}
+
+fs::path fresh(const std::string& name) {
+    const auto dir = fs::temp_directory_path() /
+                     ("crucible_llm_task_" + name + "_" + std::to_string(platform::process_id()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+// Byte-level tokenizer for a 512-token model: ids 0..255 are the bytes (GPT-2 byte map), then
+// the Llama 3 chat tokens.
+void write_byte_tokenizer(const fs::path& dir) {
+    Json vocab = Json::object();
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+        const bool printable =
+            (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+        const char32_t cp = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
+        std::string s;
+        if (cp < 0x80) {
+            s += static_cast<char>(cp);
+        } else {
+            s += static_cast<char>(0xC0 | (cp >> 6));
+            s += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        vocab[s] = b;
+    }
+    Json added = Json::array();
+    int id = 256;
+    for (const char* t : {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",
+                          "<|end_header_id|>", "<|eot_id|>"})
+        added.push_back({{"id", id++}, {"content", t}, {"special", true}});
+    Json j = {{"version", "1.0"},
+              {"normalizer", nullptr},
+              {"pre_tokenizer",
+               {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+              {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", Json::array()}}},
+              {"added_tokens", added},
+              {"decoder", {{"type", "ByteLevel"}}}};
+    write_json_file(dir / "tokenizer.json", j);
+    write_json_file(dir / "tokenizer_config.json",
+                    {{"bos_token", "<|begin_of_text|>"}, {"eos_token", "<|end_of_text|>"}});
+}
+
+// A tiny random Llama in Hugging Face layout (LibTorch's default init: N(0, 1) embeddings, so
+// scaled to 0.25 std, so the tied head can express confident predictions, unlike llama2.c's
+// 0.02-std init whose logits stay within about one nat of uniform).
+void write_random_model(const fs::path& dir) {
+    LlamaConfig c;
+    c.vocab_size = 320;
+    c.hidden_size = 64;
+    c.intermediate_size = 128;
+    c.num_hidden_layers = 2;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.max_position_embeddings = 256;
+    c.tie_word_embeddings = true;
+    torch::manual_seed(7);
+    LlamaForCausalLm m(c);
+    {
+        torch::NoGradGuard no_grad;
+        m->model->embed_tokens->weight.mul_(0.25);  // logits start within a few nats of uniform
+    }
+    save_hf_folder(*m, dir);
+    write_byte_tokenizer(dir);
+}
+
+const std::vector<std::pair<std::string, std::string>> kPairs{
+    {"Capital of France?", "Paris"}, {"Capital of Japan?", "Tokyo"},
+    {"Capital of Italy?", "Rome"},   {"Capital of Peru?", "Lima"},
+    {"Capital of Egypt?", "Cairo"},  {"Capital of Chile?", "Santiago"},
+    {"Capital of Cuba?", "Havana"},  {"Capital of Kenya?", "Nairobi"}};
+
+void write_data(const fs::path& path) {
+    std::ofstream out(path);
+    for (const auto& [q, a] : kPairs)
+        out << Json{{"instruction", q}, {"output", a}}.dump() << "\n";
+}
+
+TEST(LlmData, LossMaskCoversResponsesOnly) {
+    const auto dir = fresh("mask");
+    write_byte_tokenizer(dir);
+    const auto tok = load_tokenizer(dir);
+    EXPECT_EQ(*tok->eos_id, 257);
+    const auto rows =
+        data::parse_chat_dataset("{\"instruction\":\"Hi?\",\"output\":\"Yo\"}\n", "d.jsonl");
+    ASSERT_TRUE(rows.ok());
+    TokenizeOptions o;
+    const auto s = tokenize_chat(rows.samples[0], *tok, o);
+    // <|begin_of_text|> <|start_header_id|> user <|end_header_id|> \n\n Hi? <|eot_id|> ... Yo
+    // <|eot_id|>
+    std::vector<std::int64_t> trained;
+    for (std::size_t i = 0; i < s.ids.size(); ++i)
+        if (s.labels[i] != -100) {
+            EXPECT_EQ(s.labels[i], s.ids[i]);
+            trained.push_back(s.ids[i]);
+        }
+    EXPECT_EQ(trained, (std::vector<std::int64_t>{'Y', 'o', 260}));
+    EXPECT_EQ(s.ids.front(), 256);
+    EXPECT_EQ(tok->decode(s.ids),
+              data::join_segments(data::render_chat(rows.samples[0], data::ChatTemplate::Llama3)));
+    o.train_on_prompt = true;
+    EXPECT_EQ(tokenize_chat(rows.samples[0], *tok, o).trained_tokens(),
+              static_cast<std::int64_t>(s.ids.size()));
+    o.cutoff_len = 5;
+    EXPECT_EQ(tokenize_chat(rows.samples[0], *tok, o).ids.size(), 5u);
+    // Packing and collation.
+    const auto packed = pack_samples({s, s, s}, 2 * static_cast<std::int64_t>(s.ids.size()) + 1);
+    ASSERT_EQ(packed.size(), 2u);
+    EXPECT_EQ(packed[0].ids.size(), 2 * s.ids.size());
+    const auto b = collate({&packed[0], &packed[1]}, 257);
+    EXPECT_EQ(b.tokens.sizes(),
+              (std::vector<std::int64_t>{2, static_cast<std::int64_t>(2 * s.ids.size())}));
+    EXPECT_EQ(b.tokens[1][-1].item<std::int64_t>(), 257);
+    EXPECT_EQ(b.labels[1][-1].item<std::int64_t>(), -100);
+    EXPECT_EQ(b.trained_tokens, 9);
+    fs::remove_all(dir);
+}
+
+TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
+    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ensure_llm_task_registered();
+    const auto dir = fresh("run");
+    write_random_model(dir / "model");  // tokenizer.json sits in the model folder
+    write_data(dir / "qa.jsonl");
+    const Json options = {{"model", path_to_utf8(dir / "model")},
+                          {"data", path_to_utf8(dir / "qa.jsonl")},
+                          {"val_split", 0.0},
+                          {"epochs", 80},
+                          {"batch", 8},
+                          {"nbs", 8},
+                          {"lr0", 0.005},
+                          {"lora_r", 8},
+                          {"lora_alpha", 16},
+                          {"lora_dropout", 0.0},
+                          {"lora_targets", "all"},
+                          {"workers", 1},
+                          {"checkpoint_steps", 0},
+                          {"log_steps", 1},
+                          {"sample_prompts", "Capital of Peru?"},
+                          {"sample_tokens", 6}};
+    write_json_file(dir / "job" / "spec.json", {{"task", "llm.lora"}, {"options", options}});
+    engine::JobOptions jo;
+    jo.console = false;
+    jo.install_signals = false;
+    ASSERT_EQ(engine::run_job(dir / "job", jo), 0) << read_file_bytes(dir / "job" / "worker.log");
+
+    std::vector<double> losses;
+    for (const auto& e : read_event_log(dir / "job" / "events.jsonl"))
+        if (e.kind == "metric" && e.fields.contains("values") &&
+            e.fields["values"].contains("train/loss"))
+            losses.push_back(e.fields["values"]["train/loss"].get<double>());
+    ASSERT_GE(losses.size(), 80u);
+    // The answers are a fixed function of the questions, so the loss on them can go to zero. A
+    // model that learned only their shape (letters, the final <|eot_id|>) stays near
+    // ln(26) = 3.3 nats per answer token; under 0.5 nats the adapter has memorized the pairs
+    // (the plain loop below reaches ~0.02 in 80 steps; cosine decay here ends lower-LR).
+    EXPECT_GT(losses.front(), 5.0);
+    EXPECT_LT(losses.back(), 0.5) << "first " << losses.front();
+
+    const auto adapter = dir / "job" / "artifacts" / "adapter";
+    ASSERT_TRUE(fs::exists(adapter / "adapter_config.json"));
+    const auto file = SafetensorsFile::open(adapter / "adapter_model.safetensors");
+    EXPECT_EQ(file.size(), 2u * 7u * 2u);
+    EXPECT_NE(file.find("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight"), nullptr);
+    EXPECT_EQ(file.at("base_model.model.model.layers.0.self_attn.k_proj.lora_B.weight").shape,
+              (std::vector<std::int64_t>{32, 8}));
+    const std::string log = read_file_bytes(dir / "job" / "worker.log");
+    EXPECT_NE(log.find("sample: Capital of Peru? ->"), std::string::npos);
+    fs::remove_all(dir);
+}
+
+TEST(LlmTask, BadOptionsAreRefusedNamingTheOption) {
+    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ensure_llm_task_registered();
+    const auto dir = fresh("bad");
+    write_byte_tokenizer(dir / "tok");
+    std::ofstream(dir / "broken.jsonl")
+        << "{\"instruction\":\"q\",\"output\":\"a\"}\n{\"instruction\":\n";
+    const Json base = {{"model", path_to_utf8(fixture("tiny_llama2c_v0.bin"))},
+                       {"tokenizer", path_to_utf8(dir / "tok")},
+                       {"data", path_to_utf8(dir / "broken.jsonl")},
+                       {"epochs", 1}};
+    struct Case {
+        Json patch;
+        std::string expected;
+    };
+    const std::vector<Case> cases{
+        {Json::object(), "broken.jsonl:2"},
+        {{{"lora_targets", "q,attn"}}, "lora_targets"},
+        {{{"template", "vicuna"}}, "template"},
+        {{{"tokenizer", ""}}, "tokenizer"},
+        {{{"model", path_to_utf8(dir / "missing.bin")}}, "does not exist"},
+    };
+    int i = 0;
+    for (const auto& c : cases) {
+        Json o = base;
+        o.update(c.patch);
+        const auto job = dir / ("job" + std::to_string(i++));
+        write_json_file(job / "spec.json", {{"task", "llm.lora"}, {"options", o}});
+        engine::JobOptions jo;
+        jo.console = false;
+        jo.install_signals = false;
+        EXPECT_NE(engine::run_job(job, jo), 0) << c.patch;
+        const std::string log =
+            fs::exists(job / "worker.log") ? read_file_bytes(job / "worker.log") : "";
+        const std::string events =
+            fs::exists(job / "events.jsonl") ? read_file_bytes(job / "events.jsonl") : "";
+        EXPECT_TRUE(log.find(c.expected) != std::string::npos ||
+                    events.find(c.expected) != std::string::npos)
+            << c.patch << "\n"
+            << log << events;
+    }
+    fs::remove_all(dir);
+}
+
+TEST(Generate, KvCacheGenerationMatchesFullForward) {
+    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    auto m = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    GenerateOptions g;
+    g.max_new_tokens = 10;
+    const std::vector<std::int64_t> prompt{1, 50, 60, 70};
+    const auto out = generate(*m, prompt, g);
+    ASSERT_EQ(out.size(), 10u);
+    // Greedy without a cache: argmax of the full forward at every step.
+    std::vector<std::int64_t> seq = prompt;
+    torch::NoGradGuard no_grad;
+    for (int i = 0; i < 10; ++i) {
+        const auto logits = m->forward(torch::tensor(seq, torch::kLong).unsqueeze(0));
+        seq.push_back(logits[0][-1].argmax().item<std::int64_t>());
+    }
+    EXPECT_EQ(std::vector<std::int64_t>(seq.begin() + 4, seq.end()), out);
+    // Top-p sampling is reproducible by seed and stays in the vocabulary.
+    g.temperature = 0.8;
+    g.top_p = 0.9;
+    g.seed = 5;
+    const auto a = generate(*m, prompt, g), b = generate(*m, prompt, g);
+    EXPECT_EQ(a, b);
+    for (auto id : a)
+        EXPECT_TRUE(id >= 0 && id < 512);
+}
+
+}  // namespace
+}  // namespace crucible::llm
+
+namespace crucible::llm {
+namespace {
+
+TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
+    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    const auto dir = fresh("plain");
+    write_byte_tokenizer(dir);
+    const auto tok = load_tokenizer(dir);
+    write_data(dir / "qa.jsonl");
+    const auto rows = data::load_chat_dataset(dir / "qa.jsonl");
+    std::vector<TokenizedSample> samples;
+    for (const auto& r : rows.samples)
+        samples.push_back(tokenize_chat(r, *tok, {}));
+    std::vector<const TokenizedSample*> ptrs;
+    for (const auto& s : samples)
+        ptrs.push_back(&s);
+    const auto batch = collate(ptrs, 257);
+    write_random_model(dir / "model");
+    torch::manual_seed(0);
+    auto m = load_hf_folder(dir / "model");
+    LoraSpec spec;
+    spec.targets = lora_target_names();
+    spec.dropout = 0;
+    m->add_lora(spec);
+    std::vector<torch::Tensor> params;
+    for (auto& p : m->parameters())
+        if (p.requires_grad()) params.push_back(p);
+    torch::optim::AdamW opt(params, torch::optim::AdamWOptions(0.005).weight_decay(0));
+    std::vector<double> losses;
+    for (int i = 0; i < 60; ++i) {
+        opt.zero_grad();
+        auto loss = m->loss(batch.tokens, batch.labels);
+        loss.backward();
+        opt.step();
+        losses.push_back(loss.item<double>());
+    }
+    // Memorized (see LoraFineTuningLearnsQuestionAnswerPairs): from ~12 nats to under 0.4
+    // (about 0.14 measured after 60 steps).
+    EXPECT_LT(losses.back(), 0.4)
+        << losses.front() << " " << losses[10] << " " << losses[20] << " " << losses.back();
+    fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crucible::llm
