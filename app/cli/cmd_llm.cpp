@@ -1,0 +1,165 @@
+// `crucible llm tokenize tokenizer=DIR text=... [special=true] [template=NAME messages=FILE]`:
+// prints the ids (and the rendered chat template) as JSON, so users can check a tokenizer and a
+// template against the model's own.
+// `crucible llm merge model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]`: folds a PEFT
+// adapter into its base model and writes the merged weights in Hugging Face layout.
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/options_schema.h"
+#include "core/data/chat_template.h"
+#include "plugins/llm_lora/chat_batches.h"
+#include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/peft_adapter.h"
+#include "plugins/llm_lora/tokenizer.h"
+#include "plugins/llm_lora/unicode_text.h"
+
+namespace crucible::cli {
+namespace {
+
+OptionSpec option(std::string name, OptionType type, Json def, std::string help,
+                  std::vector<std::string> choices = {}) {
+    OptionSpec s;
+    s.name = std::move(name);
+    s.type = type;
+    s.default_value = std::move(def);
+    s.help = std::move(help);
+    s.choices = std::move(choices);
+    return s;
+}
+
+bool wants_help(const std::vector<std::string>& args) {
+    return !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "help");
+}
+
+// [{"role": "system"|"user"|"assistant", "content": "..."}, ...]
+std::vector<data::ChatMessage> read_messages(const std::filesystem::path& path) {
+    const std::string where = path_to_utf8(path);
+    const Json j = read_json_file(path);
+    if (!j.is_array()) throw InputError(where, "expected a list of {role, content} messages");
+    std::vector<data::ChatMessage> out;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        const std::string at = where + ": message " + std::to_string(i + 1);
+        if (!j[i].is_object()) throw InputError(at, "expected an object");
+        const std::string role = get_string(j[i], "role", at);
+        data::ChatMessage m;
+        if (role == "system")
+            m.role = data::ChatRole::System;
+        else if (role == "user")
+            m.role = data::ChatRole::User;
+        else if (role == "assistant")
+            m.role = data::ChatRole::Assistant;
+        else
+            throw InputError(at, "unknown role '" + role + "' (system, user, assistant)");
+        m.content = get_string(j[i], "content", at);
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+int run_tokenize(const std::vector<std::string>& args) {
+    OptionSchema s("llm tokenize", "Tokenize text or a chat");
+    s.add(option("tokenizer", OptionType::Path, "",
+                 "tokenizer.json / tokenizer.model or their folder"));
+    s.add(option("text", OptionType::String, "", "text to tokenize"));
+    s.add(
+        option("special", OptionType::Boolean, false, "add the tokenizer's special tokens (BOS)"));
+    s.add(option("template", OptionType::String, "",
+                 "chat template: llama-3, chatml, alpaca, mistral"));
+    s.add(option("messages", OptionType::Path, "",
+                 "JSON list of {role, content} to render with the template"));
+    if (wants_help(args) || args.empty()) {
+        std::printf(
+            "usage: crucible llm tokenize tokenizer=DIR text=TEXT [special=true]\n"
+            "       crucible llm tokenize tokenizer=DIR template=NAME messages=FILE\n");
+        return args.empty() ? 2 : 0;
+    }
+    const Json o = s.resolve(s.parse_key_values(args));
+    const std::string tok_path = o["tokenizer"].get<std::string>();
+    if (tok_path.empty()) throw InputError("tokenizer", "is required");
+    const auto tok = llm::load_tokenizer(path_from_utf8(tok_path));
+    Json out;
+    out["tokenizer"] = tok->kind();
+    out["vocab_size"] = tok->vocab_size();
+    const std::string tmpl = o["template"].get<std::string>();
+    if (!tmpl.empty()) {
+        const std::string messages = o["messages"].get<std::string>();
+        if (messages.empty()) throw InputError("messages", "is required with template=");
+        const auto msgs = read_messages(path_from_utf8(messages));
+        data::TemplateOptions t;
+        t.add_generation_prompt = !msgs.empty() && msgs.back().role != data::ChatRole::Assistant;
+        if (!tok->eos_token.empty()) t.eos_token = tok->eos_token;
+        const auto segments = data::render_chat(msgs, data::parse_chat_template(tmpl), t);
+        std::vector<std::int64_t> ids, labels;
+        for (const auto& seg : segments)
+            for (auto id : tok->encode(seg.text, false, true)) {
+                ids.push_back(id);
+                labels.push_back(seg.response ? id : -100);
+            }
+        out["template"] = tmpl;
+        out["text"] = data::join_segments(segments);
+        out["ids"] = ids;
+        out["labels"] = labels;
+    } else {
+        const std::string text = o["text"].get<std::string>();
+        out["ids"] = tok->encode(text, o["special"].get<bool>(), true);
+    }
+    std::vector<std::string> pieces;
+    for (auto id : out["ids"].get<std::vector<std::int64_t>>())
+        pieces.push_back(llm::utf8_lossy(tok->token_text(id)));
+    out["tokens"] = pieces;
+    out["count"] = out["ids"].size();
+    std::printf("%s\n", out.dump(1).c_str());
+    return 0;
+}
+
+int run_merge(const std::vector<std::string>& args) {
+    OptionSchema s("llm merge", "Merge a LoRA adapter into its base model");
+    s.add(
+        option("model", OptionType::Path, "", "base model: Hugging Face folder or llama2.c .bin"));
+    s.add(option("adapter", OptionType::Path, "",
+                 "PEFT adapter folder (adapter_config.json + adapter_model.safetensors)"));
+    s.add(option("out", OptionType::Path, "", "output folder (Hugging Face layout)"));
+    s.add(option("dtype", OptionType::Choice, "fp32", "dtype of the merged weights",
+                 {"fp32", "fp16", "bf16"}));
+    if (wants_help(args) || args.empty()) {
+        std::printf(
+            "usage: crucible llm merge model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]\n");
+        return args.empty() ? 2 : 0;
+    }
+    const Json o = s.resolve(s.parse_key_values(args));
+    for (const char* k : {"model", "adapter", "out"})
+        if (o[k].get<std::string>().empty()) throw InputError(k, "is required");
+    const auto model_path = path_from_utf8(o["model"].get<std::string>());
+    auto model = std::filesystem::is_directory(model_path) ? llm::load_hf_folder(model_path)
+                                                           : llm::load_llama2c(model_path);
+    const auto spec =
+        llm::load_peft_adapter(*model, path_from_utf8(o["adapter"].get<std::string>()));
+    model->merge_lora();
+    const std::string dt = o["dtype"].get<std::string>();
+    const auto dtype = dt == "bf16"   ? torch::kBFloat16
+                       : dt == "fp16" ? torch::kFloat16
+                                      : torch::kFloat32;
+    llm::save_hf_folder(*model, path_from_utf8(o["out"].get<std::string>()), dtype, 4ull << 30);
+    std::printf("merged LoRA r=%lld (%zu target kinds) into %s\n", static_cast<long long>(spec.r),
+                spec.targets.size(), o["out"].get<std::string>().c_str());
+    return 0;
+}
+
+RegisterSubcommand reg_tokenize({"llm", "tokenize",
+                                 "print the token ids of a text or a chat template",
+                                 &run_tokenize});
+RegisterSubcommand reg_merge({"llm", "merge",
+                              "merge a LoRA adapter into its base model (Hugging Face layout)",
+                              &run_merge});
+
+}  // namespace
+}  // namespace crucible::cli
