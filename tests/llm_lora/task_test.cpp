@@ -310,8 +310,8 @@ TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
     }
     // Memorized (see LoraFineTuningLearnsQuestionAnswerPairs): from ~12 nats to under 0.4
     // (about 0.14 measured after 60 steps).
-    EXPECT_LT(losses.back(), 0.4)
-        << losses.front() << " " << losses[10] << " " << losses[20] << " " << losses.back();
+    EXPECT_LT(losses.back(), 0.4) << losses.front() << " " << losses[10] << " " << losses[20] << " "
+                                  << losses.back();
     fs::remove_all(dir);
 }
 
