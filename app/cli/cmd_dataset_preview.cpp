@@ -14,6 +14,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/dataset_io.h"
+#include "core/data/draw_boxes.h"
 #include "core/data/image_io.h"
 #include "core/data/loader/batch_loader.h"
 
@@ -48,15 +49,6 @@ int parse_int(const std::string& flag, const std::string& text, int lo, int hi) 
     const double v = parse_number(flag, text, lo, hi);
     if (v != std::floor(v)) throw InputError(flag, "expects an integer, got '" + text + "'");
     return static_cast<int>(v);
-}
-
-cv::Scalar class_colour(int cls) {
-    // Well-separated hues, bright enough on the grey padding.
-    static const cv::Scalar palette[] = {{56, 56, 255},  {151, 157, 255}, {31, 112, 255},
-                                         {29, 178, 255}, {49, 210, 207},  {10, 249, 72},
-                                         {23, 204, 146}, {134, 219, 61},  {211, 188, 0},
-                                         {209, 106, 0},  {255, 56, 132},  {203, 56, 255}};
-    return palette[static_cast<std::size_t>(cls) % (sizeof palette / sizeof palette[0])];
 }
 
 int run_preview(const std::vector<std::string>& args) {
@@ -131,30 +123,15 @@ int run_preview(const std::vector<std::string>& args) {
     cv::Mat grid(rows * (imgsz + gap) + gap, cols * (imgsz + gap) + gap, CV_8UC3,
                  cv::Scalar(40, 40, 40));
     const auto order = loader.epoch_order(epoch);
-    const double font = std::max(0.35, imgsz / 1300.0);
-    const int thick = std::max(1, imgsz / 320);
     int drawn = 0;
     for (std::size_t k = 0; k < order.size() && drawn < n; ++k) {
         data::LabeledImage s = loader.make_sample(epoch, order[k]);
         if (s.image.empty()) continue;
-        for (const auto& b : s.boxes) {
-            const cv::Scalar c = class_colour(b.cls);
-            const cv::Point p1(static_cast<int>(std::lround(b.x1)),
-                               static_cast<int>(std::lround(b.y1)));
-            const cv::Point p2(static_cast<int>(std::lround(b.x2)) - 1,
-                               static_cast<int>(std::lround(b.y2)) - 1);
-            cv::rectangle(s.image, p1, p2, c, thick, cv::LINE_AA);
-            const std::string label = b.cls >= 0 && static_cast<std::size_t>(b.cls) < names.size()
-                                          ? names[b.cls]
-                                          : std::to_string(b.cls);
-            int base = 0;
-            const cv::Size ts = cv::getTextSize(label, cv::FONT_HERSHEY_SIMPLEX, font, 1, &base);
-            const int ty = std::max(ts.height + 2, p1.y);
-            cv::rectangle(s.image, cv::Point(p1.x, ty - ts.height - 2),
-                          cv::Point(p1.x + ts.width + 2, ty), c, cv::FILLED);
-            cv::putText(s.image, label, cv::Point(p1.x + 1, ty - 2), cv::FONT_HERSHEY_SIMPLEX, font,
-                        cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
-        }
+        for (const auto& b : s.boxes)
+            data::draw_labeled_box(s.image, b,
+                                   b.cls >= 0 && static_cast<std::size_t>(b.cls) < names.size()
+                                       ? names[static_cast<std::size_t>(b.cls)]
+                                       : std::to_string(b.cls));
         const int r = drawn / cols, c = drawn % cols;
         s.image.copyTo(
             grid(cv::Rect(gap + c * (imgsz + gap), gap + r * (imgsz + gap), imgsz, imgsz)));

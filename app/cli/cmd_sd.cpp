@@ -50,8 +50,10 @@ int inspect(const std::vector<std::string>& args) {
                 ranks.insert(m.first);
             }
         std::string r;
-        for (auto v : ranks)
-            r += (r.empty() ? "" : ",") + std::to_string(v);
+        for (auto v : ranks) {
+            if (!r.empty()) r += ',';
+            r += std::to_string(v);
+        }
         std::printf("  %-10s %zu modules, rank %s\n", p.c_str(), n, r.c_str());
     }
     for (const auto& [k, v] : file.metadata())

@@ -2,6 +2,7 @@
 //
 //   crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]
 //   crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]
+//   crucible val detect data=PATH/data.yaml model=WEIGHTS [imgsz=640] [batch=16] [json=true]
 //
 // scores a folder of prediction files in the `save_txt save_conf` layout (`class cx cy w h conf`
 // per line, normalized; one `<image stem>.txt` per image; a missing file = no predictions)
@@ -17,8 +18,12 @@
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/data/dataset_io.h"
+#include "core/engine/device.h"
+#include "core/engine/threads.h"
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/metrics/prediction_folder.h"
+#include "plugins/detect/task/detection_validator.h"
+#include "plugins/detect/task/model_source.h"
 
 namespace crucible::cli {
 namespace {
@@ -40,10 +45,39 @@ OptionSchema val_detect_schema() {
          .type = OptionType::Path,
          .default_value = "",
          .help = "folder of prediction files <image stem>.txt: class cx cy w h conf (normalized)"});
-    s.add({.name = "model",
+    s.add(
+        {.name = "model",
+         .type = OptionType::String,
+         .default_value = "",
+         .help = "weights to validate: an Ultralytics .pt or Crucible .safetensors (with data=)"});
+    s.add({.name = "batch",
+           .type = OptionType::Integer,
+           .default_value = 16,
+           .min = 1,
+           .max = 4096,
+           .help = "batch size with model="});
+    s.add({.name = "conf",
+           .type = OptionType::Number,
+           .default_value = 0.001,
+           .min = 0,
+           .max = 1,
+           .help = "confidence threshold with model="});
+    s.add({.name = "iou",
+           .type = OptionType::Number,
+           .default_value = 0.7,
+           .min = 0,
+           .max = 1,
+           .help = "NMS IoU threshold with model="});
+    s.add({.name = "device",
            .type = OptionType::String,
            .default_value = "",
-           .help = "weights to validate (not supported yet: use predictions=)"});
+           .help = "with model=: cpu, a GPU index, or empty for the first GPU"});
+    s.add({.name = "workers",
+           .type = OptionType::Integer,
+           .default_value = 0,
+           .min = 0,
+           .max = 1024,
+           .help = "with model=: CPU threads (0: all cores)"});
     s.add({.name = "split",
            .type = OptionType::Choice,
            .default_value = "val",
@@ -54,7 +88,8 @@ OptionSchema val_detect_schema() {
            .default_value = 640,
            .min = 1,
            .max = 65536,
-           .help = "pixel scale for images of unknown size (IoU does not depend on it)"});
+           .help = "inference size with model= (multiple of 32); with predictions=, the pixel "
+                   "scale for images of unknown size (IoU does not depend on it)"});
     s.add({.name = "json",
            .type = OptionType::Boolean,
            .default_value = false,
@@ -74,7 +109,8 @@ OptionSchema val_detect_schema() {
 void print_usage() {
     std::printf(
         "usage: crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]\n"
-        "       crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]\n\n"
+        "       crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]\n"
+        "       crucible val detect data=PATH/data.yaml model=WEIGHTS [imgsz=640] [json=true]\n\n"
         "Scores prediction files (<image stem>.txt: class cx cy w h conf, normalized — the\n"
         "save_txt save_conf layout) against the dataset's labels with the Ultralytics metrics.\n\n"
         "options:\n");
@@ -110,19 +146,83 @@ data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
     return std::move(loaded.dataset);
 }
 
+// Validates a model (model=) on the dataset's split, as training validates every epoch.
+int run_val_model(const Json& opt) {
+    if (!opt["predictions"].get<std::string>().empty())
+        throw InputError("predictions", "give either model= or predictions=, not both");
+    if (opt["data"].get<std::string>().empty())
+        throw InputError("data", "is required with model=: a data.yaml, COCO .json or VOC folder");
+    const std::string data_path = opt["data"].get<std::string>();
+    data::LoadOptions lo;
+    lo.read_image_sizes = true;
+    auto loaded =
+        data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
+    int errors = 0;
+    for (const auto& p : loaded.problems)
+        if (p.error && ++errors <= 10)
+            std::fprintf(stderr, "warning: %s: %s\n", p.where.c_str(), p.what.c_str());
+    const auto& dataset = loaded.dataset;
+    const int threads =
+        engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
+    const auto device = engine::choose_device(opt["device"].get<std::string>());
+    const std::string model_name = opt["model"].get<std::string>();
+    auto model = detect::load_detection_model(model_name, std::nullopt);
+    if (model.model->num_classes() != static_cast<std::int64_t>(dataset.class_names.size()))
+        throw InputError("model", model_name + " has " +
+                                      std::to_string(model.model->num_classes()) +
+                                      " classes but the dataset has " +
+                                      std::to_string(dataset.class_names.size()));
+    model.model->to(device.device);
+    if (device.device.is_cpu()) model.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    detect::ValidatorOptions vo;
+    vo.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
+    if (vo.imgsz % 32 != 0)
+        throw InputError("imgsz", std::to_string(vo.imgsz) + " is not a multiple of 32");
+    vo.batch = static_cast<int>(opt["batch"].get<long long>());
+    vo.workers = std::max(1, threads / 2);
+    vo.nms.conf_threshold = opt["conf"].get<double>();
+    vo.nms.iou_threshold = opt["iou"].get<double>();
+    const std::string split = opt["split"].get<std::string>();
+    detect::DetectionValidator validator(dataset, split, vo, [](const data::BadSample& b) {
+        std::fprintf(stderr, "skipped %s: %s\n", path_to_utf8(b.path).c_str(), b.message.c_str());
+    });
+    const auto r = validator.run(*model.model);
+    const std::string tag = opt["tag"].get<std::string>();
+    if (opt["json"].get<bool>()) {
+        Json out = detect::metrics_json(r.metrics, dataset.class_names);
+        out["val/box_loss"] = r.losses[0];
+        out["val/cls_loss"] = r.losses[1];
+        out["val/dfl_loss"] = r.losses[2];
+        out["confusion_matrix"] = detect::confusion_matrix_json(r.confusion, dataset.class_names);
+        if (!tag.empty()) {
+            Json by = Json::object();
+            for (const auto& [value, m] : r.stats.compute_by_tag(tag))
+                by[value] = detect::metrics_json(m, dataset.class_names);
+            out["by_tag"] = by;
+        }
+        if (opt["curves"].get<bool>())
+            out["pr_curve"] = detect::pr_curve_json(r.metrics, dataset.class_names);
+        std::printf("%s\n", out.dump(1).c_str());
+        return 0;
+    }
+    std::printf("%s on %s, split %s: %d images in %.1f s\n", model.description.c_str(),
+                device.describe().c_str(), split.c_str(), r.images, r.seconds);
+    std::printf("%s", detect::results_table(r.metrics, dataset.class_names).c_str());
+    std::printf("fitness %.6g (0.1·mAP50 + 0.9·mAP50-95); P and R at confidence %.3f\n",
+                r.metrics.fitness, r.metrics.best_confidence);
+    if (!tag.empty())
+        for (const auto& [value, m] : r.stats.compute_by_tag(tag)) {
+            std::printf("\n%s=%s\n", tag.c_str(), value.c_str());
+            std::printf("%s", detect::results_table(m, dataset.class_names, false).c_str());
+        }
+    return 0;
+}
+
 int run_val_detect(const std::vector<std::string>& words) {
     const auto schema = val_detect_schema();
     const Json opt = schema.resolve(schema.parse_key_values(words));
 
-    if (!opt["model"].get<std::string>().empty()) {
-        // Hook for the engine work: validating a model (load weights, letterboxed rectangular
-        // batches, eval-mode forward, detect::non_max_suppression, then the same DetectionStats
-        // as below) goes here.
-        std::fprintf(stderr,
-                     "crucible val detect: model= is not supported yet; save the model's "
-                     "predictions as text files and pass predictions=DIR\n");
-        return 2;
-    }
+    if (!opt["model"].get<std::string>().empty()) return run_val_model(opt);
     const std::string predictions = opt["predictions"].get<std::string>();
     if (predictions.empty())
         throw InputError("predictions",

@@ -53,7 +53,7 @@ OptionSchema detect_task_schema() {
     s.add(data);
     OptionSpec model;
     model.name = "model";
-    model.type = OptionType::String;
+    model.type = OptionType::Path;  // the studio offers a file picker; names are accepted too
     model.default_value = "yolov8n";
     model.help =
         "yolov8n/s/m/l/x from scratch, an Ultralytics .pt checkpoint, or Crucible .safetensors "

@@ -1,0 +1,70 @@
+// `crucible export detect model=WEIGHTS format=safetensors [out=FILE]`: converts detection
+// weights (an Ultralytics .pt read without Python, or a Crucible .safetensors) into Crucible
+// safetensors weights that record their scale and class names.
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/options_schema.h"
+#include "core/engine/weights_file.h"
+#include "plugins/detect/task/model_source.h"
+
+namespace crucible::cli {
+namespace {
+
+OptionSchema export_schema() {
+    OptionSchema s("detect", "Export detection weights");
+    OptionSpec model{.name = "model",
+                     .type = OptionType::String,
+                     .default_value = "",
+                     .help = "weights to export: Ultralytics .pt or Crucible .safetensors"};
+    OptionSpec format{.name = "format",
+                      .type = OptionType::Choice,
+                      .default_value = "safetensors",
+                      .choices = {"safetensors"},
+                      .help = "output format"};
+    OptionSpec out{.name = "out",
+                   .type = OptionType::Path,
+                   .default_value = "",
+                   .help = "output file (default: the model's name with .safetensors)"};
+    s.add(model).add(format).add(out);
+    return s;
+}
+
+int run_export(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        std::printf(
+            "usage: crucible export detect model=WEIGHTS [format=safetensors] [out=FILE]\n");
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] != "detect") throw InputError(args[0], "unknown task for export (known: detect)");
+    const auto schema = export_schema();
+    const Json opt = schema.resolve(schema.parse_key_values({args.begin() + 1, args.end()}));
+    const std::string model = opt["model"].get<std::string>();
+    if (model.empty()) throw InputError("model", "is required: a .pt or .safetensors file");
+    auto loaded = detect::load_detection_model(model, std::nullopt);
+    std::filesystem::path out = path_from_utf8(opt["out"].get<std::string>());
+    if (out.empty()) {
+        out = path_from_utf8(model);
+        out.replace_extension(".safetensors");
+        if (out == path_from_utf8(model)) throw InputError("out", "would overwrite the input");
+    }
+    auto meta =
+        detect::detection_weights_metadata(loaded.scale, loaded.model->num_classes(), loaded.names);
+    meta["crucible_task"] = "detect.yolo";
+    meta["crucible_source"] = path_to_utf8(path_from_utf8(model).filename());
+    engine::save_module_safetensors(*loaded.model, out, meta);
+    std::printf("%s\nwrote %s (YOLOv8%c, %lld classes)\n", loaded.description.c_str(),
+                path_to_utf8(out).c_str(), loaded.scale.name,
+                static_cast<long long>(loaded.model->num_classes()));
+    return 0;
+}
+
+RegisterCommand reg({"export", "convert model weights (export detect model=X.pt)", &run_export});
+
+}  // namespace
+}  // namespace crucible::cli

@@ -1,0 +1,191 @@
+// `crucible predict detect source=DIR|FILE model=... [conf=0.25] [iou=0.7] [imgsz=640]`: runs a
+// detection model on images and writes them with their boxes drawn (and, with save_txt=true,
+// label files in the `save_txt save_conf` layout that `crucible val detect predictions=` reads)
+// to runs/detect/predict, predict2, ... as the yolo CLI does.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "app/cli/command.h"
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/options_schema.h"
+#include "core/data/draw_boxes.h"
+#include "core/data/formats/format_util.h"
+#include "core/data/image_io.h"
+#include "core/engine/device.h"
+#include "core/engine/run_folder.h"
+#include "core/engine/threads.h"
+#include "plugins/detect/task/model_source.h"
+#include "plugins/detect/task/predictor.h"
+
+namespace crucible::cli {
+namespace {
+
+OptionSchema predict_schema() {
+    OptionSchema s("detect", "Predict with a detection model");
+    auto add = [&](std::string name, OptionType type, Json def, std::string help,
+                   std::optional<double> min = std::nullopt,
+                   std::optional<double> max = std::nullopt) {
+        OptionSpec o;
+        o.name = std::move(name);
+        o.type = type;
+        o.default_value = std::move(def);
+        o.help = std::move(help);
+        o.min = min;
+        o.max = max;
+        s.add(o);
+    };
+    add("source", OptionType::Path, "", "an image file or a folder of images");
+    add("model", OptionType::String, "",
+        "weights: an Ultralytics .pt or Crucible .safetensors of a detection run");
+    add("imgsz", OptionType::Integer, 640, "inference size (multiple of 32)", 32, 8192);
+    add("conf", OptionType::Number, 0.25, "confidence threshold", 0, 1);
+    add("iou", OptionType::Number, 0.7, "NMS IoU threshold", 0, 1);
+    add("max_det", OptionType::Integer, 300, "detections kept per image", 1, 100000);
+    add("agnostic_nms", OptionType::Boolean, false, "classes suppress each other in NMS");
+    add("device", OptionType::String, "", "cpu, a GPU index, or empty for the first GPU");
+    add("workers", OptionType::Integer, 0, "CPU threads (0: all cores)", 0, 1024);
+    add("save", OptionType::Boolean, true, "write the images with their boxes drawn");
+    add("save_txt", OptionType::Boolean, false,
+        "write labels/<stem>.txt: class cx cy w h conf (normalized)");
+    add("project", OptionType::Path, "", "folder for the output (default runs/detect)");
+    add("name", OptionType::String, "predict", "output folder name (predict2, ... when taken)");
+    add("exist_ok", OptionType::Boolean, false, "reuse an existing output folder");
+    return s;
+}
+
+void print_usage() {
+    std::printf(
+        "usage: crucible predict detect source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7]\n"
+        "                               [imgsz=640] [save_txt=true] [device=cpu|0]\n\noptions:\n");
+    const auto schema = predict_schema();
+    for (const auto& o : schema.options())
+        std::printf("  %-13s %s\n", o.name.c_str(), o.help.c_str());
+}
+
+std::vector<std::filesystem::path> list_images(const std::string& source) {
+    if (source.empty()) throw InputError("source", "is required: an image file or a folder");
+    const auto path = path_from_utf8(source);
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return {path};
+    if (!std::filesystem::is_directory(path, ec))
+        throw InputError("source", source + ": no such file or folder");
+    std::vector<std::filesystem::path> out;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(
+             path, std::filesystem::directory_options::skip_permission_denied, ec))
+        if (e.is_regular_file(ec) && data::detail::is_image_file_name(e.path())) out.push_back(e.path());
+    std::sort(out.begin(), out.end());
+    if (out.empty()) throw InputError("source", source + ": holds no images");
+    return out;
+}
+
+int run_predict_detect(const std::vector<std::string>& words) {
+    const auto schema = predict_schema();
+    const Json opt = schema.resolve(schema.parse_key_values(words));
+    const auto images = list_images(opt["source"].get<std::string>());
+    const std::string model_name = opt["model"].get<std::string>();
+    if (model_name.empty())
+        throw InputError("model", "is required: a .pt or .safetensors file of a detection model");
+    engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
+    const auto device = engine::choose_device(opt["device"].get<std::string>());
+    auto loaded = detect::load_detection_model(model_name, std::nullopt);
+    loaded.model->to(device.device);
+    loaded.model->eval();
+
+    detect::PredictOptions po;
+    po.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
+    po.nms.conf_threshold = opt["conf"].get<double>();
+    po.nms.iou_threshold = opt["iou"].get<double>();
+    po.nms.max_det = static_cast<int>(opt["max_det"].get<long long>());
+    po.nms.agnostic = opt["agnostic_nms"].get<bool>();
+
+    const auto out_dir = engine::claim_run_folder(
+        std::filesystem::current_path(), "detect", opt["project"].get<std::string>(),
+        opt["name"].get<std::string>(), opt["exist_ok"].get<bool>());
+    const bool save = opt["save"].get<bool>(), save_txt = opt["save_txt"].get<bool>();
+    if (save_txt) std::filesystem::create_directories(out_dir / "labels");
+    std::printf("%s on %s\n", loaded.description.c_str(), device.describe().c_str());
+
+    std::size_t n = 0, bad = 0, total = 0;
+    for (const auto& file : images) {
+        ++n;
+        cv::Mat image;
+        try {
+            image = data::read_image(file);
+        } catch (const std::exception& e) {
+            ++bad;
+            std::fprintf(stderr, "skipped %s\n", e.what());
+            continue;
+        }
+        const auto detections = detect::predict_image(*loaded.model, image, po);
+        total += detections.size();
+        std::map<int, int> per_class;
+        std::string txt;
+        for (const auto& d : detections) {
+            ++per_class[d.cls];
+            const std::string name =
+                d.cls >= 0 && static_cast<std::size_t>(d.cls) < loaded.names.size()
+                    ? loaded.names[static_cast<std::size_t>(d.cls)]
+                    : std::to_string(d.cls);
+            if (save) {
+                char label[96];
+                std::snprintf(label, sizeof label, "%s %.2f", name.c_str(), d.conf);
+                data::draw_labeled_box(image, {d.cls, d.x1, d.y1, d.x2, d.y2}, label);
+            }
+            if (save_txt) {
+                char row[160];
+                const double w = image.cols, h = image.rows;
+                std::snprintf(row, sizeof row, "%d %.6f %.6f %.6f %.6f %.6f\n", d.cls,
+                              (d.x1 + d.x2) / 2 / w, (d.y1 + d.y2) / 2 / h, (d.x2 - d.x1) / w,
+                              (d.y2 - d.y1) / h, d.conf);
+                txt += row;
+            }
+        }
+        std::string summary;
+        for (const auto& [cls, count] : per_class) {
+            summary += summary.empty() ? "" : ", ";
+            summary += std::to_string(count) + " ";
+            summary += cls >= 0 && static_cast<std::size_t>(cls) < loaded.names.size()
+                           ? loaded.names[static_cast<std::size_t>(cls)]
+                           : std::to_string(cls);
+        }
+        std::printf("image %zu/%zu %s: %s\n", n, images.size(), path_to_utf8(file).c_str(),
+                    summary.empty() ? "(no detections)" : summary.c_str());
+        const auto stem = file.stem();
+        if (save) {
+            auto name = file.filename();
+            if (name.extension() != ".jpg" && name.extension() != ".png")
+                name.replace_extension(".jpg");
+            data::write_image(out_dir / name, image);
+        }
+        if (save_txt) {
+            auto label_file = out_dir / "labels" / stem;
+            label_file += ".txt";
+            write_file_atomically(label_file, txt);
+        }
+    }
+    std::printf("%zu images, %zu detections%s; results in %s\n", images.size() - bad, total,
+                bad ? (", " + std::to_string(bad) + " unreadable skipped").c_str() : "",
+                path_to_utf8(out_dir).c_str());
+    return bad == images.size() ? 1 : 0;
+}
+
+int run_predict(const std::vector<std::string>& args) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+        print_usage();
+        return args.empty() ? 2 : 0;
+    }
+    if (args[0] != "detect") throw InputError(args[0], "unknown task for predict (known: detect)");
+    return run_predict_detect({args.begin() + 1, args.end()});
+}
+
+RegisterCommand reg({"predict",
+                     "run a model on images and draw its detections (predict detect ...)",
+                     &run_predict});
+
+}  // namespace
+}  // namespace crucible::cli

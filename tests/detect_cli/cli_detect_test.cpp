@@ -1,0 +1,172 @@
+// `crucible train|val|predict|export detect` through the executable: starting from an Ultralytics
+// .pt (read without Python), exporting it, validating and predicting with it, fine-tuning it on a
+// dataset with another class count, and the messages for bad options.
+#include <gtest/gtest.h>
+
+#ifndef _WIN32  // popen/WEXITSTATUS
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/safetensors.h"
+#include "core/data/synth/synth.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Run {
+    int code = -1;
+    std::string out;
+};
+
+std::string quoted(const fs::path& p) {
+    std::string out(1, '\'');
+    out.append(p.string());
+    out.push_back('\'');
+    return out;
+}
+
+Run run(const fs::path& cwd, const std::string& args) {
+    Run r;
+    std::string command = "cd ";
+    command.append(quoted(cwd)).append(" && ").append(quoted(CRUCIBLE_CLI_EXE));
+    command.append(" ").append(args).append(" 2>&1");
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return r;
+    char buffer[4096];
+    std::size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
+        r.out.append(buffer, n);
+    const int status = pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+fs::path fresh(const std::string& name) {
+    const auto dir = fs::temp_directory_path() / ("crucible_detect_cli_" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+fs::path fixture_pt() {
+    return fs::path(CRUCIBLE_FIXTURES_DIR) / "yolov8" / "yolov8n_shapes11.pt";
+}
+
+fs::path synth(const fs::path& dir, int classes, int imgsz, int train, int val) {
+    data::SynthOptions o;
+    o.classes = classes;
+    o.imgsz = imgsz;
+    o.train = train;
+    o.val = val;
+    o.seed = 5;
+    return data::write_synth_dataset(dir, o);
+}
+
+Json json_of(const std::string& out) {
+    const auto start = out.find('{');
+    if (start == std::string::npos) return nullptr;
+    return parse_json(out.substr(start), "output");
+}
+
+TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
+    ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
+    const auto dir = fresh("pt");
+    const auto yaml = synth(dir / "data", 4, 320, 4, 6);
+
+    // export: Crucible weights that record scale and names.
+    const auto exported = dir / "shapes.safetensors";
+    auto e = run(dir, "export detect model=" + quoted(fixture_pt()) + " out=" + quoted(exported));
+    ASSERT_EQ(e.code, 0) << e.out;
+    const auto file = SafetensorsFile::open(exported);
+    EXPECT_EQ(file.metadata().at("crucible_yolo_scale"), "n");
+    EXPECT_EQ(file.metadata().at("crucible_nc"), "4");
+    EXPECT_EQ(parse_json(file.metadata().at("crucible_names"), "names").size(), 4u);
+
+    // val with the .pt and with the exported weights: the same model, the same metrics.
+    auto v1 = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
+                           " imgsz=320 batch=4 json=true device=cpu");
+    ASSERT_EQ(v1.code, 0) << v1.out;
+    auto v2 = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(exported) +
+                           " imgsz=320 batch=4 json=true device=cpu");
+    ASSERT_EQ(v2.code, 0) << v2.out;
+    const Json j1 = json_of(v1.out), j2 = json_of(v2.out);
+    ASSERT_TRUE(j1.is_object()) << v1.out;
+    EXPECT_EQ(j1["images"].get<int>(), 6);
+    EXPECT_DOUBLE_EQ(j1["metrics/mAP50-95(B)"].get<double>(),
+                     j2["metrics/mAP50-95(B)"].get<double>());
+    EXPECT_DOUBLE_EQ(j1["val/box_loss"].get<double>(), j2["val/box_loss"].get<double>());
+    EXPECT_TRUE(j1.contains("confusion_matrix"));
+
+    // predict: images with boxes and label files in the save_txt save_conf layout.
+    auto p = run(dir, "predict detect source=" + quoted(dir / "data" / "images" / "val") +
+                          " model=" + quoted(exported) +
+                          " imgsz=320 conf=0.0001 save_txt=true name=out device=cpu");
+    ASSERT_EQ(p.code, 0) << p.out;
+    const auto out_dir = dir / "runs" / "detect" / "out";
+    int images = 0, rows = 0;
+    for (const auto& entry : fs::directory_iterator(out_dir))
+        images += entry.path().extension() == ".jpg";
+    EXPECT_EQ(images, 6);
+    for (const auto& entry : fs::directory_iterator(out_dir / "labels")) {
+        const std::string text = read_file_bytes(entry.path());
+        for (std::size_t pos = 0; (pos = text.find('\n', pos)) != std::string::npos; ++pos)
+            ++rows;
+    }
+    EXPECT_GT(rows, 0) << p.out;
+    // Those files score through the prediction-folder path.
+    auto s = run(dir, "val detect data=" + quoted(yaml) +
+                          " predictions=" + quoted(out_dir / "labels") + " json=true");
+    EXPECT_EQ(s.code, 0) << s.out;
+}
+
+TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
+    ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
+    const auto dir = fresh("finetune");
+    const auto yaml = synth(dir / "data", 2, 96, 8, 4);
+    auto t = run(dir, "train detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
+                          " epochs=1 imgsz=96 batch=4 workers=2 name=ft");
+    ASSERT_EQ(t.code, 0) << t.out;
+    EXPECT_NE(t.out.find("new class head for 2 classes"), std::string::npos) << t.out;
+    const auto run_dir = dir / "runs" / "detect" / "ft";
+    EXPECT_TRUE(fs::exists(run_dir / "results.csv"));
+    const auto best = SafetensorsFile::open(run_dir / "artifacts" / "weights" / "best.safetensors");
+    EXPECT_EQ(best.metadata().at("crucible_nc"), "2");
+    EXPECT_EQ(best.metadata().at("crucible_names"), R"(["circle","rectangle"])");
+    // A second run with the same name goes to ft2, as the yolo CLI does.
+    auto again = run(dir, "train detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
+                              " epochs=1 imgsz=96 batch=4 workers=2 name=ft val=false");
+    ASSERT_EQ(again.code, 0) << again.out;
+    EXPECT_TRUE(fs::exists(dir / "runs" / "detect" / "ft2" / "results.csv"));
+}
+
+TEST(DetectCli, BadOptionsAreNamed) {
+    const auto dir = fresh("bad");
+    const auto yaml = synth(dir / "data", 2, 64, 2, 1);
+    auto no_data = run(dir, "train detect model=yolov8n epochs=1");
+    EXPECT_NE(no_data.code, 0);
+    EXPECT_NE(no_data.out.find("data"), std::string::npos) << no_data.out;
+    auto odd = run(dir, "train detect data=" + quoted(yaml) + " imgsz=100 epochs=1");
+    EXPECT_NE(odd.code, 0);
+    EXPECT_NE(odd.out.find("imgsz"), std::string::npos) << odd.out;
+    EXPECT_NE(odd.out.find("multiple of 32"), std::string::npos) << odd.out;
+    auto typo = run(dir, "train detect data=" + quoted(yaml) + " epoch=3");
+    EXPECT_NE(typo.code, 0);
+    EXPECT_NE(typo.out.find("epochs"), std::string::npos) << typo.out;  // did you mean
+    auto missing = run(dir, "val detect data=" + quoted(yaml) + " model=nothing_here.pt");
+    EXPECT_NE(missing.code, 0);
+    EXPECT_NE(missing.out.find("nothing_here.pt"), std::string::npos) << missing.out;
+    auto wrong_nc = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()));
+    EXPECT_NE(wrong_nc.code, 0);
+    EXPECT_NE(wrong_nc.out.find("classes"), std::string::npos) << wrong_nc.out;
+}
+
+}  // namespace
+}  // namespace crucible
+#endif
