@@ -77,7 +77,8 @@ std::vector<std::filesystem::path> list_images(const std::string& source) {
     std::vector<std::filesystem::path> out;
     for (const auto& e : std::filesystem::recursive_directory_iterator(
              path, std::filesystem::directory_options::skip_permission_denied, ec))
-        if (e.is_regular_file(ec) && data::detail::is_image_file_name(e.path())) out.push_back(e.path());
+        if (e.is_regular_file(ec) && data::detail::is_image_file_name(e.path()))
+            out.push_back(e.path());
     std::sort(out.begin(), out.end());
     if (out.empty()) throw InputError("source", source + ": holds no images");
     return out;
