@@ -281,7 +281,7 @@ TEST(ValCli, FixtureAsJson) {
     }
 }
 
-TEST(ValCli, TableBadInputAndModelHook) {
+TEST(ValCli, TableBadInputAndModelNeedsData) {
     if (!fs::exists(kMapDir / "expected.json")) GTEST_SKIP() << "no " << kMapDir;
     const std::string labels = "labels='" + (kMapDir / "labels").string() + "' ";
     auto table = run_cli("val detect " + labels + "predictions='" +
@@ -297,9 +297,10 @@ TEST(ValCli, TableBadInputAndModelHook) {
     EXPECT_EQ(bad.code, 1) << bad.out;
     EXPECT_NE(bad.out.find("val_00000.txt:2"), std::string::npos) << bad.out;
 
+    // model= validates a model on a dataset: it needs data= (a label folder has no images).
     auto model = run_cli("val detect " + labels + "model=yolov8n.safetensors");
-    EXPECT_EQ(model.code, 2);
-    EXPECT_NE(model.out.find("model= is not supported yet"), std::string::npos) << model.out;
+    EXPECT_EQ(model.code, 1);
+    EXPECT_NE(model.out.find("data: is required with model="), std::string::npos) << model.out;
 
     auto unknown = run_cli("val detect " + labels + "predictions=x imgsz=abc");
     EXPECT_EQ(unknown.code, 1);
