@@ -36,9 +36,9 @@ constexpr double kReferenceSecondsPerIteration = 0.79;
 
 std::map<std::string, std::string> parse_args(int argc, char** argv) {
     std::map<std::string, std::string> out = {
-        {"imgsz", "320"},  {"batch", "16"},      {"train", "256"},
-        {"epochs", "3"},   {"workers", "2"},     {"loader_threads", "0"},
-        {"cache", "true"}, {"model", "yolov8n"}, {"device", "cpu"}};
+        {"imgsz", "320"},  {"batch", "16"},         {"train", "256"},  {"epochs", "3"},
+        {"workers", "2"},  {"loader_threads", "0"}, {"cache", "true"}, {"model", "yolov8n"},
+        {"device", "cpu"}, {"val", "false"},        {"classes", "4"}};
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto eq = a.find('=');
