@@ -78,6 +78,7 @@ int run_demo(const std::vector<std::string>& args) {
                     Json{{"task", info.id}, {"options", options}});
     std::printf("  training YOLOv8n for %lld epochs in %s\n\n", opt["epochs"].get<long long>(),
                 path_to_utf8(run_dir).c_str());
+    std::fflush(stdout);  // before the engine's log lines, also when stdout is a pipe
     const int code = engine::run_job(run_dir, {});
     if (code != 0) return code;
     std::printf(
