@@ -25,17 +25,6 @@
 namespace crucible::cli {
 namespace {
 
-OptionSpec option(std::string name, OptionType type, Json def, std::string help,
-                  std::vector<std::string> choices = {}) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = type;
-    s.default_value = std::move(def);
-    s.help = std::move(help);
-    s.choices = std::move(choices);
-    return s;
-}
-
 bool wants_help(const std::vector<std::string>& args) {
     return !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "help");
 }
@@ -67,15 +56,15 @@ std::vector<data::ChatMessage> read_messages(const std::filesystem::path& path) 
 
 int run_tokenize(const std::vector<std::string>& args) {
     OptionSchema s("llm tokenize", "Tokenize text or a chat");
-    s.add(option("tokenizer", OptionType::Path, "",
-                 "tokenizer.json / tokenizer.model or their folder"));
-    s.add(option("text", OptionType::String, "", "text to tokenize"));
-    s.add(
-        option("special", OptionType::Boolean, false, "add the tokenizer's special tokens (BOS)"));
-    s.add(option("template", OptionType::String, "",
-                 "chat template: llama-3, chatml, alpaca, mistral"));
-    s.add(option("messages", OptionType::Path, "",
-                 "JSON list of {role, content} to render with the template"));
+    s.add(option_spec("tokenizer", OptionType::Path, "",
+                      "tokenizer.json / tokenizer.model or their folder"));
+    s.add(option_spec("text", OptionType::String, "", "text to tokenize"));
+    s.add(option_spec("special", OptionType::Boolean, false,
+                      "add the tokenizer's special tokens (BOS)"));
+    s.add(option_spec("template", OptionType::String, "",
+                      "chat template: llama-3, chatml, alpaca, mistral"));
+    s.add(option_spec("messages", OptionType::Path, "",
+                      "JSON list of {role, content} to render with the template"));
     if (wants_help(args) || args.empty()) {
         std::printf(
             "usage: crucible llm tokenize tokenizer=DIR text=TEXT [special=true]\n"
@@ -123,13 +112,13 @@ int run_tokenize(const std::vector<std::string>& args) {
 
 int run_merge(const std::vector<std::string>& args) {
     OptionSchema s("llm merge", "Merge a LoRA adapter into its base model");
-    s.add(
-        option("model", OptionType::Path, "", "base model: Hugging Face folder or llama2.c .bin"));
-    s.add(option("adapter", OptionType::Path, "",
-                 "PEFT adapter folder (adapter_config.json + adapter_model.safetensors)"));
-    s.add(option("out", OptionType::Path, "", "output folder (Hugging Face layout)"));
-    s.add(option("dtype", OptionType::Choice, "fp32", "dtype of the merged weights",
-                 {"fp32", "fp16", "bf16"}));
+    s.add(option_spec("model", OptionType::Path, "",
+                      "base model: Hugging Face folder or llama2.c .bin"));
+    s.add(option_spec("adapter", OptionType::Path, "",
+                      "PEFT adapter folder (adapter_config.json + adapter_model.safetensors)"));
+    s.add(option_spec("out", OptionType::Path, "", "output folder (Hugging Face layout)"));
+    s.add(option_spec("dtype", OptionType::Choice, "fp32", "dtype of the merged weights", "general",
+                      std::nullopt, std::nullopt, {"fp32", "fp16", "bf16"}));
     if (wants_help(args) || args.empty()) {
         std::printf(
             "usage: crucible llm merge model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]\n");

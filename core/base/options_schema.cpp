@@ -247,4 +247,43 @@ Json OptionSchema::parse_key_values(const std::vector<std::string>& words) const
     return out;
 }
 
+OptionSpec option_spec(std::string name, OptionType type, Json default_value, std::string help,
+                       std::string group, std::optional<double> min, std::optional<double> max,
+                       std::vector<std::string> choices) {
+    OptionSpec s;
+    s.name = std::move(name);
+    s.type = type;
+    s.default_value = std::move(default_value);
+    s.help = std::move(help);
+    s.group = std::move(group);
+    s.min = min;
+    s.max = max;
+    s.choices = std::move(choices);
+    return s;
+}
+
+OptionSpec number_option(std::string name, double default_value, std::optional<double> min,
+                         std::optional<double> max, std::string help, std::string group) {
+    return option_spec(std::move(name), OptionType::Number, default_value, std::move(help),
+                       std::move(group), min, max);
+}
+
+OptionSpec integer_option(std::string name, long long default_value, std::optional<double> min,
+                          std::optional<double> max, std::string help, std::string group) {
+    return option_spec(std::move(name), OptionType::Integer, default_value, std::move(help),
+                       std::move(group), min, max);
+}
+
+OptionSpec boolean_option(std::string name, bool default_value, std::string help,
+                          std::string group) {
+    return option_spec(std::move(name), OptionType::Boolean, default_value, std::move(help),
+                       std::move(group));
+}
+
+OptionSpec text_option(std::string name, std::string default_value, std::string help,
+                       std::string group, OptionType type) {
+    return option_spec(std::move(name), type, std::move(default_value), std::move(help),
+                       std::move(group));
+}
+
 }  // namespace crucible

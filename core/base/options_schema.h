@@ -60,6 +60,20 @@ class OptionSchema {
     std::vector<OptionSpec> options_;
 };
 
+// Builders for schema entries, so schemas read as one line per option.
+OptionSpec option_spec(std::string name, OptionType type, Json default_value, std::string help,
+                       std::string group = "general", std::optional<double> min = std::nullopt,
+                       std::optional<double> max = std::nullopt,
+                       std::vector<std::string> choices = {});
+OptionSpec number_option(std::string name, double default_value, std::optional<double> min,
+                         std::optional<double> max, std::string help, std::string group);
+OptionSpec integer_option(std::string name, long long default_value, std::optional<double> min,
+                          std::optional<double> max, std::string help, std::string group);
+OptionSpec boolean_option(std::string name, bool default_value, std::string help,
+                          std::string group);
+OptionSpec text_option(std::string name, std::string default_value, std::string help,
+                       std::string group, OptionType type = OptionType::String);
+
 // Levenshtein distance, for "did you mean" hints.
 std::size_t edit_distance(const std::string& a, const std::string& b);
 

@@ -2,108 +2,67 @@
 
 namespace crucible::engine {
 
-namespace {
-
-OptionSpec number(std::string name, double def, std::optional<double> min,
-                  std::optional<double> max, std::string help, std::string group) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = OptionType::Number;
-    s.default_value = def;
-    s.min = min;
-    s.max = max;
-    s.help = std::move(help);
-    s.group = std::move(group);
-    return s;
-}
-
-OptionSpec integer(std::string name, long long def, std::optional<double> min,
-                   std::optional<double> max, std::string help, std::string group) {
-    OptionSpec s = number(std::move(name), 0, min, max, std::move(help), std::move(group));
-    s.type = OptionType::Integer;
-    s.default_value = def;
-    return s;
-}
-
-OptionSpec boolean(std::string name, bool def, std::string help, std::string group) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = OptionType::Boolean;
-    s.default_value = def;
-    s.help = std::move(help);
-    s.group = std::move(group);
-    return s;
-}
-
-OptionSpec text(std::string name, std::string def, std::string help, std::string group,
-                OptionType type = OptionType::String) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = type;
-    s.default_value = std::move(def);
-    s.help = std::move(help);
-    s.group = std::move(group);
-    return s;
-}
-
-}  // namespace
-
 void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
     const std::string train = "train", optim = "optimizer", run = "run", ckpt = "checkpoints";
-    schema.add(integer("epochs", d.epochs, 1, 100000, "number of epochs to train", train));
-    schema.add(integer("batch", d.batch, 1, 65536, "batch size", train));
-    schema.add(integer(
+    schema.add(integer_option("epochs", d.epochs, 1, 100000, "number of epochs to train", train));
+    schema.add(integer_option("batch", d.batch, 1, 65536, "batch size", train));
+    schema.add(integer_option(
         "patience", d.patience, 0, 100000,
         "epochs without fitness improvement before early stopping (0: never stop early)", train));
-    schema.add(integer(
+    schema.add(integer_option(
         "nbs", d.nbs, 1, 65536,
         "nominal batch size: gradients accumulate over max(round(nbs/batch),1) batches", train));
     OptionSpec opt =
-        text("optimizer", d.optimizer, "optimizer; auto picks SGD or AdamW by run length", optim,
-             OptionType::Choice);
+        text_option("optimizer", d.optimizer, "optimizer; auto picks SGD or AdamW by run length",
+                    optim, OptionType::Choice);
     opt.choices = {"auto", "SGD", "AdamW", "Adam"};
     schema.add(opt);
-    schema.add(number("lr0", d.lr0, 0, 10, "initial learning rate", optim));
-    schema.add(number("lrf", d.lrf, 0, 1, "final learning rate as a fraction of lr0", optim));
-    schema.add(number("momentum", d.momentum, 0, 1, "SGD momentum / Adam beta1", optim));
-    schema.add(number("weight_decay", d.weight_decay, 0, 1,
-                      "weight decay (scaled by batch·accumulate/nbs)", optim));
-    schema.add(number("warmup_epochs", d.warmup_epochs, 0, 1000,
-                      "warmup length in epochs (at least 100 iterations)", optim));
-    schema.add(number("warmup_momentum", d.warmup_momentum, 0, 1,
-                      "SGD momentum at the start of warmup", optim));
-    schema.add(number("warmup_bias_lr", d.warmup_bias_lr, 0, 10,
-                      "bias learning rate at the start of warmup", optim));
-    schema.add(boolean("cos_lr", false, "cosine learning-rate schedule instead of linear", optim));
+    schema.add(number_option("lr0", d.lr0, 0, 10, "initial learning rate", optim));
     schema.add(
-        number("grad_clip", d.grad_clip, 0, 1e6, "gradient clipping max norm (0: off)", optim));
-    schema.add(boolean("ema", true,
-                       "keep an exponential moving average of the weights (validated and saved)",
-                       optim));
-    schema.add(boolean("amp", true,
-                       "mixed precision (fp16 autocast + dynamic loss scaling) on CUDA", train));
-    schema.add(integer("seed", 0, 0, 4294967295.0,
-                       "random seed (data order, augmentation, initialization)", train));
-    schema.add(text("device", "",
-                    "cpu, a GPU index such as 0, or empty for the first GPU (else CPU)", train));
+        number_option("lrf", d.lrf, 0, 1, "final learning rate as a fraction of lr0", optim));
+    schema.add(number_option("momentum", d.momentum, 0, 1, "SGD momentum / Adam beta1", optim));
+    schema.add(number_option("weight_decay", d.weight_decay, 0, 1,
+                             "weight decay (scaled by batch·accumulate/nbs)", optim));
+    schema.add(number_option("warmup_epochs", d.warmup_epochs, 0, 1000,
+                             "warmup length in epochs (at least 100 iterations)", optim));
+    schema.add(number_option("warmup_momentum", d.warmup_momentum, 0, 1,
+                             "SGD momentum at the start of warmup", optim));
+    schema.add(number_option("warmup_bias_lr", d.warmup_bias_lr, 0, 10,
+                             "bias learning rate at the start of warmup", optim));
     schema.add(
-        integer("workers", 0, 0, 1024, "CPU threads for compute and data (0: all cores)", train));
-    schema.add(boolean("val", true, "validate after every epoch", train));
-    schema.add(text("weights", "",
-                    "start from these weights (a .safetensors file, e.g. another run's best)",
-                    train, OptionType::Path));
-    schema.add(integer("checkpoint_steps", d.checkpoint_steps, 0, 1e9,
-                       "write a resumable checkpoint every N steps (0: only at epoch ends)", ckpt));
-    schema.add(integer("keep_checkpoints", 3, 1, 1000,
-                       "how many step checkpoints to keep (plus best)", ckpt));
+        boolean_option("cos_lr", false, "cosine learning-rate schedule instead of linear", optim));
+    schema.add(number_option("grad_clip", d.grad_clip, 0, 1e6,
+                             "gradient clipping max norm (0: off)", optim));
+    schema.add(boolean_option(
+        "ema", true, "keep an exponential moving average of the weights (validated and saved)",
+        optim));
+    schema.add(boolean_option(
+        "amp", true, "mixed precision (fp16 autocast + dynamic loss scaling) on CUDA", train));
+    schema.add(integer_option("seed", 0, 0, 4294967295.0,
+                              "random seed (data order, augmentation, initialization)", train));
+    schema.add(text_option(
+        "device", "", "cpu, a GPU index such as 0, or empty for the first GPU (else CPU)", train));
+    schema.add(integer_option("workers", 0, 0, 1024,
+                              "CPU threads for compute and data (0: all cores)", train));
+    schema.add(boolean_option("val", true, "validate after every epoch", train));
+    schema.add(text_option(
+        "weights", "", "start from these weights (a .safetensors file, e.g. another run's best)",
+        train, OptionType::Path));
+    schema.add(integer_option("checkpoint_steps", d.checkpoint_steps, 0, 1e9,
+                              "write a resumable checkpoint every N steps (0: only at epoch ends)",
+                              ckpt));
+    schema.add(integer_option("keep_checkpoints", 3, 1, 1000,
+                              "how many step checkpoints to keep (plus best)", ckpt));
+    schema.add(integer_option("save_period", -1, -1, 100000,
+                              "also save weights every N epochs (-1: off)", ckpt));
+    schema.add(integer_option("log_steps", 10, 1, 1000000,
+                              "metric and progress events every N steps", run));
     schema.add(
-        integer("save_period", -1, -1, 100000, "also save weights every N epochs (-1: off)", ckpt));
+        text_option("project", "", "folder for runs (default runs/<task>)", run, OptionType::Path));
     schema.add(
-        integer("log_steps", 10, 1, 1000000, "metric and progress events every N steps", run));
-    schema.add(text("project", "", "folder for runs (default runs/<task>)", run, OptionType::Path));
-    schema.add(text("name", "", "run name (default train; train2, train3, ... when taken)", run));
-    schema.add(
-        boolean("exist_ok", false, "reuse an existing run folder instead of a new name", run));
+        text_option("name", "", "run name (default train; train2, train3, ... when taken)", run));
+    schema.add(boolean_option("exist_ok", false,
+                              "reuse an existing run folder instead of a new name", run));
 }
 
 bool is_location_option(const std::string& name) {

@@ -27,21 +27,6 @@ namespace {
 using engine::Batch;
 using engine::BatchSource;
 
-OptionSpec spec(std::string name, OptionType type, Json def, std::string help, std::string group,
-                std::optional<double> min = {}, std::optional<double> max = {},
-                std::vector<std::string> choices = {}) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = type;
-    s.default_value = std::move(def);
-    s.help = std::move(help);
-    s.group = std::move(group);
-    s.min = min;
-    s.max = max;
-    s.choices = std::move(choices);
-    return s;
-}
-
 std::vector<std::string> split_list(const std::string& text, char sep) {
     std::vector<std::string> out;
     std::stringstream ss(text);
@@ -122,56 +107,58 @@ class LlmLoraTask : public engine::Task {
             s.add(o);
         }
         const std::string g_model = "model", g_data = "data", g_lora = "lora", g_sample = "samples";
-        auto req =
-            spec("model", OptionType::Path, "",
-                 "base model: a Hugging Face folder (config.json + safetensors) or a llama2.c .bin",
-                 g_model);
+        auto req = option_spec(
+            "model", OptionType::Path, "",
+            "base model: a Hugging Face folder (config.json + safetensors) or a llama2.c .bin",
+            g_model);
         req.required = true;
         s.add(req);
-        s.add(spec("tokenizer", OptionType::Path, "",
-                   "tokenizer.json / tokenizer.model or their folder (default: the model folder)",
-                   g_model));
-        s.add(spec("dtype", OptionType::Choice, "auto",
-                   "weights dtype: auto is bf16 on CUDA, fp32 on CPU", g_model, {}, {},
-                   {"auto", "fp32", "bf16"}));
-        s.add(spec("export_merged", OptionType::Boolean, false,
-                   "also write the merged model in Hugging Face layout (artifacts/merged)",
-                   g_model));
-        auto d_req = spec("data", OptionType::Path, "",
-                          "training data: alpaca or sharegpt JSON / JSONL", g_data);
+        s.add(option_spec(
+            "tokenizer", OptionType::Path, "",
+            "tokenizer.json / tokenizer.model or their folder (default: the model folder)",
+            g_model));
+        s.add(option_spec("dtype", OptionType::Choice, "auto",
+                          "weights dtype: auto is bf16 on CUDA, fp32 on CPU", g_model, {}, {},
+                          {"auto", "fp32", "bf16"}));
+        s.add(option_spec("export_merged", OptionType::Boolean, false,
+                          "also write the merged model in Hugging Face layout (artifacts/merged)",
+                          g_model));
+        auto d_req = option_spec("data", OptionType::Path, "",
+                                 "training data: alpaca or sharegpt JSON / JSONL", g_data);
         d_req.required = true;
         s.add(d_req);
-        s.add(spec("format", OptionType::Choice, "auto", "data format", g_data, {}, {},
-                   {"auto", "alpaca", "sharegpt"}));
-        s.add(spec("val_data", OptionType::Path, "",
-                   "validation data (default: val_split of the training data)", g_data));
-        s.add(spec("val_split", OptionType::Number, 0.1,
-                   "fraction held out for validation when no val_data", g_data, 0, 0.9));
-        s.add(spec("template", OptionType::Choice, "llama-3", "chat template of the model", g_data,
-                   {}, {}, data::chat_template_names()));
-        s.add(spec("cutoff_len", OptionType::Integer, 1024,
-                   "maximum tokens per sample (longer ones are cut)", g_data, 8, 1 << 20));
-        s.add(spec("train_on_prompt", OptionType::Boolean, false,
-                   "take the loss on prompt tokens too", g_data));
-        s.add(spec("packing", OptionType::Boolean, false,
-                   "pack several samples into each cutoff_len sequence", g_data));
-        s.add(spec("lora_r", OptionType::Integer, 8, "LoRA rank", g_lora, 1, 4096));
-        s.add(spec("lora_alpha", OptionType::Number, 16, "LoRA alpha (scale alpha/r)", g_lora, 1e-6,
-                   1e6));
-        s.add(spec("lora_dropout", OptionType::Number, 0.05, "dropout on the LoRA input", g_lora, 0,
-                   0.99));
-        s.add(spec("lora_targets", OptionType::String, "q,v",
-                   "comma-separated modules: q, k, v, o, gate, up, down (or all)", g_lora));
-        s.add(spec("use_rslora", OptionType::Boolean, false, "rank-stabilized scale alpha/sqrt(r)",
-                   g_lora));
-        s.add(spec("sample_prompts", OptionType::String, "",
-                   "prompts generated from after each validation, separated by |", g_sample));
-        s.add(spec("sample_tokens", OptionType::Integer, 48, "new tokens per sample generation",
-                   g_sample, 1, 4096));
-        s.add(
-            spec("sample_top_p", OptionType::Number, 0.0,
-                 "0: greedy samples; otherwise nucleus sampling with this top-p (temperature 0.8)",
-                 g_sample, 0, 1));
+        s.add(option_spec("format", OptionType::Choice, "auto", "data format", g_data, {}, {},
+                          {"auto", "alpaca", "sharegpt"}));
+        s.add(option_spec("val_data", OptionType::Path, "",
+                          "validation data (default: val_split of the training data)", g_data));
+        s.add(option_spec("val_split", OptionType::Number, 0.1,
+                          "fraction held out for validation when no val_data", g_data, 0, 0.9));
+        s.add(option_spec("template", OptionType::Choice, "llama-3", "chat template of the model",
+                          g_data, {}, {}, data::chat_template_names()));
+        s.add(option_spec("cutoff_len", OptionType::Integer, 1024,
+                          "maximum tokens per sample (longer ones are cut)", g_data, 8, 1 << 20));
+        s.add(option_spec("train_on_prompt", OptionType::Boolean, false,
+                          "take the loss on prompt tokens too", g_data));
+        s.add(option_spec("packing", OptionType::Boolean, false,
+                          "pack several samples into each cutoff_len sequence", g_data));
+        s.add(option_spec("lora_r", OptionType::Integer, 8, "LoRA rank", g_lora, 1, 4096));
+        s.add(option_spec("lora_alpha", OptionType::Number, 16, "LoRA alpha (scale alpha/r)",
+                          g_lora, 1e-6, 1e6));
+        s.add(option_spec("lora_dropout", OptionType::Number, 0.05, "dropout on the LoRA input",
+                          g_lora, 0, 0.99));
+        s.add(option_spec("lora_targets", OptionType::String, "q,v",
+                          "comma-separated modules: q, k, v, o, gate, up, down (or all)", g_lora));
+        s.add(option_spec("use_rslora", OptionType::Boolean, false,
+                          "rank-stabilized scale alpha/sqrt(r)", g_lora));
+        s.add(option_spec("sample_prompts", OptionType::String, "",
+                          "prompts generated from after each validation, separated by |",
+                          g_sample));
+        s.add(option_spec("sample_tokens", OptionType::Integer, 48,
+                          "new tokens per sample generation", g_sample, 1, 4096));
+        s.add(option_spec(
+            "sample_top_p", OptionType::Number, 0.0,
+            "0: greedy samples; otherwise nucleus sampling with this top-p (temperature 0.8)",
+            g_sample, 0, 1));
         return s;
     }
 

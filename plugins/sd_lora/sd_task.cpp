@@ -27,21 +27,6 @@ namespace crucible::sd {
 namespace {
 namespace fs = std::filesystem;
 
-OptionSpec spec(std::string name, OptionType type, Json def, std::string help, std::string group,
-                std::optional<double> min = {}, std::optional<double> max = {},
-                std::vector<std::string> choices = {}) {
-    OptionSpec s;
-    s.name = std::move(name);
-    s.type = type;
-    s.default_value = std::move(def);
-    s.help = std::move(help);
-    s.group = std::move(group);
-    s.min = min;
-    s.max = max;
-    s.choices = std::move(choices);
-    return s;
-}
-
 std::vector<std::string> split_prompts(const std::string& text) {
     std::vector<std::string> out;
     std::size_t start = 0;
@@ -79,57 +64,65 @@ class SdLoraTask : public engine::Task {
         const std::string data = "data", model = "model", lora = "lora", train = "diffusion",
                           sample = "samples";
         using T = OptionType;
-        s.add(spec("data", T::Path, "", "folder of images with .txt captions (kohya style)", data));
-        s.add(spec("caption_extension", T::String, ".txt", "caption file extension", data));
-        s.add(spec("resolution", T::Integer, 512, "training resolution (bucket area = resolution²)",
-                   data, 16, 4096));
-        s.add(spec("enable_bucket", T::Boolean, true, "aspect-ratio buckets", data));
-        s.add(spec("min_bucket_reso", T::Integer, 256, "smallest bucket side", data, 16, 4096));
-        s.add(spec("max_bucket_reso", T::Integer, 1024, "largest bucket side", data, 16, 16384));
+        s.add(option_spec("data", T::Path, "", "folder of images with .txt captions (kohya style)",
+                          data));
+        s.add(option_spec("caption_extension", T::String, ".txt", "caption file extension", data));
+        s.add(option_spec("resolution", T::Integer, 512,
+                          "training resolution (bucket area = resolution²)", data, 16, 4096));
+        s.add(option_spec("enable_bucket", T::Boolean, true, "aspect-ratio buckets", data));
+        s.add(option_spec("min_bucket_reso", T::Integer, 256, "smallest bucket side", data, 16,
+                          4096));
+        s.add(option_spec("max_bucket_reso", T::Integer, 1024, "largest bucket side", data, 16,
+                          16384));
+        s.add(option_spec("bucket_reso_steps", T::Integer, 64, "bucket side step in pixels", data,
+                          8, 1024));
+        s.add(option_spec("bucket_no_upscale", T::Boolean, false, "never enlarge small images",
+                          data));
+        s.add(option_spec("caption_dropout_rate", T::Number, 0.0,
+                          "probability of training on an empty caption", data, 0, 1));
+        s.add(option_spec("shuffle_caption", T::Boolean, false, "shuffle comma-separated tags",
+                          data));
+        s.add(option_spec("keep_tokens", T::Integer, 0, "leading tags that are never shuffled",
+                          data, 0, 1000));
+        s.add(option_spec("flip_aug", T::Boolean, false, "random horizontal flips", data));
+        s.add(option_spec("cache_latents_to_disk", T::Boolean, true,
+                          "keep encoded latents in the run folder for resumes", data));
+        s.add(option_spec("model", T::Path, "",
+                          "base model: a diffusers folder or a single-file .safetensors checkpoint",
+                          model));
+        s.add(option_spec("tokenizer", T::Path, "",
+                          "folder with vocab.json and merges.txt (default: the model's tokenizer/)",
+                          model));
+        s.add(option_spec("clip_skip", T::Integer, 1, "use the text encoder's N-th last layer",
+                          model, 1, 12));
+        s.add(option_spec("network_dim", T::Integer, 8, "LoRA rank", lora, 1, 1024));
+        s.add(option_spec("network_alpha", T::Number, 8.0, "LoRA alpha (scale alpha / rank)", lora,
+                          1e-6, 1e6));
+        s.add(option_spec("network_dropout", T::Number, 0.0, "dropout on the LoRA input", lora, 0,
+                          0.99));
+        s.add(option_spec("use_rslora", T::Boolean, false, "scale alpha / sqrt(rank)", lora));
+        s.add(option_spec("lora_format", T::Choice, "kohya", "output layout", lora, {}, {},
+                          {"kohya", "peft", "both"}));
+        s.add(option_spec("save_precision", T::Choice, "fp16", "dtype of the LoRA file", lora, {},
+                          {}, {"fp16", "bf16", "fp32"}));
+        s.add(option_spec("output_name", T::String, "lora", "LoRA file name (without .safetensors)",
+                          lora));
+        s.add(option_spec("prediction_type", T::Choice, "epsilon", "what the UNet predicts", train,
+                          {}, {}, {"epsilon", "v_prediction"}));
+        s.add(option_spec("min_snr_gamma", T::Number, 0.0,
+                          "min-SNR loss weighting gamma (0: off; 5 is common)", train, 0, 100));
+        s.add(option_spec("noise_offset", T::Number, 0.0, "per-channel noise offset", train, 0, 1));
+        s.add(option_spec("sample_every_n_steps", T::Integer, 0,
+                          "render sample images every N steps (0: only at the end)", sample, 0,
+                          1e9));
+        s.add(option_spec("sample_prompts", T::String, "",
+                          "prompts separated by '|' (default: the first caption)", sample));
         s.add(
-            spec("bucket_reso_steps", T::Integer, 64, "bucket side step in pixels", data, 8, 1024));
-        s.add(spec("bucket_no_upscale", T::Boolean, false, "never enlarge small images", data));
-        s.add(spec("caption_dropout_rate", T::Number, 0.0,
-                   "probability of training on an empty caption", data, 0, 1));
-        s.add(spec("shuffle_caption", T::Boolean, false, "shuffle comma-separated tags", data));
-        s.add(spec("keep_tokens", T::Integer, 0, "leading tags that are never shuffled", data, 0,
-                   1000));
-        s.add(spec("flip_aug", T::Boolean, false, "random horizontal flips", data));
-        s.add(spec("cache_latents_to_disk", T::Boolean, true,
-                   "keep encoded latents in the run folder for resumes", data));
-        s.add(spec("model", T::Path, "",
-                   "base model: a diffusers folder or a single-file .safetensors checkpoint",
-                   model));
-        s.add(spec("tokenizer", T::Path, "",
-                   "folder with vocab.json and merges.txt (default: the model's tokenizer/)",
-                   model));
-        s.add(spec("clip_skip", T::Integer, 1, "use the text encoder's N-th last layer", model, 1,
-                   12));
-        s.add(spec("network_dim", T::Integer, 8, "LoRA rank", lora, 1, 1024));
-        s.add(spec("network_alpha", T::Number, 8.0, "LoRA alpha (scale alpha / rank)", lora, 1e-6,
-                   1e6));
-        s.add(spec("network_dropout", T::Number, 0.0, "dropout on the LoRA input", lora, 0, 0.99));
-        s.add(spec("use_rslora", T::Boolean, false, "scale alpha / sqrt(rank)", lora));
-        s.add(spec("lora_format", T::Choice, "kohya", "output layout", lora, {}, {},
-                   {"kohya", "peft", "both"}));
-        s.add(spec("save_precision", T::Choice, "fp16", "dtype of the LoRA file", lora, {}, {},
-                   {"fp16", "bf16", "fp32"}));
-        s.add(
-            spec("output_name", T::String, "lora", "LoRA file name (without .safetensors)", lora));
-        s.add(spec("prediction_type", T::Choice, "epsilon", "what the UNet predicts", train, {}, {},
-                   {"epsilon", "v_prediction"}));
-        s.add(spec("min_snr_gamma", T::Number, 0.0,
-                   "min-SNR loss weighting gamma (0: off; 5 is common)", train, 0, 100));
-        s.add(spec("noise_offset", T::Number, 0.0, "per-channel noise offset", train, 0, 1));
-        s.add(spec("sample_every_n_steps", T::Integer, 0,
-                   "render sample images every N steps (0: only at the end)", sample, 0, 1e9));
-        s.add(spec("sample_prompts", T::String, "",
-                   "prompts separated by '|' (default: the first caption)", sample));
-        s.add(spec("sample_steps", T::Integer, 20, "DDIM steps per sample", sample, 1, 1000));
-        s.add(spec("guidance_scale", T::Number, 7.5, "classifier-free guidance scale", sample, 1,
-                   50));
-        s.add(spec("sample_seed", T::Integer, 1234, "seed of the sample noise", sample, 0,
-                   4294967295.0));
+            option_spec("sample_steps", T::Integer, 20, "DDIM steps per sample", sample, 1, 1000));
+        s.add(option_spec("guidance_scale", T::Number, 7.5, "classifier-free guidance scale",
+                          sample, 1, 50));
+        s.add(option_spec("sample_seed", T::Integer, 1234, "seed of the sample noise", sample, 0,
+                          4294967295.0));
         // EMA of a LoRA lags far behind on short runs; off unless asked for.
         Json j = s.to_json();
         for (auto& o : j["options"])
