@@ -229,6 +229,14 @@ TEST_F(Loader, BadSamplesAreSkippedCountedAndReported) {
         EXPECT_EQ(st.bad_images, 3);
         EXPECT_EQ(st.images, 2 * kImages);
         EXPECT_EQ(reported, (std::set<std::string>{"missing.jpg", "empty.jpg", "truncated.jpg"}));
+        // The same reports wait for a consumer that takes them on its own thread, once each.
+        const auto bad_list = loader.take_bad_samples();
+        EXPECT_EQ(bad_list.size(), 3u);
+        std::set<std::string> taken;
+        for (const auto& bad : bad_list)
+            taken.insert(bad.path.filename().string());
+        EXPECT_EQ(taken, reported);
+        EXPECT_TRUE(loader.take_bad_samples().empty());
     }
 }
 

@@ -73,17 +73,39 @@ std::vector<Box> to_normalized_boxes(const std::vector<PixelBox>& boxes, int wid
     return out;
 }
 
+cv::Size long_side_size(int width, int height, int imgsz) {
+    const int longest = std::max(width, height);
+    if (longest == imgsz || longest == 0) return {width, height};
+    const double r = static_cast<double>(imgsz) / longest;
+    return {std::max(1, static_cast<int>(std::lround(width * r))),
+            std::max(1, static_cast<int>(std::lround(height * r)))};
+}
+
+LetterboxInfo letterbox_geometry(int in_w, int in_h, int width, int height, bool scaleup,
+                                 cv::Rect* content) {
+    double r = std::min(static_cast<double>(width) / std::max(1, in_w),
+                        static_cast<double>(height) / std::max(1, in_h));
+    if (!scaleup) r = std::min(r, 1.0);
+    const int nw = std::clamp(static_cast<int>(std::lround(in_w * r)), 1, width);
+    const int nh = std::clamp(static_cast<int>(std::lround(in_h * r)), 1, height);
+    LetterboxInfo info;
+    info.scale = r;
+    info.pad_left = (width - nw) / 2;
+    info.pad_top = (height - nh) / 2;
+    info.width = width;
+    info.height = height;
+    if (content) *content = cv::Rect(info.pad_left, info.pad_top, nw, nh);
+    return info;
+}
+
 LabeledImage resize_long_side(const cv::Mat& image, const std::vector<Box>& boxes, int imgsz) {
     LabeledImage out;
-    const int longest = std::max(image.cols, image.rows);
-    if (longest == imgsz || longest == 0) {
+    const cv::Size size = long_side_size(image.cols, image.rows, imgsz);
+    if (size == image.size()) {
         out.image = image;
     } else {
-        const double r = static_cast<double>(imgsz) / longest;
-        const int w = std::max(1, static_cast<int>(std::lround(image.cols * r)));
-        const int h = std::max(1, static_cast<int>(std::lround(image.rows * r)));
-        cv::resize(image, out.image, cv::Size(w, h), 0, 0,
-                   r < 1 ? cv::INTER_AREA : cv::INTER_LINEAR);
+        const bool shrink = std::max(size.width, size.height) < std::max(image.cols, image.rows);
+        cv::resize(image, out.image, size, 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
     }
     out.boxes = to_pixel_boxes(boxes, out.image.cols, out.image.rows);
     return out;
@@ -93,12 +115,10 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
                        LetterboxInfo* info) {
     LabeledImage out;
     const int w = in.image.cols, h = in.image.rows;
-    double r = std::min(static_cast<double>(width) / std::max(1, w),
-                        static_cast<double>(height) / std::max(1, h));
-    if (!scaleup) r = std::min(r, 1.0);
-    const int nw = std::clamp(static_cast<int>(std::lround(w * r)), 1, width);
-    const int nh = std::clamp(static_cast<int>(std::lround(h * r)), 1, height);
-    const int left = (width - nw) / 2, top = (height - nh) / 2;
+    cv::Rect content;
+    const LetterboxInfo geometry = letterbox_geometry(w, h, width, height, scaleup, &content);
+    const int nw = content.width, nh = content.height;
+    const int left = content.x, top = content.y;
     out.image.create(height, width, CV_8UC3);
     if (nw != width || nh != height) out.image.setTo(cv::Scalar::all(pad_value));
     cv::Mat dst = out.image(cv::Rect(left, top, nw, nh));
@@ -116,13 +136,7 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
         b.y2 = static_cast<float>(b.y2 * sy + top);
         out.boxes.push_back(b);
     }
-    if (info) {
-        info->scale = r;
-        info->pad_left = left;
-        info->pad_top = top;
-        info->width = width;
-        info->height = height;
-    }
+    if (info) *info = geometry;
     return out;
 }
 
@@ -398,6 +412,13 @@ LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const 
     if (rng.chance(o.flipud)) flip_vertical(out);
     if (rng.chance(o.fliplr)) flip_horizontal(out);
     return out;
+}
+
+cv::Rect val_content_region(int width, int height, int imgsz) {
+    const cv::Size resized = long_side_size(width, height, imgsz);
+    cv::Rect content;
+    letterbox_geometry(resized.width, resized.height, imgsz, imgsz, /*scaleup=*/true, &content);
+    return content;
 }
 
 LabeledImage prepare_val_sample(const LabeledImage& resized, const AugmentOptions& o) {

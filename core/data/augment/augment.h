@@ -58,6 +58,9 @@ struct LabeledImage {
 std::vector<PixelBox> to_pixel_boxes(const std::vector<Box>& boxes, int width, int height);
 std::vector<Box> to_normalized_boxes(const std::vector<PixelBox>& boxes, int width, int height);
 
+// The size resize_long_side gives an image of width x height.
+cv::Size long_side_size(int width, int height, int imgsz);
+
 // Resizes so the long side is `imgsz` (aspect kept); boxes scaled with it. What the RAM cache
 // holds. Images whose long side already equals imgsz are shared, not copied.
 LabeledImage resize_long_side(const cv::Mat& image, const std::vector<Box>& boxes, int imgsz);
@@ -67,6 +70,11 @@ struct LetterboxInfo {
     int pad_left = 0, pad_top = 0;
     int width = 0, height = 0;  // output size
 };
+
+// Where letterbox() puts an in_w x in_h image in width x height: its scale and padding, and in
+// `content` the rectangle the image covers.
+LetterboxInfo letterbox_geometry(int in_w, int in_h, int width, int height, bool scaleup,
+                                 cv::Rect* content = nullptr);
 
 // Resizes keeping the aspect ratio so the image fits width x height, centres it and pads with
 // pad_value. Boxes follow. scaleup=false never enlarges.
@@ -121,5 +129,8 @@ LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const 
 
 // Validation transform: letterbox to imgsz x imgsz.
 LabeledImage prepare_val_sample(const LabeledImage& resized, const AugmentOptions& options);
+// The rectangle of the imgsz x imgsz validation input that an image of width x height covers
+// (resize_long_side, then letterbox): outside it is padding.
+cv::Rect val_content_region(int width, int height, int imgsz);
 
 }  // namespace crucible::data

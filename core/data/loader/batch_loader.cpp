@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include <opencv2/core.hpp>
 
@@ -112,7 +113,7 @@ bool BatchLoader::load_resized(std::int64_t sample, LabeledImage& out) {
         out = {};
         if (!reported_[i].exchange(true)) {
             ++bad_images_;
-            if (on_bad_) on_bad_(BadSample{sample, samples_[i].path, e.what()});
+            report_bad(BadSample{sample, samples_[i].path, e.what()});
         }
     }
     if (options_.cache) {
@@ -139,6 +140,16 @@ LabeledImage BatchLoader::make_sample(int epoch, std::int64_t sample) {
     LabeledImage one;
     if (!load_resized(sample, one)) return {};
     return prepare_val_sample(one, ao);
+}
+
+void write_rgb_planes(const cv::Mat& bgr, std::uint8_t* dst) {
+    // BGR interleaved -> RGB planes, written straight into the destination.
+    const std::size_t plane =
+        static_cast<std::size_t>(bgr.rows) * static_cast<std::size_t>(bgr.cols);
+    cv::Mat planes[3] = {cv::Mat(bgr.rows, bgr.cols, CV_8U, dst + 2 * plane),
+                         cv::Mat(bgr.rows, bgr.cols, CV_8U, dst + plane),
+                         cv::Mat(bgr.rows, bgr.cols, CV_8U, dst)};
+    cv::split(bgr, planes);
 }
 
 Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<std::int64_t>& order,
@@ -170,18 +181,15 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
             const auto i = static_cast<std::size_t>(sample);
             if (!reported_[i].exchange(true)) {
                 ++bad_images_;
-                if (on_bad_) on_bad_(BadSample{sample, samples_[i].path, e.what()});
+                report_bad(BadSample{sample, samples_[i].path, e.what()});
             }
         }
         if (img.image.empty()) {
             ++skipped_;
             continue;
         }
-        // BGR interleaved -> RGB planes, written straight into the batch buffer.
-        std::uint8_t* base = batch.pixels.data() + static_cast<std::size_t>(batch.size) * 3 * plane;
-        cv::Mat planes[3] = {cv::Mat(s, s, CV_8U, base + 2 * plane),
-                             cv::Mat(s, s, CV_8U, base + plane), cv::Mat(s, s, CV_8U, base)};
-        cv::split(img.image, planes);
+        write_rgb_planes(img.image,
+                         batch.pixels.data() + static_cast<std::size_t>(batch.size) * 3 * plane);
         const float fs = static_cast<float>(s);
         for (const auto& b : img.boxes) {
             const float row[6] = {
@@ -196,6 +204,19 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
     ++batches_;
     images_ += batch.size;
     return batch;
+}
+
+void BatchLoader::report_bad(const BadSample& bad) {
+    {
+        std::lock_guard lock(bad_mutex_);
+        bad_log_.push_back(bad);
+    }
+    if (on_bad_) on_bad_(bad);
+}
+
+std::vector<BadSample> BatchLoader::take_bad_samples() {
+    std::lock_guard lock(bad_mutex_);
+    return std::exchange(bad_log_, {});
 }
 
 void BatchLoader::recycle(Batch&& batch) {

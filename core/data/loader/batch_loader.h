@@ -95,6 +95,10 @@ struct Batch {
     std::int64_t box_count() const { return static_cast<std::int64_t>(boxes.size() / 6); }
 };
 
+// Writes an 8-bit BGR image as RGB planes (3 x rows x cols bytes) at `dst`: one image of a
+// Batch's pixel buffer.
+void write_rgb_planes(const cv::Mat& bgr, std::uint8_t* dst);
+
 struct BadSample {
     std::int64_t sample = 0;
     std::filesystem::path path;
@@ -129,6 +133,10 @@ class BatchLoader {
     std::int64_t sample_count() const { return static_cast<std::int64_t>(samples_.size()); }
     LoaderStats stats() const;
 
+    // The bad images reported since the last call (each distinct image once), for a consumer
+    // that reports them from its own thread instead of from `on_bad` on a worker thread.
+    std::vector<BadSample> take_bad_samples();
+
     // Hands a consumed batch's pixel buffer back for reuse (optional): saves allocating and
     // page-faulting ~20 MB per batch.
     void recycle(Batch&& batch);
@@ -146,6 +154,9 @@ class BatchLoader {
     std::vector<LoaderSample> samples_;
     LoaderOptions options_;
     std::function<void(const BadSample&)> on_bad_;
+    void report_bad(const BadSample& bad);
+    std::mutex bad_mutex_;
+    std::vector<BadSample> bad_log_;  // since the last take_bad_samples()
 
     // RAM cache (options_.cache): one slot per sample, filled once.
     std::vector<LabeledImage> cache_;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -34,11 +33,11 @@ struct DetectBatch {
 class DetectSource : public engine::BatchSource {
   public:
     DetectSource(std::unique_ptr<data::BatchLoader> loader, int batch, torch::Device device,
-                 std::function<void()> after_batch)
+                 std::function<void(const data::BadSample&)> report_bad)
         : loader_(std::move(loader)),
           batch_(batch),
           device_(device),
-          after_batch_(std::move(after_batch)) {}
+          report_bad_(std::move(report_bad)) {}
     std::int64_t batches_per_epoch() const override { return loader_->batches_in_epoch(0); }
     std::int64_t items_per_epoch() const override { return loader_->sample_count(); }
     void start_epoch(int epoch, std::int64_t index) override {
@@ -55,18 +54,19 @@ class DetectSource : public engine::BatchSource {
             out.size = b->size;
             out.data = DetectBatch{batch_images(*b, device_), batch_targets(*b, device_)};
             loader_->recycle(std::move(*b));
-            if (after_batch_) after_batch_();
+            // Unreadable images are reported here, on the engine's thread.
+            for (const auto& bad : loader_->take_bad_samples())
+                report_bad_(bad);
             return out;
         }
         return std::nullopt;
     }
-    data::BatchLoader& loader() { return *loader_; }
 
   private:
     std::unique_ptr<data::BatchLoader> loader_;
     int batch_;
     torch::Device device_;
-    std::function<void()> after_batch_;
+    std::function<void(const data::BadSample&)> report_bad_;
 };
 
 class DetectTask : public engine::Task {
@@ -161,7 +161,7 @@ class DetectTask : public engine::Task {
         vo.nms.conf_threshold = cfg["conf"].get<double>();
         vo.nms.iou_threshold = cfg["iou"].get<double>();
         vo.nms.max_det = static_cast<int>(cfg["max_det"].get<long long>());
-        validator_ = std::make_unique<DetectionValidator>(dataset_, val_split_, vo, bad_reporter());
+        validator_ = std::make_unique<DetectionValidator>(dataset_, val_split_, vo);
 
         loss_ = std::make_unique<DetectionLoss>(
             DetectionLossOptions(static_cast<std::int64_t>(names_.size()))
@@ -189,10 +189,10 @@ class DetectTask : public engine::Task {
         lo.augment_options = augment_;
         lo.limits.max_pixels =
             static_cast<std::uint64_t>(ctx_.config["max_pixels"].get<long long>());
-        auto loader = std::make_unique<data::BatchLoader>(data::loader_samples(dataset_, "train"),
-                                                          lo, bad_reporter());
+        auto loader =
+            std::make_unique<data::BatchLoader>(data::loader_samples(dataset_, "train"), lo);
         return std::make_unique<DetectSource>(std::move(loader), batch_, ctx_.device,
-                                              [this] { flush_bad(); });
+                                              [this](const data::BadSample& bad) { log_bad(bad); });
     }
 
     std::shared_ptr<torch::nn::Module> build_model() override {
@@ -240,7 +240,8 @@ class DetectTask : public engine::Task {
     engine::EvalResult validate(torch::nn::Module& model) override {
         auto& yolo = dynamic_cast<DetectionModelImpl&>(model);
         const ValidationResult r = validator_->run(yolo);
-        flush_bad();
+        for (const auto& bad : r.bad)
+            log_bad(bad);
         const DetectionMetrics& m = r.metrics;
         engine::EvalResult out;
         out.values = {{"metrics/precision(B)", m.precision}, {"metrics/recall(B)", m.recall},
@@ -290,28 +291,9 @@ class DetectTask : public engine::Task {
     }
 
   private:
-    // Bad samples are reported from loader threads; the engine's log is written from this thread
-    // only, so they wait in a queue until the next batch or validation.
-    struct BadQueue {
-        std::mutex mutex;
-        std::vector<std::string> messages;
-    };
-    std::function<void(const data::BadSample&)> bad_reporter() {
-        return [queue = bad_](const data::BadSample& bad) {
-            std::lock_guard lock(queue->mutex);
-            queue->messages.push_back("skipped " + path_to_utf8(bad.path) + ": " + bad.message);
-        };
+    void log_bad(const data::BadSample& bad) {
+        ctx_.log("warning", "skipped " + path_to_utf8(bad.path) + ": " + bad.message);
     }
-    void flush_bad() {
-        std::vector<std::string> messages;
-        {
-            std::lock_guard lock(bad_->mutex);
-            messages.swap(bad_->messages);
-        }
-        for (const auto& m : messages)
-            ctx_.log("warning", m);
-    }
-    std::shared_ptr<BadQueue> bad_ = std::make_shared<BadQueue>();
 
     engine::TaskContext ctx_;
     data::DetectionDataset dataset_;

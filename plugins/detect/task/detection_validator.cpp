@@ -2,29 +2,20 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 
 #include "core/base/error.h"
+#include "core/data/augment/augment.h"
 #include "core/engine/autocast.h"
 #include "plugins/detect/task/batch_tensors.h"
 
 namespace crucible::detect {
 namespace {
 
-// The part of the letterboxed square that holds the image (predictions are clipped to it, as the
-// reference clips boxes to the original image). Unknown sizes: the whole square.
-struct Region {
-    float x1 = 0, y1 = 0, x2 = 0, y2 = 0;
-};
-
-Region image_region(const data::ImageRecord& rec, int imgsz) {
-    const float s = static_cast<float>(imgsz);
-    if (rec.width <= 0 || rec.height <= 0) return {0, 0, s, s};
-    const double scale = static_cast<double>(imgsz) / std::max(rec.width, rec.height);
-    const double w = std::round(rec.width * scale), h = std::round(rec.height * scale);
-    const double left = std::floor((imgsz - w) / 2), top = std::floor((imgsz - h) / 2);
-    return {static_cast<float>(left), static_cast<float>(top), static_cast<float>(left + w),
-            static_cast<float>(top + h)};
+// The part of the letterboxed square that holds the image: predictions are clipped to it, as the
+// reference clips boxes to the original image. Unknown sizes: the whole square.
+cv::Rect image_region(const data::ImageRecord& rec, int imgsz) {
+    if (rec.width <= 0 || rec.height <= 0) return {0, 0, imgsz, imgsz};
+    return data::val_content_region(rec.width, rec.height, imgsz);
 }
 
 }  // namespace
@@ -100,13 +91,15 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
         for (int i = 0; i < batch->size; ++i) {
             const auto* rec =
                 records_[static_cast<std::size_t>(batch->sample_ids[static_cast<std::size_t>(i)])];
-            const Region region = image_region(*rec, batch->imgsz);
+            const cv::Rect region = image_region(*rec, batch->imgsz);
             std::vector<PredBox> preds = to_pred_boxes(detections[static_cast<std::size_t>(i)]);
             for (auto& p : preds) {
-                p.x1 = std::clamp<double>(p.x1, region.x1, region.x2);
-                p.x2 = std::clamp<double>(p.x2, region.x1, region.x2);
-                p.y1 = std::clamp<double>(p.y1, region.y1, region.y2);
-                p.y2 = std::clamp<double>(p.y2, region.y1, region.y2);
+                const double x1 = region.x, x2 = region.br().x;
+                const double y1 = region.y, y2 = region.br().y;
+                p.x1 = std::clamp(p.x1, x1, x2);
+                p.x2 = std::clamp(p.x2, x1, x2);
+                p.y1 = std::clamp(p.y1, y1, y2);
+                p.y2 = std::clamp(p.y2, y1, y2);
             }
             result.confusion.add_image(gts[static_cast<std::size_t>(i)], preds);
             result.stats.add_image(gts[static_cast<std::size_t>(i)], std::move(preds), rec->tags);
@@ -119,6 +112,7 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
             v /= loss_batches;
     result.metrics = result.stats.compute();
     result.skipped = loader_->stats().skipped - skipped_before;
+    result.bad = loader_->take_bad_samples();
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return result;

@@ -39,7 +39,8 @@ struct ValidationResult {
     DetectionStats stats;            // per image, for compute_by_tag
     std::array<double, 3> losses{};  // val box, cls, dfl (mean over batches)
     int images = 0;
-    std::int64_t skipped = 0;  // unreadable images left out
+    std::int64_t skipped = 0;          // unreadable images left out
+    std::vector<data::BadSample> bad;  // images first found unreadable in this run
     double seconds = 0;
 };
 

@@ -1,13 +1,14 @@
 #include "plugins/detect/task/predictor.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include <opencv2/core.hpp>
 
 #include "core/base/error.h"
 #include "core/data/augment/augment.h"
+#include "core/data/loader/batch_loader.h"
 #include "core/engine/autocast.h"
+#include "plugins/detect/task/batch_tensors.h"
 
 namespace crucible::detect {
 
@@ -20,16 +21,14 @@ std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& b
     const data::LabeledImage boxed =
         data::letterbox(data::LabeledImage{bgr, {}}, options.imgsz, options.imgsz, 114,
                         /*scaleup=*/true, &info);
-    cv::Mat planes[3];
-    cv::split(boxed.image, planes);
-    const int s = options.imgsz;
-    auto input = torch::empty({1, 3, s, s}, torch::kUInt8);
-    for (int c = 0; c < 3; ++c)  // BGR planes -> RGB channels
-        std::memcpy(input[0][c].data_ptr<std::uint8_t>(), planes[2 - c].data,
-                    static_cast<std::size_t>(s) * static_cast<std::size_t>(s));
+    // The same bytes-to-tensor path as training and validation batches.
+    data::Batch batch;
+    batch.size = 1;
+    batch.imgsz = options.imgsz;
+    batch.pixels.resize(3 * static_cast<std::size_t>(options.imgsz) * options.imgsz);
+    data::write_rgb_planes(boxed.image, batch.pixels.data());
     const torch::Device device = model.parameters().front().device();
-    torch::Tensor x = input.to(device).to(torch::kFloat32).div_(255.0);
-    if (device.is_cpu()) x = x.contiguous(torch::MemoryFormat::ChannelsLast);
+    const torch::Tensor x = batch_images(batch, device);
 
     torch::NoGradGuard no_grad;
     model.eval();
