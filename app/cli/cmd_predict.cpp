@@ -2,7 +2,6 @@
 // detection model on images and writes them with their boxes drawn (and, with save_txt=true,
 // label files in the `save_txt save_conf` layout that `crucible val detect predictions=` reads)
 // to runs/detect/predict, predict2, ... as the yolo CLI does.
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -15,10 +14,12 @@
 #include "core/base/options_schema.h"
 #include "core/data/draw_boxes.h"
 #include "core/data/formats/format_util.h"
+#include "core/data/formats/yolo_labels.h"
 #include "core/data/image_io.h"
 #include "core/engine/device.h"
 #include "core/engine/run_folder.h"
 #include "core/engine/threads.h"
+#include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/task/model_source.h"
 #include "plugins/detect/task/predictor.h"
 
@@ -27,34 +28,32 @@ namespace {
 
 OptionSchema predict_schema() {
     OptionSchema s("detect", "Predict with a detection model");
-    auto add = [&](std::string name, OptionType type, Json def, std::string help,
-                   std::optional<double> min = std::nullopt,
-                   std::optional<double> max = std::nullopt) {
-        OptionSpec o;
-        o.name = std::move(name);
-        o.type = type;
-        o.default_value = std::move(def);
-        o.help = std::move(help);
-        o.min = min;
-        o.max = max;
-        s.add(o);
-    };
-    add("source", OptionType::Path, "", "an image file or a folder of images");
-    add("model", OptionType::String, "",
-        "weights: an Ultralytics .pt or Crucible .safetensors of a detection run");
-    add("imgsz", OptionType::Integer, 640, "inference size (multiple of 32)", 32, 8192);
-    add("conf", OptionType::Number, 0.25, "confidence threshold", 0, 1);
-    add("iou", OptionType::Number, 0.7, "NMS IoU threshold", 0, 1);
-    add("max_det", OptionType::Integer, 300, "detections kept per image", 1, 100000);
-    add("agnostic_nms", OptionType::Boolean, false, "classes suppress each other in NMS");
-    add("device", OptionType::String, "", "cpu, a GPU index, or empty for the first GPU");
-    add("workers", OptionType::Integer, 0, "CPU threads (0: all cores)", 0, 1024);
-    add("save", OptionType::Boolean, true, "write the images with their boxes drawn");
-    add("save_txt", OptionType::Boolean, false,
-        "write labels/<stem>.txt: class cx cy w h conf (normalized)");
-    add("project", OptionType::Path, "", "folder for the output (default runs/detect)");
-    add("name", OptionType::String, "predict", "output folder name (predict2, ... when taken)");
-    add("exist_ok", OptionType::Boolean, false, "reuse an existing output folder");
+    const std::string g = "general";
+    s.add(option_spec("source", OptionType::Path, "", "an image file or a folder of images", g));
+    s.add(option_spec("model", OptionType::String, "",
+                      "weights: an Ultralytics .pt or Crucible .safetensors of a detection run",
+                      g));
+    s.add(option_spec("imgsz", OptionType::Integer, 640, "inference size (multiple of 32)", g, 32,
+                      8192));
+    s.add(option_spec("conf", OptionType::Number, 0.25, "confidence threshold", g, 0, 1));
+    s.add(option_spec("iou", OptionType::Number, 0.7, "NMS IoU threshold", g, 0, 1));
+    s.add(option_spec("max_det", OptionType::Integer, 300, "detections kept per image", g, 1,
+                      100000));
+    s.add(option_spec("agnostic_nms", OptionType::Boolean, false,
+                      "classes suppress each other in NMS", g));
+    s.add(option_spec("device", OptionType::String, "",
+                      "cpu, a GPU index, or empty for the first GPU", g));
+    s.add(option_spec("workers", OptionType::Integer, 0, "CPU threads (0: all cores)", g, 0, 1024));
+    s.add(option_spec("save", OptionType::Boolean, true, "write the images with their boxes drawn",
+                      g));
+    s.add(option_spec("save_txt", OptionType::Boolean, false,
+                      "write labels/<stem>.txt: class cx cy w h conf (normalized)", g));
+    s.add(option_spec("project", OptionType::Path, "",
+                      "folder for the output (default runs/detect)", g));
+    s.add(option_spec("name", OptionType::String, "predict",
+                      "output folder name (predict2, ... when taken)", g));
+    s.add(
+        option_spec("exist_ok", OptionType::Boolean, false, "reuse an existing output folder", g));
     return s;
 }
 
@@ -74,12 +73,7 @@ std::vector<std::filesystem::path> list_images(const std::string& source) {
     if (std::filesystem::is_regular_file(path, ec)) return {path};
     if (!std::filesystem::is_directory(path, ec))
         throw InputError("source", source + ": no such file or folder");
-    std::vector<std::filesystem::path> out;
-    for (const auto& e : std::filesystem::recursive_directory_iterator(
-             path, std::filesystem::directory_options::skip_permission_denied, ec))
-        if (e.is_regular_file(ec) && data::detail::is_image_file_name(e.path()))
-            out.push_back(e.path());
-    std::sort(out.begin(), out.end());
+    const auto out = data::detail::list_images(path);
     if (out.empty()) throw InputError("source", source + ": holds no images");
     return out;
 }
@@ -128,31 +122,24 @@ int run_predict_detect(const std::vector<std::string>& words) {
         std::string txt;
         for (const auto& d : detections) {
             ++per_class[d.cls];
-            const std::string name =
-                d.cls >= 0 && static_cast<std::size_t>(d.cls) < loaded.names.size()
-                    ? loaded.names[static_cast<std::size_t>(d.cls)]
-                    : std::to_string(d.cls);
+            const data::PixelBox box{d.cls, d.x1, d.y1, d.x2, d.y2};
             if (save) {
-                char label[96];
-                std::snprintf(label, sizeof label, "%s %.2f", name.c_str(), d.conf);
-                data::draw_labeled_box(image, {d.cls, d.x1, d.y1, d.x2, d.y2}, label);
+                char conf[16];
+                std::snprintf(conf, sizeof conf, " %.2f", d.conf);
+                data::draw_labeled_box(image, box,
+                                       detect::class_display_name(loaded.names, d.cls) + conf);
             }
-            if (save_txt) {
-                char row[160];
-                const double w = image.cols, h = image.rows;
-                std::snprintf(row, sizeof row, "%d %.6f %.6f %.6f %.6f %.6f\n", d.cls,
-                              (d.x1 + d.x2) / 2 / w, (d.y1 + d.y2) / 2 / h, (d.x2 - d.x1) / w,
-                              (d.y2 - d.y1) / h, d.conf);
-                txt += row;
+            if (save_txt) {  // the YOLO label row plus the confidence
+                const auto normalized = data::to_normalized_boxes({box}, image.cols, image.rows);
+                txt += data::format_yolo_row(normalized.front()) + " " +
+                       data::format_number(d.conf) + "\n";
             }
         }
         std::string summary;
         for (const auto& [cls, count] : per_class) {
             summary += summary.empty() ? "" : ", ";
             summary += std::to_string(count) + " ";
-            summary += cls >= 0 && static_cast<std::size_t>(cls) < loaded.names.size()
-                           ? loaded.names[static_cast<std::size_t>(cls)]
-                           : std::to_string(cls);
+            summary += detect::class_display_name(loaded.names, cls);
         }
         std::printf("image %zu/%zu %s: %s\n", n, images.size(), path_to_utf8(file).c_str(),
                     summary.empty() ? "(no detections)" : summary.c_str());

@@ -119,19 +119,14 @@ void print_usage() {
         std::printf("  %-12s %s\n", o.name.c_str(), o.help.c_str());
 }
 
-data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
-    const std::string data_path = opt["data"].get<std::string>();
-    const std::string labels_path = opt["labels"].get<std::string>();
-    if (!data_path.empty() && !labels_path.empty())
-        throw InputError("labels", "give either data= or labels=, not both");
-    if (!labels_path.empty()) {
-        split.clear();  // a label folder has no splits
-        return detect::load_label_folder(path_from_utf8(labels_path));
-    }
-    if (data_path.empty())
-        throw InputError("data",
-                         "is required: a data.yaml (or labels=DIR, a folder of label files)");
-    auto loaded = data::load_detection_dataset(path_from_utf8(data_path));
+// A data.yaml / COCO / VOC dataset; label problems are printed (the first ten) and those images
+// left out, as the reference does. Image sizes are read from the headers when a model is
+// validated (its predictions are clipped to each image).
+data::DetectionDataset load_data_path(const std::string& data_path, bool read_image_sizes) {
+    data::LoadOptions lo;
+    lo.read_image_sizes = read_image_sizes;
+    auto loaded =
+        data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
     int errors = 0;
     for (const auto& p : loaded.problems) {
         if (!p.error) continue;
@@ -146,22 +141,28 @@ data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
     return std::move(loaded.dataset);
 }
 
+data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
+    const std::string data_path = opt["data"].get<std::string>();
+    const std::string labels_path = opt["labels"].get<std::string>();
+    if (!data_path.empty() && !labels_path.empty())
+        throw InputError("labels", "give either data= or labels=, not both");
+    if (!labels_path.empty()) {
+        split.clear();  // a label folder has no splits
+        return detect::load_label_folder(path_from_utf8(labels_path));
+    }
+    if (data_path.empty())
+        throw InputError("data",
+                         "is required: a data.yaml (or labels=DIR, a folder of label files)");
+    return load_data_path(data_path, /*read_image_sizes=*/false);
+}
+
 // Validates a model (model=) on the dataset's split, as training validates every epoch.
 int run_val_model(const Json& opt) {
     if (!opt["predictions"].get<std::string>().empty())
         throw InputError("predictions", "give either model= or predictions=, not both");
     if (opt["data"].get<std::string>().empty())
         throw InputError("data", "is required with model=: a data.yaml, COCO .json or VOC folder");
-    const std::string data_path = opt["data"].get<std::string>();
-    data::LoadOptions lo;
-    lo.read_image_sizes = true;
-    auto loaded =
-        data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
-    int errors = 0;
-    for (const auto& p : loaded.problems)
-        if (p.error && ++errors <= 10)
-            std::fprintf(stderr, "warning: %s: %s\n", p.where.c_str(), p.what.c_str());
-    const auto& dataset = loaded.dataset;
+    const auto dataset = load_data_path(opt["data"].get<std::string>(), /*read_image_sizes=*/true);
     const int threads =
         engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
     const auto device = engine::choose_device(opt["device"].get<std::string>());
