@@ -10,26 +10,21 @@ StepProfile& StepProfile::current() {
 }
 
 void StepProfile::add(const std::string& phase, double seconds) {
-    for (auto& [name, total] : totals_)
+    for (auto& [name, total] : epoch_.totals)
         if (name == phase) {
             total += seconds;
             return;
         }
-    totals_.emplace_back(phase, seconds);
+    epoch_.totals.emplace_back(phase, seconds);
 }
 
-void StepProfile::reset() {
-    totals_.clear();
-    steps_ = 0;
-}
-
-std::string StepProfile::summary() const {
+std::string PhaseTotals::summary() const {
     std::string out;
-    const double steps = steps_ > 0 ? static_cast<double>(steps_) : 1.0;
-    for (const auto& [name, total] : totals_) {
+    const double n = steps > 0 ? static_cast<double>(steps) : 1.0;
+    for (const auto& [name, total] : totals) {
         char buf[96];
         std::snprintf(buf, sizeof buf, "%s%s %.1f ms", out.empty() ? "" : ", ", name.c_str(),
-                      1000.0 * total / steps);
+                      1000.0 * total / n);
         out += buf;
     }
     return out;

@@ -10,21 +10,30 @@
 
 namespace crucible::engine {
 
+// Seconds per phase (in the order first seen) over a number of steps.
+struct PhaseTotals {
+    std::vector<std::pair<std::string, double>> totals;
+    long long steps = 0;
+    // "data 1.2 ms, forward 80.1 ms, ..." per step.
+    std::string summary() const;
+};
+
 class StepProfile {
   public:
     static StepProfile& current();
     void add(const std::string& phase, double seconds);
-    void count_step() { ++steps_; }
-    void reset();
-    long long steps() const { return steps_; }
-    // Phases in the order first seen, total seconds each.
-    const std::vector<std::pair<std::string, double>>& totals() const { return totals_; }
-    // "data 1.2 ms, forward 80.1 ms, ..." per step.
-    std::string summary() const;
+    void count_step() { ++epoch_.steps; }
+    void reset() { epoch_ = {}; }
+    // Ends an epoch: its figures become last_epoch() and counting starts over.
+    void finish_epoch() {
+        last_ = std::move(epoch_);
+        epoch_ = {};
+    }
+    const PhaseTotals& this_epoch() const { return epoch_; }
+    const PhaseTotals& last_epoch() const { return last_; }
 
   private:
-    std::vector<std::pair<std::string, double>> totals_;
-    long long steps_ = 0;
+    PhaseTotals epoch_, last_;
 };
 
 class PhaseTimer {

@@ -380,8 +380,8 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     // Phases the trainer times (data, backward, optimizer, ema) plus those the task times inside
     // compute_loss (forward, loss); one line per epoch, read by the benchmarks.
     log("info", "time per step (epoch " + std::to_string(epoch + 1) +
-                    "): " + StepProfile::current().summary());
-    StepProfile::current().reset();
+                    "): " + StepProfile::current().this_epoch().summary());
+    StepProfile::current().finish_epoch();
     return {};
 }
 

@@ -7,25 +7,26 @@
 // oneDNN kernel selection, RAM cache fill) is left out. Also times pure forward + backward of the
 // same model on one batch, in this run, for the step / pure ratio.
 //
-//   bench_train_detect [imgsz=320] [batch=16] [train=256] [epochs=3] [workers=2]
-//                      [loader_threads=0] [cache=true] [model=yolov8n] [device=cpu]
+//   bench_train_detect [train=256] [classes=4] [max_objects=6] [any detect.yolo option=value]
+// The task options default to imgsz=320 batch=16 epochs=3 workers=2 cache=true val=false.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/data/synth/synth.h"
 #include "core/engine/job.h"
+#include "core/engine/step_profile.h"
 #include "core/engine/threads.h"
 #include "plugins/detect/model/yolo_model.h"
+#include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detect_task.h"
 
 namespace {
@@ -33,46 +34,6 @@ namespace {
 using namespace crucible;
 namespace fs = std::filesystem;
 constexpr double kReferenceSecondsPerIteration = 0.79;
-
-std::map<std::string, std::string> parse_args(int argc, char** argv) {
-    std::map<std::string, std::string> out = {
-        {"imgsz", "320"},  {"batch", "16"},         {"train", "256"},  {"epochs", "3"},
-        {"workers", "2"},  {"loader_threads", "0"}, {"cache", "true"}, {"model", "yolov8n"},
-        {"device", "cpu"}, {"val", "false"},        {"classes", "4"}};
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto eq = a.find('=');
-        if (eq != std::string::npos) out[a.substr(0, eq)] = a.substr(eq + 1);
-    }
-    return out;
-}
-
-// The "time per step (epoch N): data 1.0 ms, forward ..." line of the last epoch, as phases.
-std::vector<std::pair<std::string, double>> last_profile(const fs::path& events, int epoch) {
-    // From the log events in events.jsonl (worker.log is flushed only when the logger closes).
-    std::string found;
-    const std::string key = "time per step (epoch " + std::to_string(epoch) + "): ";
-    for (const auto& e : read_event_log(events))
-        if (e.kind == "log") {
-            const std::string line = e.fields.value("message", "");
-            if (auto p = line.find(key); p != std::string::npos)
-                found = line.substr(p + key.size());
-        }
-    std::vector<std::pair<std::string, double>> out;
-    // "name 12.3 ms" items separated by ", "
-    found += ", ";
-    std::size_t pos = 0;
-    while (pos < found.size()) {
-        auto end = found.find(", ", pos);
-        if (end == std::string::npos) end = found.size();
-        const std::string item = found.substr(pos, end - pos);
-        const auto sp = item.rfind(' ', item.size() - 4);
-        if (sp != std::string::npos)
-            out.emplace_back(item.substr(0, sp), std::stod(item.substr(sp + 1)));
-        pos = end + 2;
-    }
-    return out;
-}
 
 double pure_forward_backward_ms(const std::string& model_name, int imgsz, int batch, int nc) {
     using namespace crucible::detect;
@@ -99,48 +60,41 @@ double pure_forward_backward_ms(const std::string& model_name, int imgsz, int ba
 }  // namespace
 
 int main(int argc, char** argv) {
-    auto a = parse_args(argc, argv);
     detect::ensure_detect_task_registered();
-    const int imgsz = std::stoi(a["imgsz"]), batch = std::stoi(a["batch"]);
-    const int epochs = std::stoi(a["epochs"]), train = std::stoi(a["train"]);
+    // Dataset size is the benchmark's own; every other key=value is a task option.
+    std::map<std::string, int> dataset = {{"train", 256}, {"classes", 4}, {"max_objects", 6}};
+    std::vector<std::string> words;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const auto eq = arg.find('=');
+        if (eq != std::string::npos && dataset.count(arg.substr(0, eq)))
+            dataset[arg.substr(0, eq)] = std::stoi(arg.substr(eq + 1));
+        else
+            words.push_back(arg);
+    }
+    const auto schema = detect::detect_task_schema();
+    Json options = schema.parse_key_values(words);
+    const Json defaults = {{"imgsz", 320},  {"batch", 16},  {"epochs", 3},      {"workers", 2},
+                           {"cache", true}, {"val", false}, {"log_steps", 1000}};
+    for (const auto& [k, v] : defaults.items())
+        if (!options.contains(k)) options[k] = v;
+    Json probe = options;  // data= comes once the set is written
+    probe["data"] = "unset";
+    const Json config = schema.resolve(probe);
+    const int imgsz = config["imgsz"].get<int>(), batch = config["batch"].get<int>();
+
     const fs::path root = fs::temp_directory_path() / "crucible_bench_train_detect";
     data::SynthOptions so;
-    so.train = train;
+    so.train = dataset["train"];
     so.val = 16;
-    so.classes = std::stoi(a["classes"]);
-    if (a.count("max_objects")) so.max_objects = std::stoi(a["max_objects"]);
+    so.classes = dataset["classes"];
+    so.max_objects = dataset["max_objects"];
     so.imgsz = imgsz;
     so.seed = 7;
-    const auto yaml = data::write_synth_dataset(root / "data", so);
+    options["data"] = path_to_utf8(data::write_synth_dataset(root / "data", so));
     const fs::path job = root / "job";
     fs::remove_all(job);
     fs::create_directories(job);
-    Json options = {{"data", path_to_utf8(yaml)},
-                    {"model", a["model"]},
-                    {"imgsz", imgsz},
-                    {"batch", batch},
-                    {"epochs", epochs},
-                    {"workers", std::stoi(a["workers"])},
-                    {"loader_threads", std::stoi(a["loader_threads"])},
-                    {"cache", a["cache"] == "true"},
-                    {"device", a["device"]},
-                    {"val", false},
-                    {"log_steps", 1000}};
-    // Any other key=value goes to the task options as given (numbers and booleans typed).
-    for (const auto& [k, v] : a) {
-        if (k == "train" || k == "classes" || k == "max_objects" || options.contains(k)) {
-            if (k == "val") options[k] = v == "true";
-            continue;
-        }
-        char* end = nullptr;
-        const double d = std::strtod(v.c_str(), &end);
-        if (v == "true" || v == "false")
-            options[k] = v == "true";
-        else if (end && *end == 0 && !v.empty())
-            options[k] = d == static_cast<long long>(d) ? Json(static_cast<long long>(d)) : Json(d);
-        else
-            options[k] = v;
-    }
     write_json_file(job / "spec.json", Json{{"task", "detect.yolo"}, {"options", options}});
     engine::JobOptions jo;
     jo.console = false;
@@ -151,24 +105,27 @@ int main(int argc, char** argv) {
                      path_to_utf8(job / "worker.log").c_str());
         return 1;
     }
-    const auto phases = last_profile(job / "events.jsonl", epochs);
+    // The last epoch's phases, per step (the run was in this process).
+    const engine::PhaseTotals& last = engine::StepProfile::current().last_epoch();
+    const double steps = static_cast<double>(std::max(1LL, last.steps));
     double step_ms = 0, checkpoint_ms = 0;
-    for (const auto& [name, ms] : phases) {
+    for (const auto& [name, seconds] : last.totals) {
+        const double ms = 1000.0 * seconds / steps;
         if (name == "val" || name == "weights") continue;  // once per epoch, shown apart
         step_ms += ms;
         if (name == "checkpoint") checkpoint_ms = ms;
     }
-    const int threads = engine::configure_cpu_threads(std::stoi(a["workers"]));
-    const double pure_ms = pure_forward_backward_ms(a["model"], imgsz, batch, 4);
+    const int threads = engine::configure_cpu_threads(config["workers"].get<int>());
+    const std::string model = config["model"].get<std::string>();
+    const double pure_ms = pure_forward_backward_ms(model, imgsz, batch, so.classes);
     const double img_s = batch / (step_ms / 1000.0);
     const double ref_img_s = batch / kReferenceSecondsPerIteration;
     std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads\n",
-                a["model"].c_str(), imgsz, batch, train, threads);
-    std::printf("time per step in epoch %d:", epochs);
-    for (const auto& [name, ms] : phases)
-        std::printf(" %s %.1f ms;", name.c_str(), ms);
-    std::printf("\nstep %.1f ms = %.1f img/s; reference %.0f ms = %.1f img/s; ratio %.2fx\n",
-                step_ms, img_s, kReferenceSecondsPerIteration * 1000, ref_img_s, img_s / ref_img_s);
+                model.c_str(), imgsz, batch, so.train, threads);
+    std::printf("time per step in epoch %d: %s\n", config["epochs"].get<int>(),
+                last.summary().c_str());
+    std::printf("step %.1f ms = %.1f img/s; reference %.0f ms = %.1f img/s; ratio %.2fx\n", step_ms,
+                img_s, kReferenceSecondsPerIteration * 1000, ref_img_s, img_s / ref_img_s);
     std::printf("pure forward+backward %.1f ms; step / pure = %.2f\n", pure_ms, step_ms / pure_ms);
     std::printf("checkpoint share of training time at the default cadence: %.2f%%\n",
                 100.0 * checkpoint_ms / step_ms);
