@@ -7,23 +7,14 @@
 #include "core/jobs/child_process.h"
 #include "core/net/token_store.h"
 #include "tests/agent/agent_test_util.h"
+#include "tests/support/free_port.h"
 
 using namespace crucible;
 using namespace crucible::test;
 
 namespace {
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
+using test_support::free_loopback_port;
 
 std::unique_ptr<jobs::ChildProcess> start_agent(const std::filesystem::path& data, int port) {
     jobs::ChildOptions o;
@@ -41,7 +32,7 @@ std::unique_ptr<jobs::ChildProcess> start_agent(const std::filesystem::path& dat
 TEST(AgentProcess, KilledAgentResumesJobAndClientSeesEachEventOnce) {
     auto data = fresh_dir("kill9");
     std::string token = net::TokenStore(data / "tokens.json").create("tester");
-    int port = free_port();
+    int port = free_loopback_port();
     auto agent = start_agent(data, port);
     std::string url = "http://127.0.0.1:" + std::to_string(port);
     net::ApiClient c({url, token, ""});

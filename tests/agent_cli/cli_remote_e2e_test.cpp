@@ -17,23 +17,14 @@
 #include "core/jobs/child_process.h"
 #include "core/net/api_client.h"
 #include "core/net/token_store.h"
+#include "tests/support/free_port.h"
 
 using namespace crucible;
 namespace fs = std::filesystem;
 
 namespace {
 
-int free_port() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
+using test_support::free_loopback_port;
 
 struct CliRun {
     int code = -1;
@@ -77,7 +68,7 @@ struct CliRemoteE2E : ::testing::Test {
     }
 
     void start_agent() {
-        port = free_port();
+        port = free_loopback_port();
         jobs::ChildOptions o;
         o.program = CRUCIBLE_AGENT_EXE;
         o.args = {"--listen",       "127.0.0.1:" + std::to_string(port),

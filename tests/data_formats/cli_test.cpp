@@ -3,8 +3,6 @@
 #include <gtest/gtest.h>
 
 #ifndef _WIN32  // popen/WEXITSTATUS; the Windows CI runs the CLI through its own scripts
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -13,16 +11,12 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "tests/data_formats/test_util.h"
+#include "tests/support/run_command.h"
 
 namespace crucible::data {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Run {
-    int code = -1;
-    std::string out;
-};
 
 // CRUCIBLE_CLI overrides the executable (e.g. one built elsewhere).
 fs::path cli() {
@@ -30,25 +24,10 @@ fs::path cli() {
     return fs::path(CRUCIBLE_BINARY_DIR) / "app/cli/crucible";
 }
 
-std::string quoted(const fs::path& p) {
-    std::string out(1, '\'');
-    out.append(p.string());
-    out.push_back('\'');
-    return out;
-}
+using test_support::shell_quote;
 
-Run run(const std::string& args) {
-    Run r;
-    const std::string command = quoted(cli()) + " " + args + " 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return r;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        r.out.append(buffer, n);
-    const int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+test_support::CommandResult run(const std::string& args) {
+    return test_support::run_command(shell_quote(cli()) + " " + args);
 }
 
 class Cli : public ::testing::Test {
@@ -64,43 +43,44 @@ TEST_F(Cli, ValidateConvertManifestSplit) {
         test::write_yolo_dataset(dir / "ds", {{"train", "a.jpg", 48, 48, "0 0.5 0.5 0.2 0.2\n"},
                                               {"train", "b.jpg", 48, 48, "1 0.5 0.5 0.3 0.3\n"},
                                               {"val", "c.jpg", 48, 48, "-"}});
-    auto ok = run("dataset validate " + quoted(yaml));
+    auto ok = run("dataset validate " + shell_quote(yaml));
     EXPECT_EQ(ok.code, 0) << ok.out;
     EXPECT_NE(ok.out.find("0 errors"), std::string::npos) << ok.out;
 
-    auto json = run("dataset validate --json " + quoted(dir / "ds"));
+    auto json = run("dataset validate --json " + shell_quote(dir / "ds"));
     EXPECT_EQ(json.code, 0) << json.out;
     const Json report = parse_json(json.out, "validate --json");
     EXPECT_EQ(report["images"], 3);
     EXPECT_EQ(report["background_images"], 1);
 
-    auto manifest = run("dataset manifest " + quoted(yaml));
+    auto manifest = run("dataset manifest " + shell_quote(yaml));
     EXPECT_EQ(manifest.code, 0) << manifest.out;
     EXPECT_EQ(manifest.out.size(), 65u) << manifest.out;
 
-    auto convert =
-        run("dataset convert " + quoted(yaml) + " " + quoted(dir / "coco") + " --to coco");
+    auto convert = run("dataset convert " + shell_quote(yaml) + " " + shell_quote(dir / "coco") +
+                       " --to coco");
     EXPECT_EQ(convert.code, 0) << convert.out;
-    auto coco_ok = run("dataset validate " + quoted(dir / "coco"));
+    auto coco_ok = run("dataset validate " + shell_quote(dir / "coco"));
     EXPECT_EQ(coco_ok.code, 0) << coco_ok.out;
     // The same dataset in another format has the same boxes; the manifest id is the same only
     // if paths match, so just check it is a valid id.
-    EXPECT_EQ(run("dataset manifest " + quoted(dir / "coco")).out.size(), 65u);
-    auto again = run("dataset convert " + quoted(yaml) + " " + quoted(dir / "coco") + " --to coco");
+    EXPECT_EQ(run("dataset manifest " + shell_quote(dir / "coco")).out.size(), 65u);
+    auto again = run("dataset convert " + shell_quote(yaml) + " " + shell_quote(dir / "coco") +
+                     " --to coco");
     EXPECT_NE(again.code, 0);  // the output folder is not empty
     EXPECT_NE(again.out.find("not an empty folder"), std::string::npos) << again.out;
 
-    auto split =
-        run("dataset split " + quoted(yaml) + " " + quoted(dir / "split") + " --val 0.34 --seed 3");
+    auto split = run("dataset split " + shell_quote(yaml) + " " + shell_quote(dir / "split") +
+                     " --val 0.34 --seed 3");
     EXPECT_EQ(split.code, 0) << split.out;
     EXPECT_NE(split.out.find("train 2, val 1"), std::string::npos) << split.out;
 
     test::write_bytes(dir / "ds/labels/train/a.txt", "0 0.5 0.5 0.2\n");
-    auto bad = run("dataset validate " + quoted(yaml));
+    auto bad = run("dataset validate " + shell_quote(yaml));
     EXPECT_EQ(bad.code, 1) << bad.out;
     EXPECT_NE(bad.out.find("labels/train/a.txt:1: error:"), std::string::npos) << bad.out;
 
-    auto missing = run("dataset validate " + quoted(dir / "nothing"));
+    auto missing = run("dataset validate " + shell_quote(dir / "nothing"));
     EXPECT_EQ(missing.code, 1) << missing.out;
     EXPECT_NE(missing.out.find("does not exist"), std::string::npos) << missing.out;
 }

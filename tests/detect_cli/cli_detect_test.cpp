@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #ifndef _WIN32  // popen/WEXITSTATUS
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -14,45 +12,22 @@
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/data/synth/synth.h"
+#include "tests/support/results_csv.h"
+#include "tests/support/run_command.h"
 
 namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-    int code = -1;
-    std::string out;
-};
+using test_support::shell_quote;
 
-std::string quoted(const fs::path& p) {
-    std::string out(1, '\'');
-    out.append(p.string());
-    out.push_back('\'');
-    return out;
-}
-
-Run run(const fs::path& cwd, const std::string& args) {
-    Run r;
+// The crucible executable run in `cwd` (runs/ folders go there).
+test_support::CommandResult run(const fs::path& cwd, const std::string& args) {
     std::string command = "cd ";
-    command.append(quoted(cwd)).append(" && ").append(quoted(CRUCIBLE_CLI_EXE));
-    command.append(" ").append(args).append(" 2>&1");
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return r;
-    char buffer[4096];
-    std::size_t n;
-    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0)
-        r.out.append(buffer, n);
-    const int status = pclose(pipe);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
-
-fs::path fresh(const std::string& name) {
-    const auto dir = fs::temp_directory_path() / ("crucible_detect_cli_" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
+    command.append(shell_quote(cwd)).append(" && ").append(shell_quote(CRUCIBLE_CLI_EXE));
+    command.append(" ").append(args);
+    return test_support::run_command(command);
 }
 
 fs::path fixture_pt() {
@@ -77,12 +52,13 @@ Json json_of(const std::string& out) {
 
 TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
-    const auto dir = fresh("pt");
+    const auto dir = test_support::fresh_temp_dir("detect_cli_pt");
     const auto yaml = synth(dir / "data", 4, 320, 4, 6);
 
     // export: Crucible weights that record scale and names.
     const auto exported = dir / "shapes.safetensors";
-    auto e = run(dir, "export detect model=" + quoted(fixture_pt()) + " out=" + quoted(exported));
+    auto e = run(
+        dir, "export detect model=" + shell_quote(fixture_pt()) + " out=" + shell_quote(exported));
     ASSERT_EQ(e.code, 0) << e.out;
     const auto file = SafetensorsFile::open(exported);
     EXPECT_EQ(file.metadata().at("crucible_yolo_scale"), "n");
@@ -90,10 +66,11 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     EXPECT_EQ(parse_json(file.metadata().at("crucible_names"), "names").size(), 4u);
 
     // val with the .pt and with the exported weights: the same model, the same metrics.
-    auto v1 = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
-                           " imgsz=320 batch=4 json=true device=cpu");
+    auto v1 =
+        run(dir, "val detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()) +
+                     " imgsz=320 batch=4 json=true device=cpu");
     ASSERT_EQ(v1.code, 0) << v1.out;
-    auto v2 = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(exported) +
+    auto v2 = run(dir, "val detect data=" + shell_quote(yaml) + " model=" + shell_quote(exported) +
                            " imgsz=320 batch=4 json=true device=cpu");
     ASSERT_EQ(v2.code, 0) << v2.out;
     const Json j1 = json_of(v1.out), j2 = json_of(v2.out);
@@ -105,8 +82,8 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     EXPECT_TRUE(j1.contains("confusion_matrix"));
 
     // predict: images with boxes and label files in the save_txt save_conf layout.
-    auto p = run(dir, "predict detect source=" + quoted(dir / "data" / "images" / "val") +
-                          " model=" + quoted(exported) +
+    auto p = run(dir, "predict detect source=" + shell_quote(dir / "data" / "images" / "val") +
+                          " model=" + shell_quote(exported) +
                           " imgsz=320 conf=0.0001 save_txt=true name=out device=cpu");
     ASSERT_EQ(p.code, 0) << p.out;
     const auto out_dir = dir / "runs" / "detect" / "out";
@@ -121,17 +98,18 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     }
     EXPECT_GT(rows, 0) << p.out;
     // Those files score through the prediction-folder path.
-    auto s = run(dir, "val detect data=" + quoted(yaml) +
-                          " predictions=" + quoted(out_dir / "labels") + " json=true");
+    auto s = run(dir, "val detect data=" + shell_quote(yaml) +
+                          " predictions=" + shell_quote(out_dir / "labels") + " json=true");
     EXPECT_EQ(s.code, 0) << s.out;
 }
 
 TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
     ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
-    const auto dir = fresh("finetune");
+    const auto dir = test_support::fresh_temp_dir("detect_cli_finetune");
     const auto yaml = synth(dir / "data", 2, 96, 8, 4);
-    auto t = run(dir, "train detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
-                          " epochs=1 imgsz=96 batch=4 workers=2 name=ft");
+    auto t =
+        run(dir, "train detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()) +
+                     " epochs=1 imgsz=96 batch=4 workers=2 name=ft");
     ASSERT_EQ(t.code, 0) << t.out;
     EXPECT_NE(t.out.find("new class head for 2 classes"), std::string::npos) << t.out;
     const auto run_dir = dir / "runs" / "detect" / "ft";
@@ -140,29 +118,31 @@ TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
     EXPECT_EQ(best.metadata().at("crucible_nc"), "2");
     EXPECT_EQ(best.metadata().at("crucible_names"), R"(["circle","rectangle"])");
     // A second run with the same name goes to ft2, as the yolo CLI does.
-    auto again = run(dir, "train detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()) +
-                              " epochs=1 imgsz=96 batch=4 workers=2 name=ft val=false");
+    auto again =
+        run(dir, "train detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()) +
+                     " epochs=1 imgsz=96 batch=4 workers=2 name=ft val=false");
     ASSERT_EQ(again.code, 0) << again.out;
     EXPECT_TRUE(fs::exists(dir / "runs" / "detect" / "ft2" / "results.csv"));
 }
 
 TEST(DetectCli, BadOptionsAreNamed) {
-    const auto dir = fresh("bad");
+    const auto dir = test_support::fresh_temp_dir("detect_cli_bad");
     const auto yaml = synth(dir / "data", 2, 64, 2, 1);
     auto no_data = run(dir, "train detect model=yolov8n epochs=1");
     EXPECT_NE(no_data.code, 0);
     EXPECT_NE(no_data.out.find("data"), std::string::npos) << no_data.out;
-    auto odd = run(dir, "train detect data=" + quoted(yaml) + " imgsz=100 epochs=1");
+    auto odd = run(dir, "train detect data=" + shell_quote(yaml) + " imgsz=100 epochs=1");
     EXPECT_NE(odd.code, 0);
     EXPECT_NE(odd.out.find("imgsz"), std::string::npos) << odd.out;
     EXPECT_NE(odd.out.find("multiple of 32"), std::string::npos) << odd.out;
-    auto typo = run(dir, "train detect data=" + quoted(yaml) + " epoch=3");
+    auto typo = run(dir, "train detect data=" + shell_quote(yaml) + " epoch=3");
     EXPECT_NE(typo.code, 0);
     EXPECT_NE(typo.out.find("epochs"), std::string::npos) << typo.out;  // did you mean
-    auto missing = run(dir, "val detect data=" + quoted(yaml) + " model=nothing_here.pt");
+    auto missing = run(dir, "val detect data=" + shell_quote(yaml) + " model=nothing_here.pt");
     EXPECT_NE(missing.code, 0);
     EXPECT_NE(missing.out.find("nothing_here.pt"), std::string::npos) << missing.out;
-    auto wrong_nc = run(dir, "val detect data=" + quoted(yaml) + " model=" + quoted(fixture_pt()));
+    auto wrong_nc =
+        run(dir, "val detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()));
     EXPECT_NE(wrong_nc.code, 0);
     EXPECT_NE(wrong_nc.out.find("classes"), std::string::npos) << wrong_nc.out;
 }

@@ -1,21 +1,16 @@
 // Prediction/label file parsing (hostile input table), folder scoring and `crucible val detect`.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <random>
-
-#ifndef _WIN32
-#include <sys/wait.h>
-#endif
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "plugins/detect/metrics/prediction_folder.h"
+#include "tests/support/run_command.h"
 
 namespace crucible::detect {
 namespace {
@@ -236,27 +231,12 @@ TEST(PredictionFolder, SplitAndTagsOfADataset) {
 }
 
 // ---- the CLI -----------------------------------------------------------------------------------
-#ifndef _WIN32  // runs the built binary through popen
+#ifndef _WIN32  // runs the built binary through popen (tests/support)
 
-struct RunResult {
-    int code = -1;
-    std::string out;
-};
-
-RunResult run_cli(const std::string& args) {
-    const std::string exe = std::string(CRUCIBLE_BINARY_DIR) + "/app/cli/crucible";
-    RunResult r;
-    if (!fs::exists(exe)) return r;
-    const std::string cmd = "'" + exe + "' " + args + " 2>&1";
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-    if (!pipe) return r;
-    std::array<char, 4096> buf{};
-    std::size_t n = 0;
-    while ((n = std::fread(buf.data(), 1, buf.size(), pipe.get())) > 0)
-        r.out.append(buf.data(), n);
-    const int status = pclose(pipe.release());
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+test_support::CommandResult run_cli(const std::string& args) {
+    const fs::path exe = fs::path(CRUCIBLE_BINARY_DIR) / "app/cli/crucible";
+    if (!fs::exists(exe)) return {};
+    return test_support::run_command(test_support::shell_quote(exe) + " " + args);
 }
 
 const fs::path kMapDir = fs::path(CRUCIBLE_FIXTURES_DIR) / "map";

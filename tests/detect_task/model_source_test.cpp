@@ -8,18 +8,12 @@
 #include "core/base/file_io.h"
 #include "core/engine/weights_file.h"
 #include "plugins/detect/task/model_source.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::detect {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_dir(const std::string& name) {
-    const auto dir = fs::temp_directory_path() / ("crucible_model_source_" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
 
 TEST(ModelSource, FreshScaleNeedsAClassCount) {
     auto m = load_detection_model("yolov8n.yaml", 4);
@@ -48,7 +42,7 @@ TEST(ModelSource, RejectsUnknownNamesAndMissingFiles) {
 }
 
 TEST(ModelSource, SafetensorsRoundTripKeepsScaleNamesAndWeights) {
-    const auto dir = temp_dir("roundtrip");
+    const auto dir = test_support::fresh_temp_dir("model_source_roundtrip");
     torch::manual_seed(3);
     auto original = DetectionModel(DetectionModelOptions(yolo_scale('n'), 3));
     {
@@ -79,7 +73,7 @@ TEST(ModelSource, SafetensorsRoundTripKeepsScaleNamesAndWeights) {
 }
 
 TEST(ModelSource, SafetensorsWithoutScaleMetadataIsRefusedWithAHint) {
-    const auto dir = temp_dir("nometa");
+    const auto dir = test_support::fresh_temp_dir("model_source_nometa");
     auto model = DetectionModel(DetectionModelOptions(yolo_scale('n'), 2));
     const auto file = dir / "plain.safetensors";
     engine::save_module_safetensors(*model, file, {});

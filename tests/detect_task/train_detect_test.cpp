@@ -17,8 +17,6 @@
 #include <torch/torch.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -28,59 +26,16 @@
 #include "core/engine/weights_file.h"
 #include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/model_source.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::detect {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path fresh(const std::string& name) {
-    const auto dir = fs::temp_directory_path() / ("crucible_train_detect_" + name);
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
-
-struct CsvTable {
-    std::vector<std::string> header;
-    std::vector<std::vector<double>> rows;
-    double at(std::size_t row, const std::string& column) const {
-        for (std::size_t c = 0; c < header.size(); ++c)
-            if (header[c] == column) return rows.at(row).at(c);
-        ADD_FAILURE() << "no column " << column;
-        return 0;
-    }
-};
-
-CsvTable read_csv(const fs::path& file) {
-    std::ifstream in(file);
-    CsvTable t;
-    std::string line;
-    bool first = true;
-    while (std::getline(in, line)) {
-        std::stringstream ss(line);
-        std::string cell;
-        std::vector<std::string> cells;
-        while (std::getline(ss, cell, ',')) {
-            const auto b = cell.find_first_not_of(' ');
-            cells.push_back(b == std::string::npos ? "" : cell.substr(b));
-        }
-        if (first) {
-            t.header = cells;
-            first = false;
-        } else {
-            std::vector<double> values;
-            for (const auto& c : cells)
-                values.push_back(std::stod(c));
-            t.rows.push_back(values);
-        }
-    }
-    return t;
-}
-
 TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
     ensure_detect_task_registered();
-    const auto root = fresh("learns");
+    const auto root = test_support::fresh_temp_dir("train_detect");
     data::SynthOptions so;
     so.train = 96;
     so.val = 16;
@@ -102,7 +57,7 @@ TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
     jo.install_signals = false;
     ASSERT_EQ(engine::run_job(job, jo), 0) << read_file_bytes(job / "worker.log");
 
-    const auto csv = read_csv(job / "results.csv");
+    const auto csv = test_support::read_results_csv(job / "results.csv");
     ASSERT_EQ(csv.rows.size(), 30u);
     const std::vector<std::string> expected_header = {"epoch",
                                                       "time",

@@ -14,15 +14,12 @@
 #include "core/base/sha256.h"
 #include "core/engine/job.h"
 #include "tests/engine/toy_task.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::engine::testing {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() /
-               ("crucible_engine_" + name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return test_support::fresh_temp_dir(std::string("engine_") + name);
 }
 
 void write_toy_spec(const std::filesystem::path& dir, const Json& options) {
@@ -44,25 +41,14 @@ std::vector<Event> events_of(const std::filesystem::path& dir) {
 }
 
 std::vector<std::vector<std::string>> csv_of(const std::filesystem::path& dir, bool drop_time) {
-    std::ifstream in(dir / "results.csv");
-    std::vector<std::vector<std::string>> rows;
-    std::string line;
+    auto rows = test_support::read_csv_cells(dir / "results.csv");
+    if (!drop_time || rows.empty()) return rows;
     int time_col = -1;
-    while (std::getline(in, line)) {
-        std::vector<std::string> cells;
-        std::stringstream ss(line);
-        std::string cell;
-        while (std::getline(ss, cell, ',')) {
-            const auto b = cell.find_first_not_of(' ');
-            cells.push_back(b == std::string::npos ? "" : cell.substr(b));
-        }
-        if (rows.empty())
-            for (std::size_t i = 0; i < cells.size(); ++i)
-                if (cells[i] == "time") time_col = static_cast<int>(i);
-        if (drop_time && time_col >= 0 && time_col < static_cast<int>(cells.size()))
-            cells.erase(cells.begin() + time_col);
-        rows.push_back(cells);
-    }
+    for (std::size_t i = 0; i < rows.front().size(); ++i)
+        if (rows.front()[i] == "time") time_col = static_cast<int>(i);
+    if (time_col < 0) return rows;
+    for (auto& cells : rows)
+        if (time_col < static_cast<int>(cells.size())) cells.erase(cells.begin() + time_col);
     return rows;
 }
 

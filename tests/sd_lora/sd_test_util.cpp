@@ -2,8 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <unistd.h>
-
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -13,6 +11,7 @@
 #include "core/base/json.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/clip_tokenizer.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::sd::testing {
 namespace {
@@ -34,11 +33,7 @@ const char* kMerges[] = {"r e",   "re d</w>", "c a",         "ca t</w>", "s q", 
 }  // namespace
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() /
-               ("crucible_sd_" + name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return test_support::fresh_temp_dir(std::string("sd_") + name);
 }
 
 std::string tiny_vocab_json() {

@@ -7,7 +7,6 @@
 #include <opencv2/imgproc.hpp>
 
 #include <fstream>
-#include <sstream>
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -20,6 +19,7 @@
 #include "plugins/sd_lora/lora.h"
 #include "plugins/sd_lora/sd_task.h"
 #include "tests/sd_lora/sd_test_util.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::sd {
 namespace {
@@ -37,27 +37,7 @@ void write_shapes(const fs::path& folder, int count) {
 }
 
 std::vector<double> column(const fs::path& csv, const std::string& name) {
-    std::ifstream in(csv);
-    std::string line;
-    int col = -1;
-    std::vector<double> out;
-    while (std::getline(in, line)) {
-        std::vector<std::string> cells;
-        std::stringstream ss(line);
-        std::string cell;
-        while (std::getline(ss, cell, ',')) {
-            const auto b = cell.find_first_not_of(' ');
-            cells.push_back(b == std::string::npos ? "" : cell.substr(b));
-        }
-        if (col < 0) {
-            for (std::size_t i = 0; i < cells.size(); ++i)
-                if (cells[i] == name) col = static_cast<int>(i);
-            if (col < 0) return out;
-            continue;
-        }
-        out.push_back(std::stod(cells.at(static_cast<std::size_t>(col))));
-    }
-    return out;
+    return test_support::read_results_csv(csv).column(name);
 }
 
 TEST(SdLoraTask, TrainsATinyLoraOnCpu) {
