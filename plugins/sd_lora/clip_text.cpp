@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/base/error.h"
+#include "plugins/sd_lora/config_fields.h"
 
 namespace crucible::sd {
 
@@ -30,12 +31,7 @@ ClipTextConfig ClipTextConfig::from_hf_json(const Json& j0, const std::string& w
         j0.contains("text_config") && j0["text_config"].is_object() ? j0["text_config"] : j0;
     ClipTextConfig c;
     auto int_of = [&](const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
-        if (!j.contains(key) || j[key].is_null()) return;
-        if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < lo ||
-            j[key].get<std::int64_t>() > hi)
-            throw InputError(where, std::string("'") + key + "' must be an integer in " +
-                                        std::to_string(lo) + ".." + std::to_string(hi));
-        out = j[key].get<std::int64_t>();
+        read_int_field(j, key, out, lo, hi, where);
     };
     int_of("vocab_size", c.vocab_size, 2, 10'000'000);
     int_of("hidden_size", c.hidden_size, 1, 65536);

@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "plugins/sd_lora/blocks.h"
+#include "plugins/sd_lora/config_fields.h"
 
 namespace crucible::sd {
 
@@ -130,15 +131,7 @@ UNetConfig UNetConfig::from_diffusers_json(const Json& j, const std::string& whe
     if (!j.is_object()) throw InputError(where, "the UNet config is not a JSON object");
     UNetConfig c;
     auto int_of = [&](const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
-        if (!j.contains(key) || j[key].is_null()) return;
-        if (!j[key].is_number_integer())
-            throw InputError(where, std::string("'") + key + "' must be an integer");
-        const auto v = j[key].get<std::int64_t>();
-        if (v < lo || v > hi)
-            throw InputError(where, std::string("'") + key + "' = " + std::to_string(v) +
-                                        " is outside " + std::to_string(lo) + ".." +
-                                        std::to_string(hi));
-        out = v;
+        read_int_field(j, key, out, lo, hi, where);
     };
     int_of("in_channels", c.in_channels, 1, 64);
     int_of("out_channels", c.out_channels, 1, 64);
@@ -152,17 +145,7 @@ UNetConfig UNetConfig::from_diffusers_json(const Json& j, const std::string& whe
     int_of("num_attention_heads", c.attention_heads, 1, 1024);
     if (j.contains("norm_eps") && j["norm_eps"].is_number())
         c.norm_eps = j["norm_eps"].get<double>();
-    if (j.contains("block_out_channels")) {
-        const Json& b = j["block_out_channels"];
-        if (!b.is_array() || b.empty() || b.size() > 8)
-            throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
-        c.block_out_channels.clear();
-        for (const auto& v : b) {
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 8192)
-                throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
-            c.block_out_channels.push_back(v.get<std::int64_t>());
-        }
-    }
+    read_block_out_channels(j, c.block_out_channels, where);
     c.down_cross_attention.assign(c.block_out_channels.size(), true);
     if (c.block_out_channels.size() > 1) c.down_cross_attention.back() = false;
     if (j.contains("down_block_types")) {

@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "plugins/sd_lora/blocks.h"
+#include "plugins/sd_lora/config_fields.h"
 
 namespace crucible::sd {
 namespace {
@@ -136,12 +137,7 @@ VaeConfig VaeConfig::from_diffusers_json(const Json& j, const std::string& where
     if (!j.is_object()) throw InputError(where, "the VAE config is not a JSON object");
     VaeConfig c;
     auto int_of = [&](const char* key, std::int64_t& out, std::int64_t lo, std::int64_t hi) {
-        if (!j.contains(key) || j[key].is_null()) return;
-        if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < lo ||
-            j[key].get<std::int64_t>() > hi)
-            throw InputError(where, std::string("'") + key + "' must be an integer in " +
-                                        std::to_string(lo) + ".." + std::to_string(hi));
-        out = j[key].get<std::int64_t>();
+        read_int_field(j, key, out, lo, hi, where);
     };
     int_of("in_channels", c.in_channels, 1, 64);
     int_of("out_channels", c.out_channels, 1, 64);
@@ -152,17 +148,7 @@ VaeConfig VaeConfig::from_diffusers_json(const Json& j, const std::string& where
     if (!j.contains("layers_per_block")) c.layers_per_block = 1;  // diffusers' default
     if (j.contains("scaling_factor") && j["scaling_factor"].is_number())
         c.scaling_factor = j["scaling_factor"].get<double>();
-    if (j.contains("block_out_channels")) {
-        const Json& b = j["block_out_channels"];
-        if (!b.is_array() || b.empty() || b.size() > 8)
-            throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
-        c.block_out_channels.clear();
-        for (const auto& v : b) {
-            if (!v.is_number_integer() || v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > 8192)
-                throw InputError(where, "'block_out_channels' must be a list of 1..8 integers");
-            c.block_out_channels.push_back(v.get<std::int64_t>());
-        }
-    }
+    read_block_out_channels(j, c.block_out_channels, where);
     return c;
 }
 
