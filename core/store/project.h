@@ -66,7 +66,7 @@ class Project {
     // Throws Error when the project was opened read-only.
     void require_writable(const char* what) const;
 
-    // Cache of metric name ids for run_values; cleared when a write fails.
+    // Cache of metric name ids for run_points; cleared when a write fails.
     std::unordered_map<std::string, std::int64_t>& metric_name_ids() { return metric_name_ids_; }
 
   private:

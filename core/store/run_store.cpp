@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/store/packed_values.h"
 
 namespace crucible::store {
 
@@ -132,11 +133,13 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
         Transaction tx(db);
         auto add_event = db.prepare(
             "INSERT OR IGNORE INTO run_events(run_id, seq, t, kind, record) VALUES(?, ?, ?, ?, ?)");
-        auto add_value = db.prepare(
-            "INSERT OR IGNORE INTO run_values(run_id, name_id, seq, step, epoch, t, value) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?)");
+        auto add_point = db.prepare(
+            "INSERT OR IGNORE INTO run_points(run_id, seq, step, epoch, t, vals) "
+            "VALUES(?, ?, ?, ?, ?, ?)");
         auto add_name = db.prepare("INSERT OR IGNORE INTO metric_names(name) VALUES(?)");
         auto find_name = db.prepare("SELECT id FROM metric_names WHERE name = ?");
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        std::string vals;
         for (const auto& e : events) {
             if (add_event.bind_all(run_id, e.seq, e.t, e.kind, event_to_line(e)).run() == 0)
                 continue;  // this seq is stored already
@@ -144,18 +147,20 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
             if (e.kind != event_kind::kMetric && e.kind != event_kind::kEval) continue;
             auto values = e.fields.find("values");
             if (values == e.fields.end() || !values->is_object()) continue;
-            auto step = integer_field(e.fields, "step");
-            auto epoch = integer_field(e.fields, "epoch");
+            vals.clear();
             for (auto it = values->begin(); it != values->end(); ++it) {
                 if (!it.value().is_number() && !it.value().is_null()) continue;
-                std::int64_t name_id = metric_name_id(project, add_name, find_name, it.key());
-                add_value.bind_all(run_id, name_id, e.seq, step, epoch, e.t);
-                if (it.value().is_number() && std::isfinite(it.value().get<double>()))
-                    add_value.bind(7, it.value().get<double>());
-                else
-                    add_value.bind_null(7);
-                add_value.run();
+                const std::int64_t name_id = metric_name_id(project, add_name, find_name, it.key());
+                const double v = it.value().is_number() ? it.value().get<double>() : nan;
+                append_packed_value(vals, static_cast<std::uint32_t>(name_id),
+                                    std::isfinite(v) ? v : nan);
             }
+            if (vals.empty()) continue;
+            add_point
+                .bind_all(run_id, e.seq, integer_field(e.fields, "step"),
+                          integer_field(e.fields, "epoch"), e.t)
+                .bind_blob(6, vals)
+                .run();
         }
         tx.commit();
     } catch (...) {
@@ -212,28 +217,30 @@ std::map<std::string, Series> read_series(Project& project, std::int64_t run_id)
             max_name_id = std::max(max_name_id, s.column_int64(0));
         }
     }
-    // Rows are stored in (run, seq, name) order: one sequential scan, dispatched by name id.
+    // Rows are stored in (run, seq) order: one sequential scan, each value dispatched by name id.
     std::map<std::string, Series> out;
     std::vector<Series*> by_id(static_cast<std::size_t>(max_name_id) + 1, nullptr);
     auto s = db.prepare(
-        "SELECT name_id, seq, step, epoch, t, value FROM run_values WHERE run_id = ? ORDER BY seq");
+        "SELECT seq, step, epoch, t, vals FROM run_points WHERE run_id = ? ORDER BY seq");
     s.bind(1, run_id);
     std::size_t rb = 0;  // first rollback with seq > the row's seq
-    const double nan = std::numeric_limits<double>::quiet_NaN();
     while (s.step()) {
-        const std::int64_t name_id = s.column_int64(0);
-        const std::int64_t seq = s.column_int64(1);
+        const std::int64_t seq = s.column_int64(0);
         while (rb < rb_seq.size() && rb_seq[rb] <= seq)
             ++rb;
-        const std::int64_t step = s.is_null(2) ? -1 : s.column_int64(2);
+        const std::int64_t step = s.is_null(1) ? -1 : s.column_int64(1);
         if (rb < rb_seq.size() && step >= 0 && step > rb_bound[rb]) continue;  // superseded
-        if (name_id < 0 || name_id > max_name_id) continue;  // a name added since (not ours)
-        Series*& series = by_id[static_cast<std::size_t>(name_id)];
-        if (!series) series = &out[names[name_id]];
-        series->step.push_back(step);
-        series->epoch.push_back(s.is_null(3) ? -1 : s.column_int64(3));
-        series->t.push_back(s.column_double(4));
-        series->value.push_back(s.is_null(5) ? nan : s.column_double(5));
+        const std::int64_t epoch = s.is_null(2) ? -1 : s.column_int64(2);
+        const double t = s.column_double(3);
+        for_each_packed_value(s.column_blob_view(4), [&](std::uint32_t name_id, double value) {
+            if (static_cast<std::int64_t>(name_id) > max_name_id) return;  // added since
+            Series*& series = by_id[name_id];
+            if (!series) series = &out[names[name_id]];
+            series->step.push_back(step);
+            series->epoch.push_back(epoch);
+            series->t.push_back(t);
+            series->value.push_back(value);
+        });
     }
     return out;
 }

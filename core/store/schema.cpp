@@ -1,11 +1,14 @@
 #include "core/store/schema.h"
 
 #include <functional>
+#include <limits>
+#include <optional>
 #include <vector>
 
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/store/packed_values.h"
 
 namespace crucible::store {
 
@@ -92,11 +95,48 @@ CREATE TABLE session_lock(
 
 namespace {
 
-// Migration N upgrades version N to N+1.
+// Migration N upgrades version N to N+1: its DDL, then (where rows change shape) a conversion.
 struct Migration {
     int from;
     const char* ddl;
+    void (*convert)(Database&) = nullptr;
 };
+
+// Version 3 keeps an event's values in one packed row (run_points) instead of a row per value.
+void copy_values_into_points(Database& db) {
+    auto read = db.prepare(
+        "SELECT run_id, seq, step, epoch, t, name_id, value FROM run_values "
+        "ORDER BY run_id, seq, name_id");
+    auto write = db.prepare(
+        "INSERT INTO run_points(run_id, seq, step, epoch, t, vals) VALUES(?, ?, ?, ?, ?, ?)");
+    std::int64_t run = -1, seq = -1;
+    std::optional<std::int64_t> step, epoch;
+    double t = 0;
+    std::string vals;
+    auto flush = [&] {
+        if (!vals.empty()) write.bind_all(run, seq, step, epoch, t).bind_blob(6, vals).run();
+        vals.clear();
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    while (read.step()) {
+        if (read.column_int64(0) != run || read.column_int64(1) != seq) {
+            flush();
+            run = read.column_int64(0);
+            seq = read.column_int64(1);
+            step = read.is_null(2) ? std::nullopt : std::optional(read.column_int64(2));
+            epoch = read.is_null(3) ? std::nullopt : std::optional(read.column_int64(3));
+            t = read.column_double(4);
+        }
+        append_packed_value(vals, static_cast<std::uint32_t>(read.column_int64(5)),
+                            read.is_null(6) ? nan : read.column_double(6));
+    }
+    flush();
+}
+
+void pack_run_values(Database& db) {
+    copy_values_into_points(db);
+    db.exec("DROP TABLE run_values");  // after the statements that read it are finalized
+}
 
 const std::vector<Migration>& migrations() {
     static const std::vector<Migration> list = {
@@ -114,6 +154,17 @@ CREATE INDEX runs_dataset ON runs(dataset_id);
 CREATE INDEX runs_server ON runs(server_id);
 CREATE INDEX run_events_rollbacks ON run_events(run_id, seq) WHERE kind = 'rollback';
 )sql"},
+        {2, R"sql(
+CREATE TABLE run_points(
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    step INTEGER,
+    epoch INTEGER,
+    t REAL NOT NULL,
+    vals BLOB NOT NULL,
+    PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
+)sql",
+         pack_run_values},
     };
     return list;
 }
@@ -181,6 +232,7 @@ void migrate_schema(Database& db) {
             throw Error(file_name(db) + ": no migration from project schema version " +
                         std::to_string(version));
         db.exec(step->ddl);
+        if (step->convert) step->convert(db);
         db.exec("PRAGMA user_version = " + std::to_string(version + 1));
         tx.commit();
     }

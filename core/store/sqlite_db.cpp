@@ -103,6 +103,13 @@ std::string_view Statement::column_text_view(int column) const {
     return std::string_view(reinterpret_cast<const char*>(text), static_cast<std::size_t>(n));
 }
 
+std::string_view Statement::column_blob_view(int column) const {
+    const void* bytes = sqlite3_column_blob(stmt_, column);
+    int n = sqlite3_column_bytes(stmt_, column);
+    if (!bytes) return {};
+    return std::string_view(static_cast<const char*>(bytes), static_cast<std::size_t>(n));
+}
+
 std::string Statement::column_text(int column) const {
     return std::string(column_text_view(column));
 }

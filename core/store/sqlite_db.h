@@ -60,6 +60,7 @@ class Statement {
     double column_double(int column) const;
     std::string column_text(int column) const;
     std::string_view column_text_view(int column) const;  // valid until the next step/reset
+    std::string_view column_blob_view(int column) const;  // valid until the next step/reset
     std::optional<std::string> column_optional_text(int column) const;
 
   private:

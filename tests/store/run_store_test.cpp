@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/store/dataset_store.h"
+#include "core/store/packed_values.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
 #include "tests/store/store_test_util.h"
@@ -115,6 +116,27 @@ TEST_F(RunFixture, NanValuesAndEventsWithoutStep) {
     EXPECT_TRUE(std::isnan(loss.value[0]));
     EXPECT_EQ(loss.step[1], -1);
     EXPECT_DOUBLE_EQ(loss.value[1], 0.5);
+}
+
+TEST_F(RunFixture, DamagedPackedValuesAreSkippedNotTrusted) {
+    append_events(*p, run, {metric(0, 0, 2.0)});
+    // A hand-edited or damaged file: a blob cut inside a record, and a name id that is unknown.
+    std::string blob;
+    append_packed_value(blob, 1, 3.0);
+    append_packed_value(blob, 999, 4.0);
+    blob.append("\x01\x02\x03", 3);
+    p->db()
+        .prepare(
+            "INSERT INTO run_points(run_id, seq, step, epoch, t, vals) VALUES(?, 1, 1, 0, 1, ?)")
+        .bind(1, run)
+        .bind_blob(2, blob)
+        .run();
+    auto series = read_series(*p, run);
+    ASSERT_EQ(series.size(), 2u);
+    const std::string first =
+        p->db().query_text("SELECT name FROM metric_names WHERE id = 1").value();
+    ASSERT_EQ(series[first].size(), 2u);
+    EXPECT_EQ(series[first].value[1], 3.0);
 }
 
 TEST_F(RunFixture, RejectsUnknownRunsAndUnnumberedEvents) {

@@ -1,11 +1,13 @@
-// The SQLite wrapper, the schema identity checks and the forward migration from version 1.
+// The SQLite wrapper, the schema identity checks and the forward migrations from version 1.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/store/project.h"
+#include "core/store/run_store.h"
 #include "core/store/schema.h"
 #include "core/store/sqlite_db.h"
 #include "tests/store/store_test_util.h"
@@ -107,7 +109,11 @@ void make_v1_file(const fs::path& path) {
         "INSERT INTO boxes(image_id, cls, cx, cy, w, h) VALUES(7, 0, .5, .5, .1, .1);"
         "INSERT INTO runs(id, name, task, created_at, updated_at) VALUES(3, 'r', 'detect.yolo', 1, "
         "1);"
-        "INSERT INTO run_events VALUES(3, 0, 1.0, 'status', '{\"seq\":0,\"kind\":\"status\"}');");
+        "INSERT INTO run_events VALUES(3, 0, 1.0, 'status', '{\"seq\":0,\"kind\":\"status\"}');"
+        // Metric values, one row per value as versions 1 and 2 stored them.
+        "INSERT INTO metric_names VALUES(1, 'train/box_loss'), (2, 'lr/pg0');"
+        "INSERT INTO run_values VALUES(3, 2, 1, 5, 0, 10.5, 2.5), (3, 1, 1, 5, 0, 10.5, 0.01),"
+        "(3, 1, 2, NULL, 1, 11.5, NULL), (3, 2, 3, 7, 1, 12.5, 2.25);");
 }
 
 TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
@@ -115,12 +121,28 @@ TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
     const fs::path file = dir / "old.crucible";
     make_v1_file(file);
     auto p = Project::open(file);
-    EXPECT_EQ(p->schema_version(), 2);
+    EXPECT_EQ(p->schema_version(), kSchemaVersion);
     Database& db = p->db();
     EXPECT_EQ(db.query_text("SELECT path FROM images WHERE id = 7"), "imgs/a.jpg");
     EXPECT_EQ(db.query_int("SELECT count(*) FROM boxes"), 1);
     EXPECT_EQ(db.query_int("SELECT difficult FROM boxes"), 0);  // column added by version 2
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_events WHERE run_id = 3"), 1);
+    // Version 3 packs an event's values into one row; the series read back are the same.
+    EXPECT_EQ(db.query_int("SELECT count(*) FROM run_points WHERE run_id = 3"), 3);
+    EXPECT_EQ(db.query_int("SELECT count(*) FROM sqlite_schema WHERE name = 'run_values'"), 0);
+    auto series = read_series(*p, 3);
+    ASSERT_EQ(series.size(), 2u);
+    const Series& lr = series.at("lr/pg0");
+    EXPECT_EQ(lr.step, (std::vector<std::int64_t>{5, 7}));
+    EXPECT_EQ(lr.epoch, (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(lr.t, (std::vector<double>{10.5, 12.5}));
+    EXPECT_EQ(lr.value, (std::vector<double>{2.5, 2.25}));
+    const Series& box = series.at("train/box_loss");
+    EXPECT_EQ(box.step, (std::vector<std::int64_t>{5, -1}));
+    EXPECT_EQ(box.epoch, (std::vector<std::int64_t>{0, 1}));
+    ASSERT_EQ(box.size(), 2u);
+    EXPECT_EQ(box.value[0], 0.01);
+    EXPECT_TRUE(std::isnan(box.value[1]));
     db.prepare("UPDATE images SET caption = ? WHERE id = 7").bind(1, "a cat").run();
     EXPECT_EQ(db.query_text("SELECT caption FROM images WHERE id = 7"), "a cat");
     db.exec("INSERT INTO presets(task, name, updated_at) VALUES('detect.yolo', 'fast', 0)");
