@@ -20,6 +20,7 @@
 #include "core/base/file_io.h"
 #include "core/base/secret_store.h"
 #include "core/net/api_client.h"
+#include "core/net/job_inputs.h"
 #include "core/net/remote_config.h"
 #include "core/net/tls.h"
 
@@ -255,7 +256,8 @@ Json parse_job_options(const std::vector<std::string>& words) {
 }
 
 constexpr const char* kSubmitUsage =
-    "submit NAME TASK key=value ... [--name JOB_NAME] [--priority P] [--gpus N]";
+    "submit NAME TASK key=value ... [--name JOB_NAME] [--priority P] [--gpus N]\n"
+    "  path options naming local files or folders upload them first (folders as datasets)";
 
 int run_submit(const std::vector<std::string>& words) {
     Args a = parse_args(words, {"--name", "--priority", "--gpus"});
@@ -272,6 +274,12 @@ int run_submit(const std::vector<std::string>& words) {
         body[std::string(flag).substr(2)] = n;
     }
     auto client = client_for(a.positional[0]);
+    // Local files named by path options (a dataset folder, pretrained weights) go up first.
+    const Json schema =
+        net::find_task_schema(client.get("/v1/info").value("tasks", Json()), a.positional[1]);
+    body["options"] = net::upload_local_inputs(
+        client, schema, body["options"],
+        [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); });
     Json job = client.post("/v1/jobs", body);
     std::printf("%s\n", job.value("id", std::string()).c_str());
     return 0;

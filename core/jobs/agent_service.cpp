@@ -9,6 +9,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
+#include "core/base/sha256.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
 #include "core/jobs/worker_control.h"
@@ -217,6 +218,41 @@ void AgentService::audit(const std::string& who, const std::string& action,
         << "\n";
 }
 
+// "blob:<sha256>/<file name>" (an uploaded file, e.g. pretrained weights) becomes
+// <data>/inputs/<sha256>/<file name>: a hard link to the blob (a copy where links fail), so the
+// task sees the file under its own name and extension.
+std::string AgentService::blob_input_path(const std::string& option, const std::string& ref) const {
+    const auto slash = ref.find('/');
+    const std::string sha = ref.substr(0, slash);
+    const std::string name = slash == std::string::npos ? std::string() : ref.substr(slash + 1);
+    if (!BlobStore::is_valid_hash(sha))
+        throw InputError(option,
+                         "'blob:" + ref + "' does not start with a SHA-256 (64 hex digits)");
+    if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
+        name.find_first_of(std::string("/\\:\0", 4)) != std::string::npos || !is_valid_utf8(name))
+        throw InputError(option, "'blob:" + ref + "' needs a plain file name after the hash");
+    if (!blobs_.has(sha))
+        throw InputError(option, "no blob " + sha + " on this agent; upload the file first");
+    const auto dir = config_.data_dir / "inputs" / sha;
+    const auto target = dir / path_from_utf8(name);
+    std::error_code ec;
+    if (std::filesystem::exists(target, ec)) return path_to_utf8(target);
+    std::filesystem::create_directories(dir, ec);
+    const auto temp = dir / (".partial-" + random_hex(8));
+    std::filesystem::create_hard_link(blobs_.path(sha), temp, ec);
+    if (ec) {
+        ec.clear();
+        std::filesystem::copy_file(blobs_.path(sha), temp, ec);
+    }
+    if (!ec) std::filesystem::rename(temp, target, ec);
+    if (ec) {
+        std::filesystem::remove(temp, ec);
+        throw Error("cannot place blob " + sha + " as " + path_to_utf8(target) + ": " +
+                    ec.message());
+    }
+    return path_to_utf8(target);
+}
+
 std::string AgentService::resolve_server_path(const std::string& option,
                                               const std::string& value) const {
     if (value.rfind("dataset:", 0) == 0) {
@@ -230,6 +266,7 @@ std::string AgentService::resolve_server_path(const std::string& option,
         auto yaml = dir / "data.yaml";
         return path_to_utf8(std::filesystem::exists(yaml, ec) ? yaml : dir);
     }
+    if (value.rfind("blob:", 0) == 0) return blob_input_path(option, value.substr(5));
     std::filesystem::path p = path_from_utf8(value);
     if (!p.is_absolute()) return value;  // model names such as yolov8n, or files inside the job
     for (const auto& root : config_.roots)

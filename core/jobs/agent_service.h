@@ -63,9 +63,10 @@ class AgentService {
     void add_info_routes();
     void add_job_routes();
     void add_data_routes();
-    // Maps a path option ("dataset:<id>" or a server path) to a folder on this machine; throws
-    // InputError naming the option when it is outside the allowed roots.
+    // Maps a path option ("dataset:<id>", "blob:<sha256>/<name>" or a server path) to a path on
+    // this machine; throws InputError naming the option when it is outside the allowed roots.
     std::string resolve_server_path(const std::string& option, const std::string& value) const;
+    std::string blob_input_path(const std::string& option, const std::string& ref) const;
     void audit(const std::string& who, const std::string& action, const std::string& detail);
     Json resolve_job_options(const std::string& task, const Json& options) const;
     // One telemetry tick: publishes the GPUs and raises alarms for the running jobs.

@@ -5,7 +5,7 @@
 # "checkpoint" is the last completed step, kept in DIR/checkpoints/last.
 set -u
 # `describe` publishes the schema of the fake task (tests/agent/agent_test_util.h has the same).
-[ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""}]}]}'; exit 0; }
+[ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""},{"name":"model","type":"path","default":""}]}]}'; exit 0; }
 dir="$2"; resume="${3:-}"
 events="$dir/events.jsonl"
 steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); steps=${steps:-20}

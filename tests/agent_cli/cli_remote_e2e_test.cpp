@@ -199,3 +199,51 @@ TEST_F(CliRemoteE2E, AddPushSubmitJobsLogsDownloadCancel) {
         EXPECT_NE(audit.find(action), std::string::npos) << action;
     EXPECT_NE(audit.find("\"who\":\"ci\""), std::string::npos);
 }
+
+// Pretrained weights and a dataset on the person's machine travel with `remote submit`: the
+// worker gets paths on the agent with the same bytes, and the weights keep their file name (the
+// task tells .pt from .safetensors by it).
+TEST_F(CliRemoteE2E, SubmitUploadsLocalWeightsAndDatasetFolders) {
+    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
+    start_agent();
+    ASSERT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+    const auto weights = root / path_from_utf8("\xe6\xa8\xa1\xe5\x9e\x8b yolov8n.pt");  // 模型
+    std::ofstream(weights, std::ios::binary) << std::string(70000, '\x5a') << "end";
+    const auto folder = root / "local set";
+    fs::create_directories(folder / "images");
+    std::ofstream(folder / "images" / "a.jpg", std::ios::binary) << std::string(500, 'a');
+    std::ofstream(folder / "data.yaml") << "names: [cat]\n";
+
+    CliRun submit =
+        crucible({"remote", "submit", "gpu", "test.fake", "steps=3", "delay_ms=1",
+                  "model=" + path_to_utf8(weights), "data=" + path_to_utf8(folder / "data.yaml")});
+    ASSERT_EQ(submit.code, 0) << submit.out;
+    EXPECT_NE(submit.out.find("uploading"), std::string::npos) << submit.out;
+    const std::string job = last_line(submit.out);
+    const Json spec = Json::parse(read_file_bytes(data / "jobs" / job / "spec.json"));
+    const Json& options = spec.contains("options") ? spec["options"] : spec;
+    const auto model_on_agent = path_from_utf8(options.at("model").get<std::string>());
+    EXPECT_TRUE(is_path_inside(data / "inputs", model_on_agent)) << spec.dump();
+    EXPECT_EQ(model_on_agent.filename(), weights.filename());
+    EXPECT_EQ(sha256_file(model_on_agent), sha256_file(weights));
+    const auto data_on_agent = path_from_utf8(options.at("data").get<std::string>());
+    EXPECT_TRUE(is_path_inside(data / "datasets", data_on_agent)) << spec.dump();
+    EXPECT_EQ(data_on_agent.filename(), "data.yaml");
+    EXPECT_EQ(read_file_bytes(data_on_agent), "names: [cat]\n");
+
+    // A server path that is not on this machine is sent as it is, and the agent judges it.
+    CliRun outside = crucible({"remote", "submit", "gpu", "test.fake", "model=/nonexistent/x.pt"});
+    EXPECT_NE(outside.code, 0);
+    EXPECT_NE(outside.out.find("outside the folders this agent shares"), std::string::npos)
+        << outside.out;
+    // A reference to a blob the agent does not have, or with a path in its name, is refused.
+    CliRun missing = crucible(
+        {"remote", "submit", "gpu", "test.fake", "model=blob:" + std::string(64, 'a') + "/w.pt"});
+    EXPECT_NE(missing.code, 0);
+    EXPECT_NE(missing.out.find("upload the file first"), std::string::npos) << missing.out;
+    const std::string sha = sha256_file(weights);
+    CliRun traversal = crucible(
+        {"remote", "submit", "gpu", "test.fake", "model=blob:" + sha + "/../../tokens.json"});
+    EXPECT_NE(traversal.code, 0);
+    EXPECT_NE(traversal.out.find("plain file name"), std::string::npos) << traversal.out;
+}
