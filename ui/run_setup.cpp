@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <optional>
 
+#include "core/net/job_inputs.h"
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
@@ -255,8 +256,16 @@ std::int64_t RunSetupView::submit(const QString& name) {
         return -1;
     }
     store::update_run_state(*project_, run_id, "submitting");
+    // A remote server cannot read this computer's files: local files and folders named by path
+    // options (pretrained weights, datasets) are uploaded first. The local agent reads them here.
+    const Json schema = server ? net::find_task_schema(tasks_, run.setup.task) : Json();
     run_in_background<Json>(
-        this, [endpoint, body] { return net::ApiClient(endpoint).post("/v1/jobs", body); },
+        this,
+        [endpoint, body, schema]() mutable {
+            net::ApiClient client(endpoint);
+            body["options"] = net::upload_local_inputs(client, schema, body["options"]);
+            return client.post("/v1/jobs", body);
+        },
         [this, run_id](Json job, QString error) {
             const std::string job_id =
                 error.isEmpty() && job.is_object() ? job.value("id", std::string()) : std::string();
