@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/base/file_io.h"
+#include "core/base/json.h"
 #include "core/base/sha256.h"
 #include "core/net/token_store.h"
 #include "ui/background.h"
@@ -48,6 +49,22 @@ QString LocalAgent::find_program() {
     return {};
 }
 
+// The private agent works for the person at this desk, on their own files: a job may name any
+// path they can read, so its shared roots are every drive (on POSIX, "/"). A person's own
+// agent.json with roots of its own is kept as it is.
+void LocalAgent::share_this_computer(const std::filesystem::path& config_file) {
+    Json config = Json::object();
+    std::error_code ec;
+    if (std::filesystem::exists(config_file, ec))
+        config = parse_json(read_file_bytes(config_file), path_to_utf8(config_file));
+    if (!config.is_object() || config.contains("roots")) return;
+    Json roots = Json::array();
+    for (const QFileInfo& drive : QDir::drives())
+        roots.push_back(drive.absoluteFilePath().toStdString());
+    config["roots"] = roots;
+    write_file_atomically(config_file, config.dump(2) + "\n");
+}
+
 void LocalAgent::start() {
     if (running()) return;
     ready_ = false;
@@ -67,6 +84,7 @@ void LocalAgent::start() {
         const std::string token = random_hex(32);
         net::TokenStore tokens(path_from_utf8(data_dir_.toStdString()) / "tokens.json");
         tokens.add_hashed("studio-local", sha256_hex(token));
+        share_this_computer(path_from_utf8(data_dir_.toStdString()) / "agent.json");
         endpoint_ = {};
         endpoint_.url = "http://127.0.0.1:" + std::to_string(port);
         endpoint_.token = token;

@@ -7,6 +7,7 @@
 #include <QObject>
 #include <QProcess>
 #include <QString>
+#include <filesystem>
 
 #include "core/net/api_client.h"
 
@@ -33,6 +34,8 @@ class LocalAgent : public QObject {
     void failed(const QString& message);
 
   private:
+    static void share_this_computer(const std::filesystem::path& config_file);
+
     QString agent_, data_dir_, worker_;
     QProcess process_;
     net::RemoteEndpoint endpoint_;
