@@ -9,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QRegularExpression>
 #include <QSpinBox>
@@ -119,10 +120,8 @@ void OptionsForm::build() {
                     browse->setToolTip(tr("Choose a file"));
                     h->addWidget(w, 1);
                     h->addWidget(browse);
-                    connect(browse, &QPushButton::clicked, w, [w] {
-                        QString f = QFileDialog::getOpenFileName(w, tr("Choose a file"), w->text());
-                        if (!f.isEmpty()) w->setText(f);
-                    });
+                    connect(browse, &QPushButton::clicked, w,
+                            [this, browse, w] { browse_path(browse, w); });
                     connect(w, &QLineEdit::textChanged, this, &OptionsForm::changed);
                     editor = w;
                     row = holder;
@@ -156,6 +155,26 @@ void OptionsForm::build() {
     }
     outer->addStretch(1);
     reset_to_defaults();
+}
+
+void OptionsForm::set_server_browser(std::function<QString(QWidget*)> pick) {
+    server_browser_ = std::move(pick);
+}
+
+void OptionsForm::browse_path(QWidget* anchor, QLineEdit* edit) {
+    bool on_server = false;
+    if (server_browser_) {
+        QMenu menu(anchor);
+        menu.addAction(tr("On this computer… (uploaded with the run)"));
+        QAction* there = menu.addAction(tr("On the server…"));
+        QAction* chosen = menu.exec(anchor->mapToGlobal(QPoint(0, anchor->height())));
+        if (!chosen) return;
+        on_server = chosen == there;
+    }
+    const QString f = on_server
+                          ? server_browser_(this)
+                          : QFileDialog::getOpenFileName(edit, tr("Choose a file"), edit->text());
+    if (!f.isEmpty()) edit->setText(f);
 }
 
 QWidget* OptionsForm::editor(const std::string& name) const {

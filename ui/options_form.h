@@ -6,6 +6,7 @@
 #include <QString>
 #include <QStringList>
 #include <QWidget>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "core/base/options_schema.h"
 
 class QLabel;
+class QLineEdit;
 
 namespace crucible::ui {
 
@@ -40,6 +42,11 @@ class OptionsForm : public QWidget {
     void set_values(const Json& config);
     void reset_to_defaults();
 
+    // Where the run goes to a remote server, path options can also be picked there: `pick`
+    // returns a server path (empty when cancelled). An empty function leaves only local files.
+    void set_server_browser(std::function<QString(QWidget* parent)> pick);
+    bool has_server_browser() const { return static_cast<bool>(server_browser_); }
+
     // The equivalent command line: `crucible train <task> key=value ...` for changed options.
     QString command_line(const QStringList& extra_words = {}) const;
 
@@ -51,8 +58,11 @@ class OptionsForm : public QWidget {
     void set_editor_value(const OptionSpec& spec, const Json& value);
     Json editor_value(const OptionSpec& spec, bool* present) const;
 
+    void browse_path(QWidget* anchor, QLineEdit* edit);
+
     OptionSchema schema_;
     std::map<std::string, QWidget*> editors_;
+    std::function<QString(QWidget*)> server_browser_;
 };
 
 // Quotes a word for a POSIX shell when it needs it ('it''s' style).

@@ -19,6 +19,7 @@
 #include "ui/background.h"
 #include "ui/options_form.h"
 #include "ui/server_access.h"
+#include "ui/server_file_dialog.h"
 
 namespace crucible::ui {
 
@@ -104,6 +105,7 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
         submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
     };
     connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
+    connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
     enable_submit();
     connect(preset_, &QComboBox::activated, this, [this](int i) {
         if (!form_ || i <= 0 || !project_) return;
@@ -159,6 +161,7 @@ void RunSetupView::rebuild_form() {
         form_ = new OptionsForm(tasks_[static_cast<std::size_t>(i)], scroll_);
         scroll_->setWidget(form_);
         connect(form_, &OptionsForm::changed, this, &RunSetupView::update_command);
+        update_server_browser();
         error_->clear();
     } catch (const std::exception& e) {
         error_->setText(tr("bad schema: %1").arg(QString::fromUtf8(e.what())));
@@ -227,6 +230,27 @@ std::int64_t RunSetupView::create_run(const QString& name) {
 }  // namespace crucible::ui
 
 namespace crucible::ui {
+
+// Path options of a run for a remote server can also be picked on that server (/v1/fs).
+void RunSetupView::update_server_browser() {
+    if (!form_ || !project_) return;
+    const qlonglong id = server_->currentData().toLongLong();
+    std::optional<store::ServerInfo> server;
+    for (const auto& s : store::list_servers(*project_))
+        if (s.id == id) server = s;
+    if (!server) {
+        form_->set_server_browser({});
+        return;
+    }
+    form_->set_server_browser([this, info = *server](QWidget* parent) -> QString {
+        try {
+            return ServerFileDialog::pick(endpoint_for(info), parent);
+        } catch (const std::exception& e) {
+            error_->setText(QString::fromUtf8(e.what()));
+            return {};
+        }
+    });
+}
 
 void RunSetupView::select_server(std::int64_t server_id) {
     server_->setCurrentIndex(

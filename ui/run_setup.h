@@ -54,6 +54,7 @@ class RunSetupView : public QWidget {
 
   private:
     void rebuild_form();
+    void update_server_browser();
     void update_command();
     void reload_presets();
 

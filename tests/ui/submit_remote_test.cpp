@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QFileInfo>
+#include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
 #include <chrono>
@@ -22,41 +23,68 @@
 #include "ui/options_form.h"
 #include "ui/run_setup.h"
 #include "ui/server_access.h"
+#include "ui/server_file_dialog.h"
 
 using namespace crucible;
 using namespace crucible::ui;
 namespace fs = std::filesystem;
 
+namespace {
+
+// A real crucible-agent on loopback with the fake worker, a fresh token, and `roots` shared.
+struct RealAgent {
+    QProcess process;
+    std::string url, token;
+    Json tasks;
+    bool start(const fs::path& data, const std::vector<fs::path>& roots = {}) {
+        const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+        fs::create_directories(data);
+        token = net::TokenStore(data / "tokens.json").create("studio");
+        Json shared = Json::array();
+        for (const auto& r : roots)
+            shared.push_back(path_to_utf8(r));
+        write_file_atomically(data / "agent.json", Json{{"roots", shared}}.dump());
+        const int port = test_support::free_loopback_port();
+        process.setProcessChannelMode(QProcess::MergedChannels);
+        process.start(program, {"--listen", QStringLiteral("127.0.0.1:%1").arg(port), "--data",
+                                QString::fromStdString(path_to_utf8(data)), "--worker",
+                                QStringLiteral(CRUCIBLE_FAKE_WORKER), "--nvml",
+                                "/nonexistent/libnvidia-ml.so.1"});
+        if (!process.waitForStarted(10000)) return false;
+        url = "http://127.0.0.1:" + std::to_string(port);
+        return uitest::wait_for(
+            [&] {
+                try {
+                    tasks = net::ApiClient({url, token, ""}).get("/v1/info").at("tasks");
+                    return true;
+                } catch (const std::exception&) {
+                    return false;
+                }
+            },
+            20000);
+    }
+    ~RealAgent() {
+        process.terminate();
+        process.waitForFinished(10000);
+    }
+};
+
+bool agent_built() {
+    return QFileInfo(QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent"))
+        .isExecutable();
+}
+
+}  // namespace
+
 TEST(RunSetup, RemoteSubmitUploadsLocalPretrainedWeights) {
-    const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
-    if (!QFileInfo(program).isExecutable())
-        GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
     const auto dir = uitest::temp_dir();
     const auto data = dir / "agent";
-    fs::create_directories(data);
-    const std::string token = net::TokenStore(data / "tokens.json").create("studio");
-    const int port = test_support::free_loopback_port();
-    QProcess agent;
-    agent.setProcessChannelMode(QProcess::MergedChannels);
-    agent.start(program,
-                {"--listen", QStringLiteral("127.0.0.1:%1").arg(port), "--data",
-                 QString::fromStdString(path_to_utf8(data)), "--worker",
-                 QStringLiteral(CRUCIBLE_FAKE_WORKER), "--nvml", "/nonexistent/libnvidia-ml.so.1"});
-    ASSERT_TRUE(agent.waitForStarted(10000));
-    const std::string url = "http://127.0.0.1:" + std::to_string(port);
-    Json tasks;
-    ASSERT_TRUE(uitest::wait_for(
-        [&] {
-            try {
-                tasks = net::ApiClient({url, token, ""}).get("/v1/info").at("tasks");
-                return true;
-            } catch (const std::exception&) {
-                return false;
-            }
-        },
-        20000))
-        << "the agent did not answer: " << agent.readAll().toStdString();
-
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(data)) << agent.process.readAll().toStdString();
+    const std::string url = agent.url;
+    const std::string token = agent.token;
+    const Json tasks = agent.tasks;
     auto project = store::Project::create(dir / "p.crucible");
     const auto server = add_server(*project, "gpu", url, token, "");
     RunSetupView view(project.get(), tasks);
@@ -86,6 +114,63 @@ TEST(RunSetup, RemoteSubmitUploadsLocalPretrainedWeights) {
     // The project keeps what the person chose (their own path), not the agent's copy.
     const auto run = store::get_run(*project, submitted);
     EXPECT_EQ(run.setup.options.value("model", std::string()), path_to_utf8(weights));
-    agent.terminate();
-    agent.waitForFinished(10000);
+}
+
+// Weights that already live on the server are picked there: the dialog walks the agent's shared
+// folders (a Chinese folder name included) and returns the server path; the run setup offers it
+// only while a remote server is chosen.
+TEST(RunSetup, ServerFilePickerWalksTheSharedFolders) {
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    const auto dir = uitest::temp_dir();
+    const auto shared = dir / "models";
+    const auto sub = shared / path_from_utf8("\xe6\x9d\x83\xe9\x87\x8d");  // 权重
+    fs::create_directories(sub);
+    std::ofstream(sub / "best.pt", std::ios::binary) << "pt";
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(dir / "agent", {shared})) << agent.process.readAll().toStdString();
+    const net::RemoteEndpoint endpoint{agent.url, agent.token, ""};
+
+    ServerFileDialog dialog(endpoint);
+    bool listed = false;
+    QObject::connect(&dialog, &ServerFileDialog::listed, [&] { listed = true; });
+    auto wait_listing = [&] {
+        const bool ok = uitest::wait_for([&] { return listed; }, 10000);
+        listed = false;
+        return ok;
+    };
+    ASSERT_TRUE(wait_listing());
+    const QString root = QString::fromStdString(path_to_utf8(shared)) + "/";
+    ASSERT_EQ(dialog.entry_names(), QStringList{root});
+    dialog.choose(root);
+    ASSERT_TRUE(wait_listing());
+    const QString folder = QString::fromUtf8("\xe6\x9d\x83\xe9\x87\x8d/");
+    EXPECT_EQ(dialog.entry_names(), (QStringList{"../", folder}));
+    dialog.choose(folder);
+    ASSERT_TRUE(wait_listing());
+    EXPECT_EQ(dialog.entry_names(), (QStringList{"../", "best.pt"}));
+    dialog.choose("../");  // back up, then down again
+    ASSERT_TRUE(wait_listing());
+    EXPECT_EQ(dialog.folder().toStdString(), path_to_utf8(shared));
+    dialog.choose(folder);
+    ASSERT_TRUE(wait_listing());
+    dialog.choose("best.pt");
+    EXPECT_EQ(dialog.result(), QDialog::Accepted);
+    EXPECT_EQ(dialog.selected_path().toStdString(), path_to_utf8(sub / "best.pt"));
+
+    // A folder outside the shared roots is refused by the agent and the dialog says so.
+    ServerFileDialog outside(endpoint);
+    QObject::connect(&outside, &ServerFileDialog::listed, [&] { listed = true; });
+    ASSERT_TRUE(wait_listing());
+    outside.open_folder(QString::fromStdString(path_to_utf8(dir)));
+    ASSERT_TRUE(wait_listing());
+    EXPECT_TRUE(outside.findChild<QLabel*>("error")->text().contains("roots"))
+        << outside.findChild<QLabel*>("error")->text().toStdString();
+
+    auto project = store::Project::create(dir / "p.crucible");
+    const auto server = add_server(*project, "gpu", agent.url, agent.token, "");
+    RunSetupView view(project.get(), agent.tasks);
+    ASSERT_TRUE(view.select_task("test.fake"));
+    EXPECT_FALSE(view.form()->has_server_browser());  // "This computer"
+    view.select_server(server);
+    EXPECT_TRUE(view.form()->has_server_browser());
 }
