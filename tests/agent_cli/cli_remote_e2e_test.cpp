@@ -14,6 +14,7 @@
 
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/data/synth/synth.h"
 #include "core/jobs/child_process.h"
 #include "core/net/api_client.h"
 #include "core/net/token_store.h"
@@ -67,13 +68,13 @@ struct CliRemoteE2E : ::testing::Test {
         return r;
     }
 
-    void start_agent() {
+    void start_agent(const std::string& worker = CRUCIBLE_FAKE_WORKER) {
         port = free_loopback_port();
         jobs::ChildOptions o;
         o.program = CRUCIBLE_AGENT_EXE;
         o.args = {"--listen",       "127.0.0.1:" + std::to_string(port),
                   "--data",         path_to_utf8(data),
-                  "--worker",       CRUCIBLE_FAKE_WORKER,
+                  "--worker",       worker,
                   "--nvml",         "/nonexistent/libnvidia-ml.so.1",
                   "--max-cpu-jobs", "2"};
         o.log_file = root / "agent.log";
@@ -246,4 +247,43 @@ TEST_F(CliRemoteE2E, SubmitUploadsLocalWeightsAndDatasetFolders) {
         {"remote", "submit", "gpu", "test.fake", "model=blob:" + sha + "/../../tokens.json"});
     EXPECT_NE(traversal.code, 0);
     EXPECT_NE(traversal.out.find("plain file name"), std::string::npos) << traversal.out;
+}
+
+// A real detection job through the agent and the command line: the dataset on this machine is
+// pushed with the submit, crucible-worker trains YOLOv8n for two epochs on it, `logs -f`
+// follows to the end, and `download` brings back the best weights byte for byte.
+TEST_F(CliRemoteE2E, RealYoloJobFollowedToTheEndAndBestDownloaded) {
+#ifndef CRUCIBLE_REAL_WORKER
+    GTEST_SKIP() << "crucible-worker is not part of this build";
+#else
+    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
+    start_agent(CRUCIBLE_REAL_WORKER);
+    ASSERT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+    data::SynthOptions so;
+    so.train = 8;
+    so.val = 4;
+    so.classes = 2;
+    so.imgsz = 64;
+    const fs::path yaml = data::write_synth_dataset(root / "shapes", so);
+    CliRun submit = crucible({"remote", "submit", "gpu", "detect.yolo",
+                              "data=" + path_to_utf8(yaml), "model=yolov8n", "epochs=2", "imgsz=64",
+                              "batch=4", "device=cpu", "workers=1", "--name", "synthetic"});
+    ASSERT_EQ(submit.code, 0) << submit.out;
+    const std::string job = last_line(submit.out);
+    CliRun logs = crucible({"remote", "logs", "gpu", job, "-f"});
+    ASSERT_EQ(logs.code, 0) << logs.out;
+    EXPECT_NE(logs.out.find("job " + job + ": succeeded"), std::string::npos) << logs.out;
+    EXPECT_NE(logs.out.find("\"metrics/mAP50(B)\""), std::string::npos) << logs.out;
+    EXPECT_NE(logs.out.find("\"train/box_loss\""), std::string::npos) << logs.out;
+    const auto out = root / "best.safetensors";
+    CliRun dl = crucible({"remote", "download", "gpu", job, "artifacts/weights/best.safetensors",
+                          path_to_utf8(out)});
+    ASSERT_EQ(dl.code, 0) << dl.out;
+    const auto on_agent = data / "jobs" / job / "artifacts" / "weights" / "best.safetensors";
+    EXPECT_EQ(sha256_file(out), sha256_file(on_agent));
+    const std::string bytes = read_file_bytes(out);
+    ASSERT_GT(bytes.size(), 1000000u);  // YOLOv8n: about 3 M parameters
+    EXPECT_EQ(bytes[8], '{');           // a safetensors header follows the 8-byte length
+    EXPECT_NE(bytes.find("crucible_yolo_scale"), std::string::npos);
+#endif
 }
