@@ -373,7 +373,12 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     s.index = 0;
     std::fill(s.loss_sum.begin(), s.loss_sum.end(), 0.0);
     save_weights("last");
-    if (improved) save_weights("best");
+    if (improved) {
+        // The same weights as last.safetensors: a second name, not a second write.
+        PhaseTimer timer("weights");
+        link_or_copy_atomically(paths.weights() / "last.safetensors",
+                                paths.weights() / "best.safetensors");
+    }
     if (opt.save_period > 0 && (epoch + 1) % opt.save_period == 0)
         save_weights("epoch" + std::to_string(epoch + 1));
     checkpoint(improved);

@@ -45,10 +45,9 @@ std::string Trainer::Impl::encode_state() {
 
 bool Trainer::Impl::checkpoint(bool best) {
     PhaseTimer timer("checkpoint");
-    std::string bytes;
+    std::filesystem::path written;
     try {
-        bytes = encode_state();
-        store.write_step(s.step, bytes);
+        written = store.write_step(s.step, encode_state());
     } catch (const std::exception& e) {
         const std::string what = e.what();
         const bool full = what.find("No space") != std::string::npos ||
@@ -63,7 +62,7 @@ bool Trainer::Impl::checkpoint(bool best) {
     emit(make_checkpoint("last", s.step));
     if (best) {
         try {
-            store.write_named("best", bytes);
+            store.link_named("best", written);
             emit(make_checkpoint("best", s.step));
         } catch (const std::exception& e) {
             emit(

@@ -7,6 +7,7 @@
 
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
+#include "core/engine/checkpoint_file.h"
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/schedule.h"
 #include "core/engine/stop_control.h"
@@ -97,6 +98,15 @@ TEST(EngineRun, LearnsAndWritesEventsResultsAndWeights) {
         EXPECT_TRUE(std::filesystem::exists(dir / f)) << f;
     EXPECT_TRUE(std::filesystem::is_directory(dir / "checkpoints"));
     EXPECT_TRUE(std::filesystem::exists(dir / "checkpoints" / "best.ckpt"));
+    // best.ckpt is a second name of the step checkpoint of the best epoch (a link, not a second
+    // write): valid, and at the step its `checkpoint` event names.
+    std::int64_t best_step = -1;
+    for (const auto& c : of_kind(events, "checkpoint"))
+        if (c.fields.value("name", std::string()) == "best")
+            best_step = c.fields["step"].get<std::int64_t>();
+    ASSERT_GE(best_step, 0);
+    const auto best = decode_checkpoint(read_file_bytes(dir / "checkpoints" / "best.ckpt"), "best");
+    EXPECT_EQ(best.meta.at("step").get<std::int64_t>(), best_step);
     std::filesystem::remove_all(dir);
 }
 
