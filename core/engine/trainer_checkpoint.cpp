@@ -45,31 +45,38 @@ std::string Trainer::Impl::encode_state() {
 
 bool Trainer::Impl::checkpoint(bool best) {
     PhaseTimer timer("checkpoint");
-    std::filesystem::path written;
+    std::string bytes;
     try {
-        written = store.write_step(s.step, encode_state());
+        bytes = encode_state();
     } catch (const std::exception& e) {
-        const std::string what = e.what();
-        const bool full = what.find("No space") != std::string::npos ||
-                          what.find("ENOSPC") != std::string::npos ||
-                          what.find("disk full") != std::string::npos;
-        emit(make_alarm(full ? "disk_full" : "checkpoint_failed",
-                        what + "; the previous checkpoint is kept and training goes on"));
-        spdlog::warn("{}", what);
+        emit(make_alarm("checkpoint_failed",
+                        std::string(e.what()) + "; the previous checkpoint is kept"));
         return false;
     }
-    last_checkpoint_step = s.step;
-    emit(make_checkpoint("last", s.step));
-    if (best) {
-        try {
-            store.link_named("best", written);
-            emit(make_checkpoint("best", s.step));
-        } catch (const std::exception& e) {
-            emit(
-                make_alarm("checkpoint_failed", std::string(e.what()) + "; best.ckpt not updated"));
-        }
-    }
+    // The bytes are those of this step; the disk write goes on behind the next steps.
+    report_checkpoints(writer.submit(s.step, std::move(bytes), best));
     return true;
+}
+
+void Trainer::Impl::report_checkpoints(const std::vector<CheckpointWriter::Outcome>& outcomes) {
+    for (const auto& o : outcomes) {
+        if (!o.error.empty()) {
+            const bool full = o.error.find("No space") != std::string::npos ||
+                              o.error.find("ENOSPC") != std::string::npos ||
+                              o.error.find("disk full") != std::string::npos;
+            emit(make_alarm(full ? "disk_full" : "checkpoint_failed",
+                            o.error + "; the previous checkpoint is kept and training goes on"));
+            spdlog::warn("{}", o.error);
+            continue;
+        }
+        last_checkpoint_step = std::max(last_checkpoint_step, o.step);
+        emit(make_checkpoint("last", o.step));
+        if (!o.best) continue;
+        if (o.best_error.empty())
+            emit(make_checkpoint("best", o.step));
+        else
+            emit(make_alarm("checkpoint_failed", o.best_error + "; best.ckpt not updated"));
+    }
 }
 
 void Trainer::Impl::restore_state(const CheckpointData& data, const std::string& where) {

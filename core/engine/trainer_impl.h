@@ -13,6 +13,7 @@
 
 #include "core/base/event.h"
 #include "core/engine/checkpoint_store.h"
+#include "core/engine/checkpoint_writer.h"
 #include "core/engine/device.h"
 #include "core/engine/ema.h"
 #include "core/engine/loss_scaler.h"
@@ -68,6 +69,7 @@ struct Trainer::Impl {
     std::vector<std::string> loss_names, eval_columns;
     ResultsTable results;
     CheckpointStore store;
+    CheckpointWriter writer;  // after `store`, which it writes to
     StopControl control;
     LoopState s;
     std::int64_t last_checkpoint_step = -1;
@@ -101,6 +103,8 @@ struct Trainer::Impl {
     // Writes a step checkpoint (and best.ckpt when `best`); a failed write raises an alarm and
     // returns false, leaving the previous checkpoints as they were.
     bool checkpoint(bool best);
+    // Emits the `checkpoint` events (or alarms) of finished background writes.
+    void report_checkpoints(const std::vector<CheckpointWriter::Outcome>& outcomes);
     // Restores the newest valid checkpoint; false when there is none.
     bool resume_from_checkpoint();
 };

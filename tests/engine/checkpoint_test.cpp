@@ -9,6 +9,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/engine/checkpoint_store.h"
+#include "core/engine/checkpoint_writer.h"
 #include "core/engine/fault.h"
 
 namespace crucible::engine {
@@ -116,6 +117,53 @@ TEST(CheckpointStore, DiskFullKeepsThePreviousCheckpoint) {
     EXPECT_EQ(read_checkpoint_file(files[0]).meta["step"], 1);
     for (const auto& e : std::filesystem::directory_iterator(dir))
         EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crucible::engine
+
+namespace crucible::engine {
+namespace {
+
+// Background writes: outcomes come back in order, each durable and valid; best.ckpt is the same
+// file as the step it names; keep-K pruning still applies; a failed write is an outcome with
+// its reason, and the writer goes on.
+TEST(CheckpointWriter, BackgroundWritesReportInOrderAndLinkBest) {
+    const auto dir = fresh_dir("crucible_ckpt_writer");
+    CheckpointStore store(dir / "checkpoints", 2);
+    std::vector<CheckpointWriter::Outcome> outcomes;
+    {
+        CheckpointWriter writer(store, /*synchronous=*/false);
+        for (int step : {3, 6, 9}) {
+            auto done = writer.submit(step, encode_checkpoint(sample(step)), step == 6);
+            outcomes.insert(outcomes.end(), done.begin(), done.end());
+        }
+        auto rest = writer.finish_all();
+        outcomes.insert(outcomes.end(), rest.begin(), rest.end());
+        EXPECT_TRUE(writer.finish_all().empty());
+    }
+    ASSERT_EQ(outcomes.size(), 3u);
+    for (std::size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(outcomes[i].step, static_cast<std::int64_t>(3 * (i + 1)));
+        EXPECT_TRUE(outcomes[i].error.empty()) << outcomes[i].error;
+    }
+    EXPECT_TRUE(outcomes[1].best);
+    const auto files = store.step_files();
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(files[0].filename(), CheckpointStore::step_file_name(9));
+    const auto best = decode_checkpoint(read_file_bytes(dir / "checkpoints" / "best.ckpt"), "best");
+    EXPECT_EQ(best.meta["step"], 6);  // step 6's file is pruned; its second name stays
+
+    // A store whose folder cannot be made: the outcome carries the reason.
+    std::ofstream(dir / "blocked") << "a file where the folder should be";
+    CheckpointStore blocked(dir / "blocked" / "checkpoints", 2);
+    CheckpointWriter writer(blocked, false);
+    writer.submit(12, encode_checkpoint(sample(12)), true);
+    const auto failed = writer.finish_all();
+    ASSERT_EQ(failed.size(), 1u);
+    EXPECT_FALSE(failed[0].error.empty());
+    EXPECT_TRUE(failed[0].file.empty());
     std::filesystem::remove_all(dir);
 }
 
