@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -30,6 +31,7 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
     if (!std::filesystem::is_directory(job_dir))
         throw InputError(path_to_utf8(job_dir), "job folder does not exist");
     paths.create();
+    keep_large_blocks_in_heap();  // activations, batches and checkpoints reuse heap blocks
     LogOptions log;
     log.file = paths.worker_log();
     log.console = options.console;

@@ -6,11 +6,8 @@
 
 #include <opencv2/core.hpp>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
-
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 namespace crucible::data {
 
@@ -39,12 +36,7 @@ BatchLoader::BatchLoader(std::vector<LoaderSample> samples, LoaderOptions option
     if (options_.workers < 0 || options_.workers > 256)
         throw InputError("workers", "must be between 0 and 256");
     if (options_.prefetch < 1) throw InputError("prefetch", "must be at least 1");
-#if defined(__GLIBC__)
-    if (options_.tune_allocator) {
-        mallopt(M_MMAP_THRESHOLD, 256 << 20);
-        mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    }
-#endif
+    if (options_.tune_allocator) keep_large_blocks_in_heap();
     if (options_.cache) {
         cache_.resize(samples_.size());
         cache_state_.assign(samples_.size(), 0);
