@@ -80,12 +80,22 @@ std::string read_file_bytes(const std::filesystem::path& path) {
     return read_file_bytes_limited(path, std::uint64_t{1} << 40);
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+namespace {
+
+// <path>.tmp-<pid>-<n>: unique within the process and across processes.
+std::filesystem::path temp_name_for(const std::filesystem::path& path) {
     static std::atomic<unsigned> counter{0};
-    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    std::filesystem::create_directories(folder);
     auto temp = path;
     temp += ".tmp-" + std::to_string(platform::process_id()) + "-" + std::to_string(counter++);
+    return temp;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+    const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::filesystem::create_directories(folder);
+    const auto temp = temp_name_for(path);
     const std::string where = path_to_utf8(path);
     try {
         {
@@ -101,6 +111,29 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
         platform::fsync_folder(folder);
     } catch (...) {
         std::error_code ec;
+        std::filesystem::remove(temp, ec);
+        throw;
+    }
+}
+
+void link_or_copy_atomically(const std::filesystem::path& source,
+                             const std::filesystem::path& target) {
+    const auto temp = temp_name_for(target);
+    std::error_code ec;
+    std::filesystem::create_hard_link(source, temp, ec);
+    if (ec) {
+        ec.clear();
+        std::filesystem::copy_file(source, temp, ec);
+        if (!ec) platform::fsync_file(temp);
+    }
+    if (ec)
+        throw Error(path_to_utf8(target) + ": cannot link or copy " + path_to_utf8(source) + ": " +
+                    ec.message());
+    try {
+        platform::replace_file(temp, target);
+        platform::fsync_folder(target.has_parent_path() ? target.parent_path()
+                                                        : std::filesystem::path("."));
+    } catch (...) {
         std::filesystem::remove(temp, ec);
         throw;
     }

@@ -26,6 +26,10 @@ std::string read_file_bytes_limited(const std::filesystem::path& path, std::uint
 // Throws Error (with the OS reason, e.g. "No space left on device") and removes the temp file
 // if any step fails; the previous file is untouched then.
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+// Makes `target` another name of the finished file `source` (a hard link; a copy on file systems
+// without links), atomically: readers see the old target or the new one, never a partial file.
+void link_or_copy_atomically(const std::filesystem::path& source,
+                             const std::filesystem::path& target);
 
 // True when `candidate` (after normalization) lies inside `root`. Used to refuse path traversal.
 bool is_path_inside(const std::filesystem::path& root, const std::filesystem::path& candidate);

@@ -61,29 +61,6 @@ void write_checkpoint_atomically(const std::filesystem::path& path, const std::s
     platform::fsync_folder(path.parent_path());
 }
 
-void link_or_copy_atomically(const std::filesystem::path& source,
-                             const std::filesystem::path& target) {
-    std::filesystem::path tmp = target;
-    tmp += ".tmp-" + random_hex(4);
-    std::error_code ec;
-    std::filesystem::create_hard_link(source, tmp, ec);
-    if (ec) {
-        ec.clear();
-        std::filesystem::copy_file(source, tmp, ec);
-        if (!ec) platform::fsync_file(tmp);
-    }
-    if (ec)
-        throw Error(path_to_utf8(target) + ": cannot link or copy " + path_to_utf8(source) + ": " +
-                    ec.message());
-    try {
-        platform::replace_file(tmp, target);
-    } catch (...) {
-        std::filesystem::remove(tmp, ec);
-        throw;
-    }
-    platform::fsync_folder(target.parent_path());
-}
-
 CheckpointStore::CheckpointStore(std::filesystem::path dir, int keep)
     : dir_(std::move(dir)), keep_(std::max(keep, 1)) {}
 
@@ -102,14 +79,6 @@ std::filesystem::path CheckpointStore::write_step(std::int64_t step, const std::
         std::error_code ec;
         std::filesystem::remove(files[i], ec);
     }
-    return path;
-}
-
-std::filesystem::path CheckpointStore::write_named(const std::string& name,
-                                                   const std::string& bytes) {
-    std::filesystem::create_directories(dir_);
-    const auto path = dir_ / (name + ".ckpt");
-    write_checkpoint_atomically(path, bytes);
     return path;
 }
 

@@ -16,11 +16,6 @@ namespace crucible::engine {
 // (e.g. "No space left on device", or the disk_full fault) leaving `path` as it was.
 void write_checkpoint_atomically(const std::filesystem::path& path, const std::string& bytes);
 
-// Makes `target` another name of the finished file `source` (a hard link; a copy on file systems
-// without links), atomically: readers see the old target or the new one, never a partial file.
-void link_or_copy_atomically(const std::filesystem::path& source,
-                             const std::filesystem::path& target);
-
 class CheckpointStore {
   public:
     CheckpointStore(std::filesystem::path dir, int keep);
@@ -30,7 +25,6 @@ class CheckpointStore {
 
     // Writes step-<step>.ckpt and removes the oldest step files beyond `keep`.
     std::filesystem::path write_step(std::int64_t step, const std::string& bytes);
-    std::filesystem::path write_named(const std::string& name, const std::string& bytes);
     // <name>.ckpt as the same file as `written` (a checkpoint this store wrote): best.ckpt costs
     // a link, not a second 60 MB write.
     std::filesystem::path link_named(const std::string& name, const std::filesystem::path& written);
