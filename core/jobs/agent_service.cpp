@@ -9,10 +9,10 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
-#include "core/base/sha256.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
 #include "core/jobs/worker_control.h"
+#include "core/net/job_inputs.h"
 #include "core/net/tls.h"
 
 namespace crucible::jobs {
@@ -233,22 +233,11 @@ std::string AgentService::blob_input_path(const std::string& option, const std::
         throw InputError(option, "'blob:" + ref + "' needs a plain file name after the hash");
     if (!blobs_.has(sha))
         throw InputError(option, "no blob " + sha + " on this agent; upload the file first");
-    const auto dir = config_.data_dir / "inputs" / sha;
-    const auto target = dir / path_from_utf8(name);
+    const auto target = config_.data_dir / "inputs" / sha / path_from_utf8(name);
     std::error_code ec;
-    if (std::filesystem::exists(target, ec)) return path_to_utf8(target);
-    std::filesystem::create_directories(dir, ec);
-    const auto temp = dir / (".partial-" + random_hex(8));
-    std::filesystem::create_hard_link(blobs_.path(sha), temp, ec);
-    if (ec) {
-        ec.clear();
-        std::filesystem::copy_file(blobs_.path(sha), temp, ec);
-    }
-    if (!ec) std::filesystem::rename(temp, target, ec);
-    if (ec) {
-        std::filesystem::remove(temp, ec);
-        throw Error("cannot place blob " + sha + " as " + path_to_utf8(target) + ": " +
-                    ec.message());
+    if (!std::filesystem::exists(target, ec)) {
+        std::filesystem::create_directories(target.parent_path(), ec);
+        link_or_copy_atomically(blobs_.path(sha), target);
     }
     return path_to_utf8(target);
 }
@@ -279,22 +268,22 @@ std::string AgentService::resolve_server_path(const std::string& option,
 }
 
 Json AgentService::resolve_job_options(const std::string& task, const Json& options) const {
-    for (const auto& schema_json : config_.task_schemas) {
-        if (schema_json.value("task", std::string()) != task) continue;
-        OptionSchema schema = OptionSchema::from_json(schema_json);
-        Json resolved = schema.resolve(options);
-        for (const auto& spec : schema.options())
-            if (spec.type == OptionType::Path && resolved[spec.name].is_string() &&
-                !resolved[spec.name].get<std::string>().empty())
-                resolved[spec.name] =
-                    resolve_server_path(spec.name, resolved[spec.name].get<std::string>());
-        return resolved;
+    const Json schema_json = net::find_task_schema(config_.task_schemas, task);
+    if (schema_json.is_null()) {
+        std::string known;
+        for (const auto& s : config_.task_schemas)
+            known += (known.empty() ? "" : ", ") + s.value("task", std::string());
+        throw InputError("task", "unknown task '" + task + "' (this agent has: " +
+                                     (known.empty() ? "none" : known) + ")");
     }
-    std::string known;
-    for (const auto& s : config_.task_schemas)
-        known += (known.empty() ? "" : ", ") + s.value("task", std::string());
-    throw InputError("task", "unknown task '" + task +
-                                 "' (this agent has: " + (known.empty() ? "none" : known) + ")");
+    const OptionSchema schema = OptionSchema::from_json(schema_json);
+    Json resolved = schema.resolve(options);
+    for (const auto& spec : schema.options())
+        if (spec.type == OptionType::Path && resolved[spec.name].is_string() &&
+            !resolved[spec.name].get<std::string>().empty())
+            resolved[spec.name] =
+                resolve_server_path(spec.name, resolved[spec.name].get<std::string>());
+    return resolved;
 }
 
 }  // namespace crucible::jobs

@@ -133,9 +133,9 @@ TEST(JobInbox, PostedEventsAreAppendedInOrderByTheOwnerOfTheLog) {
         w.append(make_status("running"));
         w.append(make_log("info", "x"));
     }
-    jobs::post_to_job_inbox(dir, make_alarm("gpu_idle", "first"));
-    jobs::post_to_job_inbox(dir, make_alarm("gpu_memory", "second"));
-    std::ofstream(jobs::job_inbox(dir) / "00000000000000000000-junk.json") << "{not json";
+    post_to_job_inbox(dir, make_alarm("gpu_idle", "first"));
+    post_to_job_inbox(dir, make_alarm("gpu_memory", "second"));
+    std::ofstream(job_inbox(dir) / "00000000000000000000-junk.json") << "{not json";
     // Nothing reaches events.jsonl until its owner drains the inbox.
     EXPECT_EQ(read_event_log(dir / "events.jsonl").size(), 2u);
     Event last = jobs::append_job_event(dir, make_status("failed", "gone"));
@@ -150,11 +150,11 @@ TEST(JobInbox, PostedEventsAreAppendedInOrderByTheOwnerOfTheLog) {
     EXPECT_EQ(events[4].kind, "status");
     // Drained files are gone; the unreadable one is set aside, not lost and not retried.
     std::vector<std::string> left;
-    for (const auto& e : std::filesystem::directory_iterator(jobs::job_inbox(dir)))
+    for (const auto& e : std::filesystem::directory_iterator(job_inbox(dir)))
         left.push_back(e.path().filename().string());
     EXPECT_EQ(left, std::vector<std::string>{"00000000000000000000-junk.json.bad"});
     EventLogWriter again(dir / "events.jsonl");
-    EXPECT_EQ(jobs::drain_job_inbox(dir, again), 0u);
+    EXPECT_EQ(drain_job_inbox(dir, again), 0u);
     std::filesystem::remove_all(dir);
 }
 
