@@ -36,10 +36,9 @@ std::vector<CheckpointWriter::Outcome> CheckpointWriter::submit(std::int64_t ste
                                                                 std::string bytes, bool best) {
     if (thread_.joinable()) thread_.join();
     if (synchronous_) {
-        Outcome o = write(step, bytes, best);
-        std::lock_guard lock(mutex_);
-        finished_.push_back(std::move(o));
-        return std::exchange(finished_, {});
+        auto done = take_finished();
+        done.push_back(write(step, bytes, best));
+        return done;
     }
     thread_ = std::thread([this, step, best, bytes = std::move(bytes)] {
         Outcome o = write(step, bytes, best);

@@ -1,10 +1,11 @@
 #pragma once
-// Writes checkpoints on a thread of its own, so training goes on while the bytes reach the disk:
-// a yolov8n checkpoint is 61 MB and its write + fsync takes about 0.2 s, more than a 16-step epoch
-// spends on anything else on a GPU. The trainer encodes the state on its own thread (so the bytes
-// are exactly those of that step), hands them over, and later collects each outcome on its own
-// thread, where it emits the `checkpoint` event: a checkpoint is announced only once it is durable.
-// One write at a time, in submission order; submitting waits for the previous write.
+// Writes checkpoints on a thread of its own, so training goes on while the bytes reach the disk
+// (a yolov8n checkpoint is 64 MB; its write + fsync took 0.18-0.27 s in bench_checkpoint, against
+// about 0.5 s for a whole CPU training step at 320 px, batch 16). The trainer encodes the state on
+// its own thread (so the bytes are exactly those of that step), hands them over, and later collects
+// each outcome on its own thread, where it emits the `checkpoint` event: a checkpoint is announced
+// only once it is durable. One write at a time, in submission order; submitting waits for the
+// previous write.
 #include <cstdint>
 #include <filesystem>
 #include <mutex>

@@ -16,6 +16,8 @@ namespace crucible::engine {
 struct FaultPlan {
     std::string point;  // empty: no fault
     long long n = -1;   // -1: the point's default
+    // Every point but disk_full kills the process.
+    bool kills() const { return !point.empty() && point != "disk_full"; }
 };
 
 // Parsed once from CRUCIBLE_FAULT.

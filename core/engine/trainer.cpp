@@ -69,7 +69,7 @@ Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, RunPaths p
       store(paths.checkpoints(), opt.keep_checkpoints),
       // Runs that inject a kill at a named point write synchronously, so every checkpoint
       // before that point is on disk when the process dies, as the resume tests expect.
-      writer(store, !fault_plan().point.empty() && fault_plan().point != "disk_full"),
+      writer(store, fault_plan().kills()),
       control(paths.dir) {}
 
 Trainer::Trainer(Task& task, const TaskInfo& info, Json config, RunPaths paths,

@@ -43,7 +43,7 @@ std::string Trainer::Impl::encode_state() {
     return encode_checkpoint(data);
 }
 
-bool Trainer::Impl::checkpoint(bool best) {
+void Trainer::Impl::checkpoint(bool best) {
     PhaseTimer timer("checkpoint");
     std::string bytes;
     try {
@@ -51,11 +51,10 @@ bool Trainer::Impl::checkpoint(bool best) {
     } catch (const std::exception& e) {
         emit(make_alarm("checkpoint_failed",
                         std::string(e.what()) + "; the previous checkpoint is kept"));
-        return false;
+        return;
     }
     // The bytes are those of this step; the disk write goes on behind the next steps.
     report_checkpoints(writer.submit(s.step, std::move(bytes), best));
-    return true;
 }
 
 void Trainer::Impl::report_checkpoints(const std::vector<CheckpointWriter::Outcome>& outcomes) {

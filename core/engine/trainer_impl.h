@@ -100,9 +100,9 @@ struct Trainer::Impl {
     // trainer_checkpoint.cpp
     std::string encode_state();
     void restore_state(const CheckpointData& data, const std::string& where);
-    // Writes a step checkpoint (and best.ckpt when `best`); a failed write raises an alarm and
-    // returns false, leaving the previous checkpoints as they were.
-    bool checkpoint(bool best);
+    // Encodes the state of this step and hands it to the background writer (best.ckpt too when
+    // `best`); the outcome is reported by report_checkpoints once the write has finished.
+    void checkpoint(bool best);
     // Emits the `checkpoint` events (or alarms) of finished background writes.
     void report_checkpoints(const std::vector<CheckpointWriter::Outcome>& outcomes);
     // Restores the newest valid checkpoint; false when there is none.
