@@ -232,12 +232,17 @@ std::int64_t RunSetupView::create_run(const QString& name) {
 namespace crucible::ui {
 
 // Path options of a run for a remote server can also be picked on that server (/v1/fs).
-void RunSetupView::update_server_browser() {
-    if (!form_ || !project_) return;
+std::optional<store::ServerInfo> RunSetupView::selected_server() const {
     const qlonglong id = server_->currentData().toLongLong();
-    std::optional<store::ServerInfo> server;
+    if (id < 0 || !project_) return std::nullopt;  // "This computer"
     for (const auto& s : store::list_servers(*project_))
-        if (s.id == id) server = s;
+        if (s.id == id) return s;
+    return std::nullopt;
+}
+
+void RunSetupView::update_server_browser() {
+    if (!form_) return;
+    const auto server = selected_server();
     if (!server) {
         form_->set_server_browser({});
         return;
@@ -263,9 +268,7 @@ std::int64_t RunSetupView::submit(const QString& name) {
         error_->setText(tr("choose a server to submit to (or run it here with the command)"));
         return -1;
     }
-    std::optional<store::ServerInfo> server;
-    for (const auto& s : store::list_servers(*project_))
-        if (s.id == server_id) server = s;
+    const auto server = selected_server();
     if (!server && !has_local_) return -1;
     const std::int64_t run_id = create_run(name);
     if (run_id < 0) return -1;

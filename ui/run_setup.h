@@ -6,19 +6,17 @@
 #include <QString>
 #include <QWidget>
 #include <cstdint>
+#include <optional>
 
 #include "core/base/json.h"
 #include "core/net/api_client.h"
+#include "core/store/run_store.h"
 
 class QComboBox;
 class QLabel;
 class QLineEdit;
 class QPushButton;
 class QScrollArea;
-
-namespace crucible::store {
-class Project;
-}
 
 namespace crucible::ui {
 
@@ -55,6 +53,8 @@ class RunSetupView : public QWidget {
   private:
     void rebuild_form();
     void update_server_browser();
+    // The chosen remote server; none for "This computer".
+    std::optional<store::ServerInfo> selected_server() const;
     void update_command();
     void reload_presets();
 

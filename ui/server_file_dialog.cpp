@@ -5,26 +5,11 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QVBoxLayout>
-#include <cctype>
+#include <map>
 
 #include "ui/background.h"
 
 namespace crucible::ui {
-
-std::string url_encode_component(const std::string& text) {
-    static const char* hex = "0123456789ABCDEF";
-    std::string out;
-    for (unsigned char c : text) {
-        if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-            out += static_cast<char>(c);
-        } else {
-            out += '%';
-            out += hex[c >> 4];
-            out += hex[c & 15];
-        }
-    }
-    return out;
-}
 
 namespace {
 
@@ -79,10 +64,10 @@ void ServerFileDialog::open_folder(const QString& path) {
     error_->clear();
     where_->setText(path.isEmpty() ? tr("Shared folders of the server") : path);
     const auto endpoint = endpoint_;
-    const std::string query =
-        path.isEmpty() ? "/v1/fs" : "/v1/fs?path=" + url_encode_component(path.toStdString());
+    std::multimap<std::string, std::string> query;
+    if (!path.isEmpty()) query.emplace("path", path.toStdString());
     run_in_background<Json>(
-        this, [endpoint, query] { return net::ApiClient(endpoint).get(query); },
+        this, [endpoint, query] { return net::ApiClient(endpoint).get("/v1/fs", query); },
         [this, path](Json listing, QString error) {
             if (!error.isEmpty()) {
                 error_->setText(error);

@@ -11,7 +11,6 @@
 class QLabel;
 class QListWidget;
 class QListWidgetItem;
-class QPushButton;
 
 namespace crucible::ui {
 
@@ -47,8 +46,5 @@ class ServerFileDialog : public QDialog {
     QString folder_, selected_;
     QStringList roots_;
 };
-
-// Percent-encodes a query parameter value (UTF-8 bytes; unreserved characters stay).
-std::string url_encode_component(const std::string& text);
 
 }  // namespace crucible::ui

@@ -136,6 +136,14 @@ Json ApiClient::get(const std::string& path) {
     return check(res->status, res->body, "GET " + path);
 }
 
+Json ApiClient::get(const std::string& path, const std::multimap<std::string, std::string>& query) {
+    auto cli = connect(std::chrono::seconds(60));
+    const httplib::Params params(query.begin(), query.end());
+    auto res = cli->Get(path, params, httplib::Headers{});
+    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    return check(res->status, res->body, "GET " + path);
+}
+
 Json ApiClient::post(const std::string& path, const Json& body) {
     auto cli = connect(std::chrono::seconds(60));
     auto res = cli->Post(path, body.dump(), "application/json");

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -53,6 +54,8 @@ class ApiClient {
     static std::string probe_fingerprint(const std::string& url);
 
     Json get(const std::string& path);
+    // GET with query parameters, each value percent-encoded (paths with spaces, non-ASCII).
+    Json get(const std::string& path, const std::multimap<std::string, std::string>& query);
     Json post(const std::string& path, const Json& body);
     Json del(const std::string& path);
 
