@@ -18,20 +18,13 @@ namespace {
 
 OptionSchema export_schema() {
     OptionSchema s("detect", "Export detection weights");
-    OptionSpec model{.name = "model",
-                     .type = OptionType::String,
-                     .default_value = "",
-                     .help = "weights to export: Ultralytics .pt or Crucible .safetensors"};
-    OptionSpec format{.name = "format",
-                      .type = OptionType::Choice,
-                      .default_value = "safetensors",
-                      .choices = {"safetensors"},
-                      .help = "output format"};
-    OptionSpec out{.name = "out",
-                   .type = OptionType::Path,
-                   .default_value = "",
-                   .help = "output file (default: the model's name with .safetensors)"};
-    s.add(model).add(format).add(out);
+    const std::string g = "general";
+    s.add(
+        text_option("model", "", "weights to export: Ultralytics .pt or Crucible .safetensors", g));
+    s.add(option_spec("format", OptionType::Choice, "safetensors", "output format", g, std::nullopt,
+                      std::nullopt, {"safetensors"}));
+    s.add(text_option("out", "", "output file (default: the model's name with .safetensors)", g,
+                      OptionType::Path));
     return s;
 }
 

@@ -20,6 +20,7 @@
 #include "core/engine/run_folder.h"
 #include "core/engine/threads.h"
 #include "plugins/detect/metrics/metrics_report.h"
+#include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/model_source.h"
 #include "plugins/detect/task/predictor.h"
 
@@ -35,10 +36,7 @@ OptionSchema predict_schema() {
                       g));
     s.add(option_spec("imgsz", OptionType::Integer, 640, "inference size (multiple of 32)", g, 32,
                       8192));
-    s.add(option_spec("conf", OptionType::Number, 0.25, "confidence threshold", g, 0, 1));
-    s.add(option_spec("iou", OptionType::Number, 0.7, "NMS IoU threshold", g, 0, 1));
-    s.add(option_spec("max_det", OptionType::Integer, 300, "detections kept per image", g, 1,
-                      100000));
+    detect::add_nms_options(s, 0.25, g);
     s.add(option_spec("agnostic_nms", OptionType::Boolean, false,
                       "classes suppress each other in NMS", g));
     s.add(option_spec("device", OptionType::String, "",
@@ -87,15 +85,12 @@ int run_predict_detect(const std::vector<std::string>& words) {
         throw InputError("model", "is required: a .pt or .safetensors file of a detection model");
     engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
     const auto device = engine::choose_device(opt["device"].get<std::string>());
-    auto loaded = detect::load_detection_model(model_name, std::nullopt);
-    loaded.model->to(device.device);
-    loaded.model->eval();
+    auto loaded = detect::load_for_inference(model_name, device.device);
 
     detect::PredictOptions po;
-    po.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
-    po.nms.conf_threshold = opt["conf"].get<double>();
-    po.nms.iou_threshold = opt["iou"].get<double>();
-    po.nms.max_det = static_cast<int>(opt["max_det"].get<long long>());
+    po.imgsz = detect::imgsz_from(opt);
+    po.nms = detect::nms_options_from(opt);
+    po.nms.multi_label = false;  // one class per box, as the reference's predict
     po.nms.agnostic = opt["agnostic_nms"].get<bool>();
 
     const auto out_dir = engine::claim_run_folder(

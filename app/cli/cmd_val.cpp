@@ -9,6 +9,7 @@
 // against the dataset's labels, and prints the reference's results table (all + per class) or,
 // with json=true, JSON keyed by the results.csv names.
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "core/engine/threads.h"
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/metrics/prediction_folder.h"
+#include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detection_validator.h"
 #include "plugins/detect/task/model_source.h"
 
@@ -30,79 +32,35 @@ namespace {
 
 OptionSchema val_detect_schema() {
     OptionSchema s("detect", "Validate detections");
-    s.add({.name = "data",
-           .type = OptionType::Path,
-           .default_value = "",
-           .help = "dataset: data.yaml, COCO .json or VOC folder (labels come from it)"});
+    const std::string g = "general";
+    s.add(option_spec("data", OptionType::Path, "",
+                      "dataset: data.yaml, COCO .json or VOC folder (labels come from it)", g));
+    s.add(option_spec(
+        "labels", OptionType::Path, "",
+        "alternative to data=: a folder of YOLO label .txt files (classes.txt gives names)", g));
+    s.add(option_spec(
+        "predictions", OptionType::Path, "",
+        "folder of prediction files <image stem>.txt: class cx cy w h conf (normalized)", g));
+    s.add(option_spec(
+        "model", OptionType::String, "",
+        "weights to validate: an Ultralytics .pt or Crucible .safetensors (with data=)", g));
+    s.add(integer_option("batch", 16, 1, 4096, "batch size with model=", g));
+    detect::add_nms_options(s, 0.001, g);  // with model=
     s.add(
-        {.name = "labels",
-         .type = OptionType::Path,
-         .default_value = "",
-         .help =
-             "alternative to data=: a folder of YOLO label .txt files (classes.txt gives names)"});
+        text_option("device", "", "with model=: cpu, a GPU index, or empty for the first GPU", g));
+    s.add(integer_option("workers", 0, 0, 1024, "with model=: CPU threads (0: all cores)", g));
+    s.add(option_spec("split", OptionType::Choice, "val", "dataset split scored with data=", g,
+                      std::nullopt, std::nullopt, {"train", "val", "test"}));
+    s.add(integer_option("imgsz", 640, 1, 65536,
+                         "inference size with model= (multiple of 32); with predictions=, the "
+                         "pixel scale for images of unknown size (IoU does not depend on it)",
+                         g));
+    s.add(boolean_option("json", false, "print the metrics as JSON with the results.csv names", g));
     s.add(
-        {.name = "predictions",
-         .type = OptionType::Path,
-         .default_value = "",
-         .help = "folder of prediction files <image stem>.txt: class cx cy w h conf (normalized)"});
-    s.add(
-        {.name = "model",
-         .type = OptionType::String,
-         .default_value = "",
-         .help = "weights to validate: an Ultralytics .pt or Crucible .safetensors (with data=)"});
-    s.add({.name = "batch",
-           .type = OptionType::Integer,
-           .default_value = 16,
-           .min = 1,
-           .max = 4096,
-           .help = "batch size with model="});
-    s.add({.name = "conf",
-           .type = OptionType::Number,
-           .default_value = 0.001,
-           .min = 0,
-           .max = 1,
-           .help = "confidence threshold with model="});
-    s.add({.name = "iou",
-           .type = OptionType::Number,
-           .default_value = 0.7,
-           .min = 0,
-           .max = 1,
-           .help = "NMS IoU threshold with model="});
-    s.add({.name = "device",
-           .type = OptionType::String,
-           .default_value = "",
-           .help = "with model=: cpu, a GPU index, or empty for the first GPU"});
-    s.add({.name = "workers",
-           .type = OptionType::Integer,
-           .default_value = 0,
-           .min = 0,
-           .max = 1024,
-           .help = "with model=: CPU threads (0: all cores)"});
-    s.add({.name = "split",
-           .type = OptionType::Choice,
-           .default_value = "val",
-           .choices = {"train", "val", "test"},
-           .help = "dataset split scored with data="});
-    s.add({.name = "imgsz",
-           .type = OptionType::Integer,
-           .default_value = 640,
-           .min = 1,
-           .max = 65536,
-           .help = "inference size with model= (multiple of 32); with predictions=, the pixel "
-                   "scale for images of unknown size (IoU does not depend on it)"});
-    s.add({.name = "json",
-           .type = OptionType::Boolean,
-           .default_value = false,
-           .help = "print the metrics as JSON with the results.csv names"});
-    s.add({.name = "tag",
-           .type = OptionType::String,
-           .default_value = "",
-           .help = "also break the metrics down by this image tag (e.g. station)"});
-    s.add({.name = "curves",
-           .type = OptionType::Boolean,
-           .default_value = false,
-           .help =
-               "with json=true, include the PR curve (precision at 1000 recall points per class)"});
+        text_option("tag", "", "also break the metrics down by this image tag (e.g. station)", g));
+    s.add(boolean_option(
+        "curves", false,
+        "with json=true, include the PR curve (precision at 1000 recall points per class)", g));
     return s;
 }
 
@@ -127,17 +85,8 @@ data::DetectionDataset load_data_path(const std::string& data_path, bool read_im
     lo.read_image_sizes = read_image_sizes;
     auto loaded =
         data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
-    int errors = 0;
-    for (const auto& p : loaded.problems) {
-        if (!p.error) continue;
-        if (++errors <= 10)
-            std::fprintf(stderr, "warning: %s: %s\n", p.where.c_str(), p.what.c_str());
-    }
-    if (errors > 0)
-        std::fprintf(
-            stderr,
-            "warning: %d label problems; those images are left out (as the reference does)\n",
-            errors);
+    for (const auto& line : data::load_problem_lines(loaded, data_path, 10))
+        std::fprintf(stderr, "warning: %s\n", line.c_str());
     return std::move(loaded.dataset);
 }
 
@@ -167,55 +116,38 @@ int run_val_model(const Json& opt) {
         engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
     const auto device = engine::choose_device(opt["device"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
-    auto model = detect::load_detection_model(model_name, std::nullopt);
+    auto model = detect::load_for_inference(model_name, device.device);
     if (model.model->num_classes() != static_cast<std::int64_t>(dataset.class_names.size()))
         throw InputError("model", model_name + " has " +
                                       std::to_string(model.model->num_classes()) +
                                       " classes but the dataset has " +
                                       std::to_string(dataset.class_names.size()));
-    model.model->to(device.device);
-    if (device.device.is_cpu()) model.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
     detect::ValidatorOptions vo;
-    vo.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
-    if (vo.imgsz % 32 != 0)
-        throw InputError("imgsz", std::to_string(vo.imgsz) + " is not a multiple of 32");
+    vo.imgsz = detect::imgsz_from(opt);
     vo.batch = static_cast<int>(opt["batch"].get<long long>());
     vo.workers = std::max(1, threads / 2);
-    vo.nms.conf_threshold = opt["conf"].get<double>();
-    vo.nms.iou_threshold = opt["iou"].get<double>();
+    vo.nms = detect::nms_options_from(opt);
     const std::string split = opt["split"].get<std::string>();
-    detect::DetectionValidator validator(dataset, split, vo, [](const data::BadSample& b) {
-        std::fprintf(stderr, "skipped %s: %s\n", path_to_utf8(b.path).c_str(), b.message.c_str());
-    });
+    detect::DetectionValidator validator(dataset, split, vo);
     const auto r = validator.run(*model.model);
+    for (const auto& b : r.bad)
+        std::fprintf(stderr, "skipped %s: %s\n", path_to_utf8(b.path).c_str(), b.message.c_str());
     const std::string tag = opt["tag"].get<std::string>();
+    const detect::ValidationReport report{r.metrics, r.confusion, dataset.class_names, tag,
+                                          tag.empty()
+                                              ? std::map<std::string, detect::DetectionMetrics>()
+                                              : r.stats.compute_by_tag(tag)};
     if (opt["json"].get<bool>()) {
-        Json out = detect::metrics_json(r.metrics, dataset.class_names);
+        Json out = detect::validation_json(report, opt["curves"].get<bool>());
         out["val/box_loss"] = r.losses[0];
         out["val/cls_loss"] = r.losses[1];
         out["val/dfl_loss"] = r.losses[2];
-        out["confusion_matrix"] = detect::confusion_matrix_json(r.confusion, dataset.class_names);
-        if (!tag.empty()) {
-            Json by = Json::object();
-            for (const auto& [value, m] : r.stats.compute_by_tag(tag))
-                by[value] = detect::metrics_json(m, dataset.class_names);
-            out["by_tag"] = by;
-        }
-        if (opt["curves"].get<bool>())
-            out["pr_curve"] = detect::pr_curve_json(r.metrics, dataset.class_names);
         std::printf("%s\n", out.dump(1).c_str());
         return 0;
     }
     std::printf("%s on %s, split %s: %d images in %.1f s\n", model.description.c_str(),
-                device.describe().c_str(), split.c_str(), r.images, r.seconds);
-    std::printf("%s", detect::results_table(r.metrics, dataset.class_names).c_str());
-    std::printf("fitness %.6g (0.1·mAP50 + 0.9·mAP50-95); P and R at confidence %.3f\n",
-                r.metrics.fitness, r.metrics.best_confidence);
-    if (!tag.empty())
-        for (const auto& [value, m] : r.stats.compute_by_tag(tag)) {
-            std::printf("\n%s=%s\n", tag.c_str(), value.c_str());
-            std::printf("%s", detect::results_table(m, dataset.class_names, false).c_str());
-        }
+                device.describe().c_str(), split.c_str(), r.metrics.images, r.seconds);
+    std::printf("%s", detect::validation_text(report).c_str());
     return 0;
 }
 
@@ -253,15 +185,9 @@ int run_val_detect(const std::vector<std::string>& words) {
     std::printf("%d images, %d prediction files (%lld predictions) from %s\n",
                 result.metrics.images, result.prediction_files, result.predictions,
                 path_to_utf8(result.predictions_dir).c_str());
-    std::printf("%s", detect::results_table(result.metrics, result.class_names).c_str());
-    std::printf("fitness %.6g (0.1·mAP50 + 0.9·mAP50-95); P and R at confidence %.3f\n",
-                result.metrics.fitness, result.metrics.best_confidence);
-    for (const auto& [value, m] : result.by_tag) {
-        std::printf("\n%s=%s\n", options.tag_key.c_str(), value.c_str());
-        std::printf("%s", detect::results_table(m, result.class_names, false).c_str());
-    }
-    if (!options.tag_key.empty() && result.by_tag.empty())
-        std::printf("\nno image has the tag '%s'\n", options.tag_key.c_str());
+    std::printf("%s", detect::validation_text({result.metrics, result.confusion, result.class_names,
+                                               options.tag_key, result.by_tag})
+                          .c_str());
     if (!result.unmatched_files.empty()) {
         std::fprintf(stderr,
                      "warning: %zu prediction files name no image of the dataset (first: %s)\n",

@@ -164,4 +164,17 @@ fs::path save_detection_dataset(const DetectionDataset& dataset, const fs::path&
     throw InputError("format", "choose an output format: yolo, coco or voc");
 }
 
+std::vector<std::string> load_problem_lines(const LoadResult& loaded, const std::string& source,
+                                            int limit) {
+    std::vector<std::string> lines;
+    int errors = 0;
+    for (const auto& p : loaded.problems)
+        if (p.error && ++errors <= limit) lines.push_back(p.where + ": " + p.what);
+    if (errors > 0)
+        lines.push_back(
+            std::to_string(errors) + " dataset problems; " + std::to_string(loaded.dropped_images) +
+            " images left out (`crucible dataset validate " + source + "` lists them all)");
+    return lines;
+}
+
 }  // namespace crucible::data

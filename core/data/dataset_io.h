@@ -37,6 +37,12 @@ struct LoadResult {
     std::size_t dropped_images = 0;  // images (or annotation files) that were dropped for errors
 };
 
+// The errors of a load as log lines: the first `limit` as "where: what", then one line with their
+// count, how many images were left out and the command that lists them all. Empty when the load
+// had no error (warnings are not listed).
+std::vector<std::string> load_problem_lines(const LoadResult& loaded, const std::string& source,
+                                            int limit);
+
 // Loads a dataset. `path` is a data.yaml (YOLO), a COCO .json, a folder of VOC .xml files (with
 // images beside them or in a JPEGImages sibling), or a folder that holds one of these (Auto).
 // Throws InputError only when nothing can be read at all (missing path, YAML that is not a map).

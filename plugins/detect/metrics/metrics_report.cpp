@@ -97,4 +97,33 @@ std::string results_table(const DetectionMetrics& m, const std::vector<std::stri
     return out;
 }
 
+Json validation_json(const ValidationReport& report, bool curves) {
+    Json out = metrics_json(report.metrics, report.class_names);
+    out["confusion_matrix"] = confusion_matrix_json(report.confusion, report.class_names);
+    if (!report.tag_key.empty()) {
+        Json values = Json::object();
+        for (const auto& [value, m] : report.by_tag)
+            values[value] = metrics_json(m, report.class_names);
+        out["by_tag"] = Json{{report.tag_key, values}};
+    }
+    if (curves) out["pr_curve"] = pr_curve_json(report.metrics, report.class_names);
+    return out;
+}
+
+std::string validation_text(const ValidationReport& report) {
+    std::string out = results_table(report.metrics, report.class_names);
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "fitness %.6g (0.1·mAP50 + 0.9·mAP50-95); P and R at confidence %.3f\n",
+                  report.metrics.fitness, report.metrics.best_confidence);
+    out += line;
+    for (const auto& [value, m] : report.by_tag) {
+        out.append("\n").append(report.tag_key).append("=").append(value).append("\n");
+        out += results_table(m, report.class_names, false);
+    }
+    if (!report.tag_key.empty() && report.by_tag.empty())
+        out.append("\nno image has the tag '").append(report.tag_key).append("'\n");
+    return out;
+}
+
 }  // namespace crucible::detect

@@ -35,4 +35,19 @@ Json pr_curve_json(const DetectionMetrics& m, const std::vector<std::string>& cl
 std::string results_table(const DetectionMetrics& m, const std::vector<std::string>& class_names,
                           bool per_class = true);
 
+// One validation as JSON: metrics_json + "confusion_matrix"; with a tag key, "by_tag":
+// {tag_key: {value: metrics_json}}; with curves, "pr_curve". Every validation prints this shape
+// (`crucible val` with model= or predictions=, artifacts/val_metrics.json).
+struct ValidationReport {
+    const DetectionMetrics& metrics;
+    const ConfusionMatrix& confusion;
+    const std::vector<std::string>& class_names;
+    std::string tag_key;                             // "" = no per-tag breakdown
+    std::map<std::string, DetectionMetrics> by_tag;  // value of the tag -> metrics
+};
+Json validation_json(const ValidationReport& report, bool curves);
+// The text report: the table, the fitness line, one table per tag value (or a note that no image
+// has the tag).
+std::string validation_text(const ValidationReport& report);
+
 }  // namespace crucible::detect

@@ -326,17 +326,11 @@ PredictionFolderResult evaluate_prediction_folder(const data::DetectionDataset& 
 }
 
 Json prediction_folder_json(const PredictionFolderResult& result, const std::string& tag_key) {
-    Json out = metrics_json(result.metrics, result.class_names);
-    out["confusion_matrix"] = confusion_matrix_json(result.confusion, result.class_names);
+    Json out = validation_json(
+        {result.metrics, result.confusion, result.class_names, tag_key, result.by_tag}, false);
     out["prediction_files"] = result.prediction_files;
     out["predictions"] = result.predictions;
     out["unmatched_prediction_files"] = result.unmatched_files;
-    if (!tag_key.empty()) {
-        Json values = Json::object();
-        for (const auto& [value, m] : result.by_tag)
-            values[value] = metrics_json(m, result.class_names);
-        out["by_tag"] = Json{{tag_key, values}};
-    }
     return out;
 }
 

@@ -12,6 +12,7 @@
 #include "core/data/dataset_io.h"
 #include "core/data/loader/batch_loader.h"
 #include "core/data/ops/dataset_ops.h"
+#include "core/engine/ema.h"
 #include "core/engine/step_profile.h"
 #include "core/engine/task.h"
 #include "plugins/detect/loss/detection_loss.h"
@@ -76,31 +77,20 @@ class DetectTask : public engine::Task {
     void setup(const engine::TaskContext& c) override {
         ctx_ = c;
         const Json& cfg = c.config;
-        imgsz_ = static_cast<int>(cfg["imgsz"].get<long long>());
-        if (imgsz_ % 32 != 0)
-            throw InputError(
-                "imgsz", std::to_string(imgsz_) + " is not a multiple of 32 (the largest stride)");
+        augment_ = augment_options_from(cfg);
         batch_ = static_cast<int>(cfg["batch"].get<long long>());
         epochs_ = static_cast<int>(cfg["epochs"].get<long long>());
-        close_mosaic_ = static_cast<int>(cfg["close_mosaic"].get<long long>());
 
         const std::string data_path = cfg["data"].get<std::string>();
         data::LoadOptions lo;
         lo.read_image_sizes = true;
-        lo.image_limits.max_pixels = static_cast<std::uint64_t>(cfg["max_pixels"].get<long long>());
         auto loaded =
             data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
-        int problems = 0;
-        for (const auto& p : loaded.problems)
-            if (p.error && ++problems <= 20) c.log("warning", p.where + ": " + p.what);
-        if (problems > 0)
-            c.log("warning", std::to_string(problems) + " dataset problems; " +
-                                 std::to_string(loaded.dropped_images) +
-                                 " images left out (run `crucible dataset validate " + data_path +
-                                 "` for the full report)");
+        for (const auto& line : data::load_problem_lines(loaded, data_path, 20))
+            c.log("warning", line);
         dataset_ = std::move(loaded.dataset);
-        names_ = dataset_.class_names;
-        if (names_.empty()) throw InputError("data", data_path + ": the dataset names no classes");
+        const auto& names = dataset_.class_names;
+        if (names.empty()) throw InputError("data", data_path + ": the dataset names no classes");
         dataset_hash_ = data::manifest_id(data::dataset_manifest(dataset_));
 
         std::int64_t train_count = 0, val_count = 0;
@@ -117,13 +107,12 @@ class DetectTask : public engine::Task {
         }
 
         loaded_ = load_detection_model(cfg["model"].get<std::string>(),
-                                       static_cast<std::int64_t>(names_.size()));
+                                       static_cast<std::int64_t>(names.size()));
         c.log("info", loaded_.description);
-        if (!loaded_.names.empty() && !loaded_.new_head && loaded_.names != names_)
+        if (!loaded_.names.empty() && !loaded_.new_head && loaded_.names != names)
             c.log("warning",
                   "the model's class names differ from the dataset's; the dataset's "
                   "names are used");
-        if (c.device.is_cpu()) loaded_.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
 
         const int threads = std::max(1, c.workers);
         int loader_threads = static_cast<int>(cfg["loader_threads"].get<long long>());
@@ -134,45 +123,29 @@ class DetectTask : public engine::Task {
         }
         loader_threads_ = loader_threads;
 
-        data::AugmentOptions ao;
-        ao.imgsz = imgsz_;
-        ao.mosaic = cfg["mosaic"].get<double>();
-        ao.degrees = cfg["degrees"].get<double>();
-        ao.translate = cfg["translate"].get<double>();
-        ao.scale = cfg["scale"].get<double>();
-        ao.shear = cfg["shear"].get<double>();
-        ao.perspective = cfg["perspective"].get<double>();
-        ao.hsv_h = cfg["hsv_h"].get<double>();
-        ao.hsv_s = cfg["hsv_s"].get<double>();
-        ao.hsv_v = cfg["hsv_v"].get<double>();
-        ao.fliplr = cfg["fliplr"].get<double>();
-        ao.flipud = cfg["flipud"].get<double>();
-        ao.close_mosaic = close_mosaic_;
-        data::validate_augment_options(ao);
-        augment_ = ao;
-
         ValidatorOptions vo;
-        vo.imgsz = imgsz_;
+        vo.imgsz = augment_.imgsz;
         const int val_batch = static_cast<int>(cfg["val_batch"].get<long long>());
         vo.batch = val_batch > 0 ? val_batch : 2 * batch_;
         vo.workers = loader_threads_;
         vo.cache = cfg["cache"].get<bool>();
         vo.seed = static_cast<std::uint64_t>(c.seed);
-        vo.nms.conf_threshold = cfg["conf"].get<double>();
-        vo.nms.iou_threshold = cfg["iou"].get<double>();
-        vo.nms.max_det = static_cast<int>(cfg["max_det"].get<long long>());
+        vo.nms = nms_options_from(cfg);
+        vo.box_gain = cfg["box"].get<double>();
+        vo.cls_gain = cfg["cls"].get<double>();
+        vo.dfl_gain = cfg["dfl"].get<double>();
         validator_ = std::make_unique<DetectionValidator>(dataset_, val_split_, vo);
 
         loss_ = std::make_unique<DetectionLoss>(
-            DetectionLossOptions(static_cast<std::int64_t>(names_.size()))
+            DetectionLossOptions(static_cast<std::int64_t>(names.size()))
                 .strides(loaded_.model->strides())
-                .box_gain(cfg["box"].get<double>())
-                .cls_gain(cfg["cls"].get<double>())
-                .dfl_gain(cfg["dfl"].get<double>()));
+                .box_gain(vo.box_gain)
+                .cls_gain(vo.cls_gain)
+                .dfl_gain(vo.dfl_gain));
         c.log("info", "data: " + std::to_string(train_count) + " train / " +
                           std::to_string(validator_->image_count()) + " val images, " +
-                          std::to_string(names_.size()) + " classes, imgsz " +
-                          std::to_string(imgsz_) + ", " + std::to_string(loader_threads_) +
+                          std::to_string(names.size()) + " classes, imgsz " +
+                          std::to_string(augment_.imgsz) + ", " + std::to_string(loader_threads_) +
                           " loader threads");
     }
 
@@ -198,17 +171,8 @@ class DetectTask : public engine::Task {
     std::shared_ptr<torch::nn::Module> build_model() override {
         // A fresh module holding the loaded (or freshly initialised) weights: the engine calls
         // this for the model and for its EMA copy, and both must start equal.
-        auto model = DetectionModel(
-            DetectionModelOptions(loaded_.scale, static_cast<std::int64_t>(names_.size())));
-        {
-            torch::NoGradGuard no_grad;
-            auto src_params = loaded_.model->named_parameters(true);
-            for (auto& p : model->named_parameters(true))
-                p.value().copy_(src_params[p.key()]);
-            auto src_buffers = loaded_.model->named_buffers(true);
-            for (auto& b : model->named_buffers(true))
-                b.value().copy_(src_buffers[b.key()]);
-        }
+        auto model = DetectionModel(DetectionModelOptions(loaded_.scale, num_classes()));
+        engine::copy_module_state(*loaded_.model, *model);
         if (ctx_.device.is_cpu()) model->set_memory_format(torch::MemoryFormat::ChannelsLast);
         model->to(ctx_.device);
         return model.ptr();
@@ -248,7 +212,7 @@ class DetectTask : public engine::Task {
                       {"metrics/mAP50(B)", m.map50},         {"metrics/mAP50-95(B)", m.map50_95},
                       {"val/box_loss", r.losses[0]},         {"val/cls_loss", r.losses[1]},
                       {"val/dfl_loss", r.losses[2]}};
-        out.per_class = per_class_json(m, names_);
+        out.per_class = per_class_json(m, dataset_.class_names);
         out.fitness = m.fitness;
         char line[160];
         std::snprintf(line, sizeof line,
@@ -259,18 +223,19 @@ class DetectTask : public engine::Task {
         return out;
     }
 
-    int num_classes() const override { return static_cast<int>(names_.size()); }
+    int num_classes() const override { return static_cast<int>(dataset_.class_names.size()); }
 
     void on_epoch_start(int epoch, int epochs) override {
-        if (close_mosaic_ > 0 && augment_.mosaic > 0 && epoch == epochs - close_mosaic_)
-            ctx_.log("info",
-                     "closing mosaic for the last " + std::to_string(close_mosaic_) + " epochs");
+        const int close = augment_.close_mosaic;
+        if (close > 0 && augment_.mosaic > 0 && epoch == epochs - close)
+            ctx_.log("info", "closing mosaic for the last " + std::to_string(close) + " epochs");
     }
 
     Json weights_metadata() const override {
         Json out = Json::object();
+        const auto& names = dataset_.class_names;
         for (const auto& [k, v] : detection_weights_metadata(
-                 loaded_.scale, static_cast<std::int64_t>(names_.size()), names_))
+                 loaded_.scale, static_cast<std::int64_t>(names.size()), names))
             out[k] = v;
         return out;
     }
@@ -280,14 +245,13 @@ class DetectTask : public engine::Task {
     void save_artifacts(torch::nn::Module& best_model, const std::filesystem::path& dir) override {
         auto& yolo = dynamic_cast<DetectionModelImpl&>(best_model);
         const ValidationResult r = validator_->run(yolo);
-        Json out = metrics_json(r.metrics, names_);
-        out["confusion_matrix"] = confusion_matrix_json(r.confusion, names_);
-        out["pr_curve"] = pr_curve_json(r.metrics, names_);
+        const auto& names = dataset_.class_names;
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        write_json_file(dir / "val_metrics.json", out);
+        write_json_file(dir / "val_metrics.json",
+                        validation_json({r.metrics, r.confusion, names}, /*curves=*/true));
         ctx_.log("info",
-                 "best weights on " + val_split_ + ":\n" + results_table(r.metrics, names_, true));
+                 "best weights on " + val_split_ + ":\n" + results_table(r.metrics, names, true));
     }
 
   private:
@@ -297,9 +261,8 @@ class DetectTask : public engine::Task {
 
     engine::TaskContext ctx_;
     data::DetectionDataset dataset_;
-    std::vector<std::string> names_;
     std::string dataset_hash_, val_split_;
-    int imgsz_ = 640, batch_ = 16, epochs_ = 100, close_mosaic_ = 10, loader_threads_ = 1;
+    int batch_ = 16, epochs_ = 100, loader_threads_ = 1;
     data::AugmentOptions augment_;
     LoadedDetectionModel loaded_;
     std::unique_ptr<DetectionValidator> validator_;

@@ -21,8 +21,7 @@ cv::Rect image_region(const data::ImageRecord& rec, int imgsz) {
 }  // namespace
 
 DetectionValidator::DetectionValidator(const data::DetectionDataset& dataset,
-                                       const std::string& split, ValidatorOptions options,
-                                       std::function<void(const data::BadSample&)> on_bad)
+                                       const std::string& split, ValidatorOptions options)
     : options_(options), class_count_(static_cast<int>(dataset.class_names.size())) {
     for (const auto& rec : dataset.images)
         if (split.empty() || rec.split == split) records_.push_back(&rec);
@@ -38,8 +37,7 @@ DetectionValidator::DetectionValidator(const data::DetectionDataset& dataset,
     lo.cache = options_.cache;
     lo.seed = options_.seed;
     lo.augment_options.imgsz = options_.imgsz;
-    loader_ = std::make_unique<data::BatchLoader>(data::loader_samples(dataset, split), lo,
-                                                  std::move(on_bad));
+    loader_ = std::make_unique<data::BatchLoader>(data::loader_samples(dataset, split), lo);
 }
 
 std::int64_t DetectionValidator::image_count() const {
@@ -51,11 +49,14 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
     torch::NoGradGuard no_grad;
     model.eval();
     const torch::Device device = model.parameters().front().device();
-    DetectionLoss loss(DetectionLossOptions(model.num_classes()).strides(model.strides()));
+    DetectionLoss loss(DetectionLossOptions(model.num_classes())
+                           .strides(model.strides())
+                           .box_gain(options_.box_gain)
+                           .cls_gain(options_.cls_gain)
+                           .dfl_gain(options_.dfl_gain));
     ValidationResult result;
     result.confusion =
         ConfusionMatrix(class_count_, options_.confusion_conf, options_.confusion_iou);
-    const std::int64_t skipped_before = loader_->stats().skipped;
     int loss_batches = 0;
     loader_->start_epoch({0, 0});
     while (auto batch = loader_->next()) {
@@ -66,7 +67,7 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
             engine::AutocastGuard autocast(device.is_cuda());
             out = model.forward(images);
         }
-        if (options_.compute_loss) {
+        {
             const auto l = loss(out.levels, batch_targets(*batch, device));
             const auto items = l.items.to(torch::kCPU, torch::kDouble);
             for (int k = 0; k < 3; ++k)
@@ -103,7 +104,6 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
             }
             result.confusion.add_image(gts[static_cast<std::size_t>(i)], preds);
             result.stats.add_image(gts[static_cast<std::size_t>(i)], std::move(preds), rec->tags);
-            ++result.images;
         }
         loader_->recycle(std::move(*batch));
     }
@@ -111,7 +111,6 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
         for (auto& v : result.losses)
             v /= loss_batches;
     result.metrics = result.stats.compute();
-    result.skipped = loader_->stats().skipped - skipped_before;
     result.bad = loader_->take_bad_samples();
     result.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

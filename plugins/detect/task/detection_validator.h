@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include <array>
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,7 +27,8 @@ struct ValidatorOptions {
     bool cache = false;
     std::uint64_t seed = 0;
     NmsOptions nms;
-    bool compute_loss = true;
+    // Loss gains, as in training: val/box_loss and train/box_loss are on the same scale.
+    double box_gain = 7.5, cls_gain = 0.5, dfl_gain = 1.5;
     double confusion_conf = 0.25;
     double confusion_iou = 0.45;
 };
@@ -36,11 +36,9 @@ struct ValidatorOptions {
 struct ValidationResult {
     DetectionMetrics metrics;
     ConfusionMatrix confusion{1};
-    DetectionStats stats;            // per image, for compute_by_tag
-    std::array<double, 3> losses{};  // val box, cls, dfl (mean over batches)
-    int images = 0;
-    std::int64_t skipped = 0;          // unreadable images left out
-    std::vector<data::BadSample> bad;  // images first found unreadable in this run
+    DetectionStats stats;              // per image, for compute_by_tag
+    std::array<double, 3> losses{};    // val box, cls, dfl (mean over batches)
+    std::vector<data::BadSample> bad;  // images first found unreadable (left out) in this run
     double seconds = 0;
 };
 
@@ -48,14 +46,12 @@ class DetectionValidator {
   public:
     // `split` "" = every image. Throws InputError("data", ...) when the split has no images.
     DetectionValidator(const data::DetectionDataset& dataset, const std::string& split,
-                       ValidatorOptions options,
-                       std::function<void(const data::BadSample&)> on_bad = {});
+                       ValidatorOptions options);
 
     // Runs the model (its device; eval mode is set here, the caller restores train mode).
     ValidationResult run(DetectionModelImpl& model);
 
     std::int64_t image_count() const;
-    int class_count() const { return class_count_; }
 
   private:
     ValidatorOptions options_;

@@ -110,6 +110,14 @@ LoadedDetectionModel load_detection_model(const std::string& model,
     return out;
 }
 
+LoadedDetectionModel load_for_inference(const std::string& model, const torch::Device& device) {
+    LoadedDetectionModel loaded = load_detection_model(model, std::nullopt);
+    loaded.model->to(device);
+    if (device.is_cpu()) loaded.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    loaded.model->eval();
+    return loaded;
+}
+
 std::map<std::string, std::string> detection_weights_metadata(
     const YoloScale& scale, std::int64_t num_classes, const std::vector<std::string>& names) {
     return {{"crucible_yolo_scale", std::string(1, scale.name)},

@@ -32,6 +32,10 @@ struct LoadedDetectionModel {
 LoadedDetectionModel load_detection_model(const std::string& model,
                                           std::optional<std::int64_t> num_classes);
 
+// load_detection_model with the weights' own class count, ready for inference on `device`:
+// moved there, channels-last on CPU (as training and validation batches are), eval mode.
+LoadedDetectionModel load_for_inference(const std::string& model, const torch::Device& device);
+
 // Metadata Crucible writes into detection weights so that `model=best.safetensors` can rebuild the
 // architecture: crucible_yolo_scale, crucible_nc, crucible_names (JSON array).
 std::map<std::string, std::string> detection_weights_metadata(

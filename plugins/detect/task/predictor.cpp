@@ -31,7 +31,6 @@ std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& b
     const torch::Tensor x = batch_images(batch, device);
 
     torch::NoGradGuard no_grad;
-    model.eval();
     DetectionOutput out;
     {
         engine::AutocastGuard autocast(device.is_cuda());

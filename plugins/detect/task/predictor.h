@@ -28,7 +28,8 @@ struct PredictOptions {
                    .agnostic = false};
 };
 
-// Detections of one BGR image, most confident first. The model runs on its own device.
+// Detections of one BGR image, most confident first. The model is ready for inference (see
+// load_for_inference: eval mode, on its device).
 std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& bgr,
                                      const PredictOptions& options);
 
