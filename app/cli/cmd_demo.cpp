@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "app/cli/command.h"
+#include "app/cli/new_run.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
@@ -23,21 +24,11 @@ namespace {
 
 OptionSchema demo_schema() {
     OptionSchema s("demo", "Headless demo");
-    OptionSpec dir{.name = "dir",
-                   .type = OptionType::Path,
-                   .default_value = "crucible-demo",
-                   .help = "folder for the demo dataset and runs"};
-    OptionSpec epochs{.name = "epochs",
-                      .type = OptionType::Integer,
-                      .default_value = 3,
-                      .min = 1,
-                      .max = 1000,
-                      .help = "training epochs"};
-    OptionSpec device{.name = "device",
-                      .type = OptionType::String,
-                      .default_value = "",
-                      .help = "cpu, a GPU index, or empty for the first GPU"};
-    s.add(dir).add(epochs).add(device);
+    const std::string g = "general";
+    s.add(text_option("dir", "crucible-demo", "folder for the demo dataset and runs", g,
+                      OptionType::Path));
+    s.add(integer_option("epochs", 3, 1, 1000, "training epochs", g));
+    s.add(text_option("device", "", "cpu, a GPU index, or empty for the first GPU", g));
     return s;
 }
 
@@ -53,15 +44,11 @@ int run_demo(const std::vector<std::string>& args) {
     std::printf("  device: %s\n",
                 engine::choose_device(opt["device"].get<std::string>()).describe().c_str());
 
-    data::SynthOptions so;
-    so.train = 64;
-    so.val = 16;
-    so.classes = 4;
+    data::SynthOptions so;  // 64 train / 16 val images, 4 classes, seed 0
     so.imgsz = 160;
-    so.seed = 0;
     const auto yaml = data::write_synth_dataset(root / "data", so);
-    std::printf("  dataset: %d train / %d val synthetic images, 4 shape classes: %s\n", so.train,
-                so.val, path_to_utf8(yaml).c_str());
+    std::printf("  dataset: %d train / %d val synthetic images, %d shape classes: %s\n", so.train,
+                so.val, so.classes, path_to_utf8(yaml).c_str());
 
     const auto& info = engine::TaskRegistry::instance().get("detect.yolo");
     const Json options = {{"data", path_to_utf8(yaml)},
@@ -72,24 +59,20 @@ int run_demo(const std::vector<std::string>& args) {
                           {"close_mosaic", 1},
                           {"device", opt["device"].get<std::string>()},
                           {"log_steps", 2}};
-    info.make()->schema().resolve(options);
-    const auto run_dir = engine::claim_run_folder(root, info.folder, "", "train", false);
-    write_json_file(engine::RunPaths{run_dir}.spec(),
-                    Json{{"task", info.id}, {"options", options}});
+    const auto run_dir = prepare_new_run(info, options, root);
     std::printf("  training YOLOv8n for %lld epochs in %s\n\n", opt["epochs"].get<long long>(),
                 path_to_utf8(run_dir).c_str());
     std::fflush(stdout);  // before the engine's log lines, also when stdout is a pipe
     const int code = engine::run_job(run_dir, {});
     if (code != 0) return code;
+    const auto best = engine::RunPaths{run_dir}.weights() / "best.safetensors";
     std::printf(
         "\nDone. Next steps:\n"
         "  crucible val detect data=%s model=%s\n"
         "  crucible predict detect source=%s model=%s\n"
         "  crucible train resume=%s epochs=%lld   (continue training)\n",
-        path_to_utf8(yaml).c_str(),
-        path_to_utf8(run_dir / "artifacts" / "weights" / "best.safetensors").c_str(),
-        path_to_utf8(root / "data" / "images" / "val").c_str(),
-        path_to_utf8(run_dir / "artifacts" / "weights" / "best.safetensors").c_str(),
+        path_to_utf8(yaml).c_str(), path_to_utf8(best).c_str(),
+        path_to_utf8(root / "data" / "images" / "val").c_str(), path_to_utf8(best).c_str(),
         path_to_utf8(run_dir).c_str(), opt["epochs"].get<long long>() * 2);
     return 0;
 }

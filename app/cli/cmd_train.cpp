@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "app/cli/command.h"
+#include "app/cli/new_run.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
@@ -87,23 +88,6 @@ void merge_into(Json& target, const Json& source) {
         target[k] = v;
 }
 
-// Path options that name an existing file or folder become absolute before they go into
-// spec.json, so that a run resumed or re-run from another folder finds its data. Other values
-// (model=yolov8n, a path that does not exist and will be reported) stay as given.
-void absolutize_paths(Json& options, const OptionSchema& schema) {
-    for (auto& [name, value] : options.items()) {
-        if (!value.is_string() || value.get<std::string>().empty()) continue;
-        const OptionSpec* spec = schema.find(name);
-        if (!spec) continue;
-        const auto path = path_from_utf8(value.get<std::string>());
-        std::error_code ec;
-        if (spec->type != OptionType::Path || path.is_absolute() ||
-            !std::filesystem::exists(path, ec))
-            continue;
-        value = path_to_utf8(std::filesystem::absolute(path, ec).lexically_normal());
-    }
-}
-
 int run_train(const std::vector<std::string>& args) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         print_train_usage();
@@ -140,6 +124,7 @@ int run_train(const std::vector<std::string>& args) {
         if (!cfg.empty()) merge_into(options, read_config_file(cfg));
         merge_into(options, schema.parse_key_values(words));
         schema.resolve(options);  // refuse bad overrides before touching the run
+        absolutize_paths(options, schema);
         spec["options"] = options;
         write_json_file(spec_path, spec);
         std::printf("resuming %s\n", resume.c_str());
@@ -155,12 +140,7 @@ int run_train(const std::vector<std::string>& args) {
     Json options = Json::object();
     if (!cfg.empty()) merge_into(options, read_config_file(cfg));
     merge_into(options, schema.parse_key_values(words));
-    const Json config = schema.resolve(options);
-    absolutize_paths(options, schema);
-    const auto dir = engine::claim_run_folder(
-        std::filesystem::current_path(), info.folder, config.value("project", std::string()),
-        config.value("name", std::string()), config.value("exist_ok", false));
-    write_json_file(engine::RunPaths{dir}.spec(), Json{{"task", info.id}, {"options", options}});
+    const auto dir = prepare_new_run(info, options, std::filesystem::current_path());
     std::printf("run folder: %s\n", path_to_utf8(dir).c_str());
     return engine::run_job(dir, {});
 }
