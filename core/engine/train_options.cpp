@@ -29,15 +29,15 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
                              "SGD momentum at the start of warmup", optim));
     schema.add(number_option("warmup_bias_lr", d.warmup_bias_lr, 0, 10,
                              "bias learning rate at the start of warmup", optim));
-    schema.add(
-        boolean_option("cos_lr", false, "cosine learning-rate schedule instead of linear", optim));
+    schema.add(boolean_option("cos_lr", d.cos_lr, "cosine learning-rate schedule instead of linear",
+                              optim));
     schema.add(number_option("grad_clip", d.grad_clip, 0, 1e6,
                              "gradient clipping max norm (0: off)", optim));
     schema.add(boolean_option(
-        "ema", true, "keep an exponential moving average of the weights (validated and saved)",
+        "ema", d.ema, "keep an exponential moving average of the weights (validated and saved)",
         optim));
     schema.add(boolean_option(
-        "amp", true, "mixed precision (fp16 autocast + dynamic loss scaling) on CUDA", train));
+        "amp", d.amp, "mixed precision (fp16 autocast + dynamic loss scaling) on CUDA", train));
     schema.add(integer_option("seed", 0, 0, 4294967295.0,
                               "random seed (data order, augmentation, initialization)", train));
     schema.add(text_option(

@@ -25,6 +25,9 @@ struct TrainDefaults {
     std::string optimizer = "auto";
     double grad_clip = 10.0;
     int checkpoint_steps = 500;
+    bool cos_lr = false;
+    bool ema = true;
+    bool amp = true;
 };
 
 void add_training_options(OptionSchema& schema, const TrainDefaults& defaults = {});

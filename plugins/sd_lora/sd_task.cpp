@@ -58,6 +58,7 @@ class SdLoraTask : public engine::Task {
         d.warmup_bias_lr = 0;
         d.optimizer = "AdamW";
         d.grad_clip = 1.0;
+        d.ema = false;  // an EMA of a LoRA lags far behind on short runs; off unless asked for
         d.patience = 0;
         d.checkpoint_steps = 500;
         engine::add_training_options(s, d);
@@ -123,11 +124,7 @@ class SdLoraTask : public engine::Task {
                           sample, 1, 50));
         s.add(option_spec("sample_seed", T::Integer, 1234, "seed of the sample noise", sample, 0,
                           4294967295.0));
-        // EMA of a LoRA lags far behind on short runs; off unless asked for.
-        Json j = s.to_json();
-        for (auto& o : j["options"])
-            if (o["name"] == "ema") o["default"] = false;
-        return OptionSchema::from_json(j);
+        return s;
     }
 
     void setup(const engine::TaskContext& c) override {
