@@ -87,16 +87,11 @@ int run_tokenize(const std::vector<std::string>& args) {
         t.add_generation_prompt = !msgs.empty() && msgs.back().role != data::ChatRole::Assistant;
         if (!tok->eos_token.empty()) t.eos_token = tok->eos_token;
         const auto segments = data::render_chat(msgs, data::parse_chat_template(tmpl), t);
-        std::vector<std::int64_t> ids, labels;
-        for (const auto& seg : segments)
-            for (auto id : tok->encode(seg.text, false, true)) {
-                ids.push_back(id);
-                labels.push_back(seg.response ? id : -100);
-            }
+        const auto tokens = llm::tokenize_segments(segments, *tok, /*train_on_prompt=*/false);
         out["template"] = tmpl;
         out["text"] = data::join_segments(segments);
-        out["ids"] = ids;
-        out["labels"] = labels;
+        out["ids"] = tokens.ids;
+        out["labels"] = tokens.labels;
     } else {
         const std::string text = o["text"].get<std::string>();
         out["ids"] = tok->encode(text, o["special"].get<bool>(), true);
@@ -128,15 +123,14 @@ int run_merge(const std::vector<std::string>& args) {
     for (const char* k : {"model", "adapter", "out"})
         if (o[k].get<std::string>().empty()) throw InputError(k, "is required");
     const auto model_path = path_from_utf8(o["model"].get<std::string>());
-    auto model = std::filesystem::is_directory(model_path) ? llm::load_hf_folder(model_path)
-                                                           : llm::load_llama2c(model_path);
+    auto model = llm::load_base_model(model_path);
     const auto spec =
         llm::load_peft_adapter(*model, path_from_utf8(o["adapter"].get<std::string>()));
-    model->merge_lora();
     const std::string dt = o["dtype"].get<std::string>();
     const auto dtype = dt == "bf16"   ? torch::kBFloat16
                        : dt == "fp16" ? torch::kFloat16
                                       : torch::kFloat32;
+    // Writes the projections merged (base + adapter).
     llm::save_hf_folder(*model, path_from_utf8(o["out"].get<std::string>()), dtype, 4ull << 30);
     std::printf("merged LoRA r=%lld (%zu target kinds) into %s\n", static_cast<long long>(spec.r),
                 spec.targets.size(), o["out"].get<std::string>().c_str());

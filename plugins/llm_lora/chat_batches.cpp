@@ -9,19 +9,25 @@ std::int64_t TokenizedSample::trained_tokens() const {
         std::count_if(labels.begin(), labels.end(), [](auto l) { return l != -100; }));
 }
 
-TokenizedSample tokenize_chat(const data::ChatSample& sample, const Tokenizer& tokenizer,
-                              const TokenizeOptions& options) {
-    data::TemplateOptions t;
-    t.eos_token = options.eos_token;
+TokenizedSample tokenize_segments(const std::vector<data::TemplateSegment>& segments,
+                                  const Tokenizer& tokenizer, bool train_on_prompt) {
     TokenizedSample out;
-    for (const auto& seg : data::render_chat(sample, options.chat_template, t)) {
-        const auto ids = tokenizer.encode(seg.text, false, true);
-        const bool train = seg.response || options.train_on_prompt;
-        for (auto id : ids) {
+    for (const auto& seg : segments) {
+        const bool train = seg.response || train_on_prompt;
+        for (auto id : tokenizer.encode(seg.text, false, true)) {
             out.ids.push_back(id);
             out.labels.push_back(train ? id : -100);
         }
     }
+    return out;
+}
+
+TokenizedSample tokenize_chat(const data::ChatSample& sample, const Tokenizer& tokenizer,
+                              const TokenizeOptions& options) {
+    data::TemplateOptions t;
+    t.eos_token = options.eos_token;
+    TokenizedSample out = tokenize_segments(data::render_chat(sample, options.chat_template, t),
+                                            tokenizer, options.train_on_prompt);
     if (static_cast<std::int64_t>(out.ids.size()) > options.cutoff_len) {
         out.ids.resize(static_cast<std::size_t>(options.cutoff_len));
         out.labels.resize(static_cast<std::size_t>(options.cutoff_len));
@@ -65,8 +71,8 @@ TokenBatch collate(const std::vector<const TokenizedSample*>& samples, std::int6
         for (std::size_t j = 0; j < s.ids.size(); ++j) {
             tok[i][static_cast<std::int64_t>(j)] = s.ids[j];
             lab[i][static_cast<std::int64_t>(j)] = s.labels[j];
+            if (j > 0 && s.labels[j] != -100) ++batch.trained_tokens;
         }
-        batch.trained_tokens += s.trained_tokens();
     }
     return batch;
 }

@@ -27,6 +27,11 @@ struct TokenizeOptions {
     std::string eos_token = "</s>";  // alpaca's end-of-text marker
 };
 
+// Rendered template segments as ids, labelled where the loss trains (response segments, or
+// every segment with `train_on_prompt`).
+TokenizedSample tokenize_segments(const std::vector<data::TemplateSegment>& segments,
+                                  const Tokenizer& tokenizer, bool train_on_prompt);
+
 // One sample; its ids and labels have equal length (<= cutoff_len).
 TokenizedSample tokenize_chat(const data::ChatSample& sample, const Tokenizer& tokenizer,
                               const TokenizeOptions& options);
@@ -39,6 +44,8 @@ std::vector<TokenizedSample> pack_samples(const std::vector<TokenizedSample>& sa
 struct TokenBatch {
     torch::Tensor tokens;  // [B, T] int64
     torch::Tensor labels;  // [B, T] int64, -100 where no loss
+    // Positions the shifted next-token loss scores (labels[:, 1:] != -100): the weight of this
+    // batch in a token-weighted mean.
     std::int64_t trained_tokens = 0;
 };
 TokenBatch collate(const std::vector<const TokenizedSample*>& samples, std::int64_t pad_id);

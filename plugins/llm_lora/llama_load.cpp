@@ -105,10 +105,6 @@ torch::Tensor permute_rotary_to_meta(const torch::Tensor& w, std::int64_t heads)
         .contiguous();
 }
 
-LlamaConfig read_llama2c_config(const std::filesystem::path& path) {
-    return parse_llama2c_header(path).config;
-}
-
 std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem::path& path,
                                                           LlamaConfig* config_out) {
     const Llama2cHeader header = parse_llama2c_header(path);
@@ -160,12 +156,11 @@ std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem:
     return t;
 }
 
-LlamaForCausalLm load_llama2c(const std::filesystem::path& path, const LoadOptions& options) {
+LlamaForCausalLm load_llama2c(const std::filesystem::path& path) {
     LlamaConfig config;
     const auto tensors = read_llama2c_tensors(path, &config);
     LlamaForCausalLm model(config);
     assign_base_weights(*model, tensors, path_to_utf8(path));
-    model->to(options.device, options.dtype);
     return model;
 }
 
@@ -208,16 +203,41 @@ std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path
     return engine::load_safetensors(single);
 }
 
-LlamaForCausalLm load_hf_folder(const std::filesystem::path& folder, const LoadOptions& options) {
+namespace {
+
+LlamaConfig read_hf_config(const std::filesystem::path& folder) {
     const auto config_path = folder / "config.json";
     if (!std::filesystem::exists(config_path))
         throw InputError(path_to_utf8(folder), "no config.json in the folder");
-    const LlamaConfig config =
-        LlamaConfig::from_hf_json(read_json_file(config_path), path_to_utf8(config_path));
-    const auto tensors = read_hf_tensors(folder);
+    return LlamaConfig::from_hf_json(read_json_file(config_path), path_to_utf8(config_path));
+}
+
+}  // namespace
+
+LlamaForCausalLm load_hf_folder(const std::filesystem::path& folder) {
+    LlamaForCausalLm model(read_hf_config(folder));
+    assign_base_weights(*model, read_hf_tensors(folder), path_to_utf8(folder));
+    return model;
+}
+
+std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path& path,
+                                                     LlamaConfig& config) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        config = read_hf_config(path);
+        return read_hf_tensors(path);
+    }
+    if (!std::filesystem::exists(path, ec))
+        throw InputError(path_to_utf8(path),
+                         "does not exist (expected a Hugging Face folder or a llama2.c .bin)");
+    return read_llama2c_tensors(path, &config);
+}
+
+LlamaForCausalLm load_base_model(const std::filesystem::path& path) {
+    LlamaConfig config;
+    const auto tensors = read_base_model(path, config);
     LlamaForCausalLm model(config);
-    assign_base_weights(*model, tensors, path_to_utf8(folder));
-    model->to(options.device, options.dtype);
+    assign_base_weights(*model, tensors, path_to_utf8(path));
     return model;
 }
 
@@ -256,11 +276,13 @@ void save_hf_folder(LlamaForCausalLmImpl& model, const std::filesystem::path& fo
     if (dtype != torch::kFloat32 && dtype != torch::kFloat16 && dtype != torch::kBFloat16)
         throw InputError("dtype", "merged weights are written as F32, F16 or BF16");
     std::filesystem::create_directories(folder);
+    // Projections are written merged (base + LoRA delta); every other tensor as it is.
     std::map<std::string, torch::Tensor> tensors;
-    for (const auto& [name, param] : model.base_state_dict())
-        tensors[name] = param.detach().to(torch::kCPU, dtype).contiguous();
     for (auto& [name, proj] : model.projections())
         tensors[name + ".weight"] = proj->merged_weight().to(torch::kCPU, dtype).contiguous();
+    for (const auto& [name, param] : model.base_state_dict())
+        if (!tensors.contains(name))
+            tensors[name] = param.detach().to(torch::kCPU, dtype).contiguous();
     Json config = model.config.to_hf_json();
     config["torch_dtype"] = dtype == torch::kFloat32   ? "float32"
                             : dtype == torch::kFloat16 ? "float16"

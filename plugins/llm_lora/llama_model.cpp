@@ -94,9 +94,9 @@ void LlamaConfig::validate(const std::string& where) const {
 LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where) {
     if (!json.is_object()) throw InputError(where, "expected a JSON object");
     LlamaConfig c;
-    c.model_type = json.value("model_type", std::string());
     if (json.contains("model_type") && !json["model_type"].is_string())
         throw InputError(where, "field 'model_type': expected a string");
+    c.model_type = json.value("model_type", std::string());
     if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2")
         throw InputError(where, "unsupported architecture: model_type '" + c.model_type +
                                     "' (supported: llama, mistral, qwen2)");
@@ -140,10 +140,6 @@ LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where
                 throw InputError(where, "rope_scaling: bad llama3 parameters");
         }
     }
-    if (c.hidden_size > 0 && c.num_attention_heads > 0 && c.head_dim == 0 &&
-        json.contains("head_dim") && !json["head_dim"].is_null() &&
-        json["head_dim"].get<std::int64_t>() != c.hidden_size / c.num_attention_heads)
-        c.head_dim = json["head_dim"].get<std::int64_t>();
     c.validate(where);
     return c;
 }
@@ -225,22 +221,18 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c) : config(c) {
     o_proj = register_module("o_proj", LoraLinear(c.num_attention_heads * d, c.hidden_size, false));
 }
 
-torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                          const torch::Tensor& sin, torch::Tensor* cache_k,
-                                          torch::Tensor* cache_v, AttentionKernel kernel) {
+torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx,
+                                          torch::Tensor* cache_k, torch::Tensor* cache_v) {
     const auto batch = x.size(0), time = x.size(1);
     const auto heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
     const auto d = config.head_size();
     torch::Tensor q = q_proj(x).view({batch, time, heads, d}).transpose(1, 2);
     torch::Tensor k = k_proj(x).view({batch, time, kv_heads, d}).transpose(1, 2);
     torch::Tensor v = v_proj(x).view({batch, time, kv_heads, d}).transpose(1, 2);
-    const torch::Tensor c = cos.to(q.scalar_type()), s = sin.to(q.scalar_type());
-    q = q * c + rotate_half(q) * s;
-    k = k * c + rotate_half(k) * s;
-    std::int64_t past = 0;
+    q = q * ctx.cos + rotate_half(q) * ctx.sin;
+    k = k * ctx.cos + rotate_half(k) * ctx.sin;
     if (cache_k != nullptr) {
         if (cache_k->defined()) {
-            past = cache_k->size(2);
             k = torch::cat({*cache_k, k}, 2);
             v = torch::cat({*cache_v, v}, 2);
         }
@@ -250,32 +242,20 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const torch::T
     const auto rep = heads / kv_heads;
     k = repeat_kv(k, rep);
     v = repeat_kv(v, rep);
-    const auto total = k.size(2);
-    // Query i sits at position past + i and sees keys 0 .. past + i.
-    torch::Tensor mask;  // additive, [T, total]; undefined when nothing is masked
-    if (time > 1) {
-        mask = torch::ones({time, total},
-                           torch::TensorOptions().dtype(torch::kBool).device(x.device()))
-                   .triu(past + 1);
-    }
     torch::Tensor out;
-    const bool fused =
-        kernel == AttentionKernel::Fused || (kernel == AttentionKernel::Auto && kHasFusedAttention);
-    if (fused && !kHasFusedAttention) throw Error("fused attention needs LibTorch 2.0 or newer");
 #if TORCH_VERSION_MAJOR >= 2
-    if (fused) {
-        if (!mask.defined() || past == 0) {
-            out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, mask.defined());
-        } else {
-            out = at::scaled_dot_product_attention(q, k, v, mask.logical_not(), 0.0, false);
-        }
+    if (ctx.fused) {
+        // Without a cache the kernel's own causal flag is the mask.
+        out = ctx.mask.defined()
+                  ? at::scaled_dot_product_attention(q, k, v, ctx.mask.logical_not(), 0.0, false)
+                  : at::scaled_dot_product_attention(q, k, v, {}, 0.0, ctx.past == 0 && time > 1);
     }
 #endif
     if (!out.defined()) {
         torch::Tensor scores =
             torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
-        if (mask.defined())
-            scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+        if (ctx.mask.defined())
+            scores = scores.masked_fill(ctx.mask, -std::numeric_limits<float>::infinity());
         out = torch::matmul(torch::softmax(scores.to(torch::kFloat32), -1).to(q.scalar_type()), v);
     }
     return o_proj(out.transpose(1, 2).reshape({batch, time, heads * d}));
@@ -299,10 +279,9 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                             const torch::Tensor& sin, torch::Tensor* cache_k,
-                                             torch::Tensor* cache_v, AttentionKernel kernel) {
-    const torch::Tensor h = x + self_attn(input_layernorm(x), cos, sin, cache_k, cache_v, kernel);
+torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const AttentionContext& ctx,
+                                             torch::Tensor* cache_k, torch::Tensor* cache_v) {
+    const torch::Tensor h = x + self_attn(input_layernorm(x), ctx, cache_k, cache_v);
     return h + mlp(post_attention_layernorm(h));
 }
 
@@ -337,14 +316,27 @@ torch::Tensor LlamaForCausalLmImpl::forward(const torch::Tensor& tokens, KvCache
         past, past + time, torch::TensorOptions().dtype(torch::kFloat32).device(tokens.device()));
     const torch::Tensor freqs = torch::outer(positions, inv_freq_.to(torch::kFloat32));
     const torch::Tensor emb = torch::cat({freqs, freqs}, -1);
-    const torch::Tensor cos = emb.cos(), sin = emb.sin();
 
     torch::Tensor h = model->embed_tokens(tokens);
+    AttentionContext ctx;
+    ctx.cos = emb.cos().to(h.scalar_type());
+    ctx.sin = emb.sin().to(h.scalar_type());
+    ctx.past = past;
+    ctx.fused =
+        kernel == AttentionKernel::Fused || (kernel == AttentionKernel::Auto && kHasFusedAttention);
+    if (ctx.fused && !kHasFusedAttention)
+        throw Error("fused attention needs LibTorch 2.0 or newer");
+    // Query i sits at position past + i and sees keys 0 .. past + i. The fused kernel needs no
+    // mask without a cache (its causal flag), and a single query sees every key.
+    if (time > 1 && (!ctx.fused || past > 0))
+        ctx.mask = torch::ones({time, past + time},
+                               torch::TensorOptions().dtype(torch::kBool).device(tokens.device()))
+                       .triu(past + 1);
     for (std::size_t i = 0; i < model->layers->size(); ++i) {
         auto layer = model->layers->ptr<LlamaDecoderLayerImpl>(i);
         torch::Tensor* ck = cache != nullptr ? &cache->keys[i] : nullptr;
         torch::Tensor* cv = cache != nullptr ? &cache->values[i] : nullptr;
-        h = layer->forward(h, cos, sin, ck, cv, kernel);
+        h = layer->forward(h, ctx, ck, cv);
     }
     h = model->norm(h);
     const torch::Tensor logits = config.tie_word_embeddings

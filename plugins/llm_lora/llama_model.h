@@ -73,12 +73,19 @@ struct RmsNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
+// What the attention of every layer shares in one forward pass, built once by the model.
+struct AttentionContext {
+    torch::Tensor cos, sin;  // rotary [T, head], in the model's dtype
+    torch::Tensor mask;      // causal, true = hidden, [T, past + T]; undefined when not needed
+    std::int64_t past = 0;   // tokens already in the KV cache
+    bool fused = false;      // the fused kernel (LibTorch 2.x)
+};
+
 struct LlamaAttentionImpl : torch::nn::Module {
     explicit LlamaAttentionImpl(const LlamaConfig& config);
-    // x [B, T, hidden]; cos/sin [T, head]; cache entries are replaced by the extended ones.
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
-                          const torch::Tensor& sin, torch::Tensor* cache_k, torch::Tensor* cache_v,
-                          AttentionKernel kernel);
+    // x [B, T, hidden]; cache entries are replaced by the extended ones.
+    torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx,
+                          torch::Tensor* cache_k, torch::Tensor* cache_v);
     LlamaConfig config;
     LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 };
@@ -93,9 +100,8 @@ TORCH_MODULE(LlamaMlp);
 
 struct LlamaDecoderLayerImpl : torch::nn::Module {
     explicit LlamaDecoderLayerImpl(const LlamaConfig& config);
-    torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
-                          const torch::Tensor& sin, torch::Tensor* cache_k, torch::Tensor* cache_v,
-                          AttentionKernel kernel);
+    torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx,
+                          torch::Tensor* cache_k, torch::Tensor* cache_v);
     RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
     LlamaAttention self_attn{nullptr};
     LlamaMlp mlp{nullptr};

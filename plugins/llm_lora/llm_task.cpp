@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <sstream>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/data/augment/random.h"
 #include "core/data/chat_dataset.h"
 #include "core/data/chat_template.h"
 #include "core/engine/task.h"
@@ -51,11 +51,11 @@ class ChatSource : public BatchSource {
         return static_cast<std::int64_t>(samples_->size());
     }
     void start_epoch(int epoch, std::int64_t index) override {
-        order_.resize(samples_->size());
-        std::iota(order_.begin(), order_.end(), 0);
-        std::mt19937_64 rng(static_cast<std::uint64_t>(seed_) * 1000003ull +
-                            static_cast<std::uint64_t>(epoch));
-        std::shuffle(order_.begin(), order_.end(), rng);
+        // The same order on every platform (std::shuffle differs between standard libraries),
+        // so a resumed run sees the batches it would have seen.
+        data::Rng rng(data::derive_seed(
+            {static_cast<std::uint64_t>(seed_), 0xC4A7ull, static_cast<std::uint64_t>(epoch)}));
+        order_ = data::random_permutation(static_cast<std::int64_t>(samples_->size()), rng);
         next_ = index;
     }
     std::optional<Batch> next() override {
@@ -64,7 +64,7 @@ class ChatSource : public BatchSource {
         const std::size_t end = std::min(begin + static_cast<std::size_t>(batch_), order_.size());
         std::vector<const TokenizedSample*> picked;
         for (std::size_t i = begin; i < end; ++i)
-            picked.push_back(&(*samples_)[order_[i]]);
+            picked.push_back(&(*samples_)[static_cast<std::size_t>(order_[i])]);
         ++next_;
         Batch b;
         b.size = static_cast<std::int64_t>(picked.size());
@@ -76,14 +76,14 @@ class ChatSource : public BatchSource {
     Samples samples_;
     int batch_;
     std::int64_t seed_, pad_;
-    std::vector<std::size_t> order_;
+    std::vector<std::int64_t> order_;
     std::int64_t next_ = 0;
 };
 
 class LlmLoraTask : public engine::Task {
   public:
     OptionSchema schema() const override {
-        OptionSchema engine_options(kLlmTaskId, "LLM LoRA fine-tuning (Llama family)");
+        OptionSchema s(kLlmTaskId, "LLM LoRA fine-tuning (Llama family)");
         engine::TrainDefaults d;
         d.epochs = 3;
         d.batch = 4;
@@ -97,15 +97,12 @@ class LlmLoraTask : public engine::Task {
         d.grad_clip = 1.0;
         d.patience = 0;
         d.checkpoint_steps = 200;
-        engine::add_training_options(engine_options, d);
+        d.cos_lr = true;
         // LoRA runs keep no weight EMA (it would copy the whole base model) and use bf16 weights
         // on CUDA instead of fp16 autocast.
-        OptionSchema s(kLlmTaskId, "LLM LoRA fine-tuning (Llama family)");
-        for (auto o : engine_options.options()) {
-            if (o.name == "ema" || o.name == "amp") o.default_value = false;
-            if (o.name == "cos_lr") o.default_value = true;
-            s.add(o);
-        }
+        d.ema = false;
+        d.amp = false;
+        engine::add_training_options(s, d);
         const std::string g_model = "model", g_data = "data", g_lora = "lora", g_sample = "samples";
         auto req = option_spec(
             "model", OptionType::Path, "",
@@ -168,18 +165,7 @@ class LlmLoraTask : public engine::Task {
         model_path_ = path_from_utf8(cfg["model"].get<std::string>());
         if (cfg["model"].get<std::string>().empty()) throw InputError("model", "is required");
         // Model weights, read once and kept on the CPU: build_model is called several times.
-        if (std::filesystem::is_directory(model_path_)) {
-            const auto config_path = model_path_ / "config.json";
-            if (!std::filesystem::exists(config_path))
-                throw InputError("model", path_to_utf8(model_path_) + " has no config.json");
-            config_ =
-                LlamaConfig::from_hf_json(read_json_file(config_path), path_to_utf8(config_path));
-            base_ = read_hf_tensors(model_path_);
-        } else if (std::filesystem::exists(model_path_)) {
-            base_ = read_llama2c_tensors(model_path_, &config_);
-        } else {
-            throw InputError("model", "'" + path_to_utf8(model_path_) + "' does not exist");
-        }
+        base_ = read_base_model(model_path_, config_);
         std::string tok = cfg["tokenizer"].get<std::string>();
         if (tok.empty()) {
             if (!std::filesystem::is_directory(model_path_))
@@ -215,9 +201,11 @@ class LlmLoraTask : public engine::Task {
         data::ChatLoadOptions lo;
         lo.format = data::parse_chat_format(cfg["format"].get<std::string>());
         const auto data_path = path_from_utf8(cfg["data"].get<std::string>());
-        auto train_rows = data::load_chat_dataset(data_path, lo);
+        // Read once: parsed, and hashed for the run's provenance.
+        const std::string data_text = read_file_bytes_limited(data_path, lo.max_file_bytes);
+        data_hash_ = sha256_hex(data_text);
+        auto train_rows = data::parse_chat_dataset(data_text, path_to_utf8(data_path), lo);
         data::throw_if_errors(train_rows, "data");
-        data_hash_ = sha256_file(data_path);
         std::vector<data::ChatSample> train = std::move(train_rows.samples), val;
         const std::string val_path = cfg["val_data"].get<std::string>();
         if (!val_path.empty()) {
@@ -229,13 +217,12 @@ class LlmLoraTask : public engine::Task {
             auto n_val =
                 static_cast<std::size_t>(std::floor(frac * static_cast<double>(train.size())));
             if (frac > 0 && n_val == 0 && train.size() >= 2) n_val = 1;
-            std::vector<std::size_t> order(train.size());
-            std::iota(order.begin(), order.end(), 0);
-            std::mt19937_64 rng(static_cast<std::uint64_t>(c.seed) + 17);
-            std::shuffle(order.begin(), order.end(), rng);
+            data::Rng rng(data::derive_seed({static_cast<std::uint64_t>(c.seed), 0x5E1ull}));
+            const auto order =
+                data::random_permutation(static_cast<std::int64_t>(train.size()), rng);
             std::vector<bool> is_val(train.size(), false);
             for (std::size_t i = 0; i < n_val; ++i)
-                is_val[order[i]] = true;
+                is_val[static_cast<std::size_t>(order[i])] = true;
             std::vector<data::ChatSample> kept;
             for (std::size_t i = 0; i < train.size(); ++i)
                 (is_val[i] ? val : kept).push_back(std::move(train[i]));
@@ -295,12 +282,7 @@ class LlmLoraTask : public engine::Task {
         LlamaForCausalLm m(config_);
         assign_base_weights(*m, base_, path_to_utf8(model_path_));
         m->to(ctx_.device, dtype_);
-        m->add_lora(lora_);
-        for (auto& [name, proj] : m->projections())
-            if (proj->has_adapter()) {
-                proj->lora_A->to(ctx_.device, torch::kFloat32);
-                proj->lora_B->to(ctx_.device, torch::kFloat32);
-            }
+        m->add_lora(lora_);  // adapters on the weights' device, fp32 under bf16 weights
         return m.ptr();
     }
 
@@ -337,11 +319,7 @@ class LlmLoraTask : public engine::Task {
                                   std::min(all.size(), i + static_cast<std::size_t>(batch_))));
             const TokenBatch b = collate(part, pad_id_);
             // Token-weighted mean over the whole set.
-            std::int64_t targets = 0;
-            {
-                const auto lab = b.labels.narrow(1, 1, b.labels.size(1) - 1);
-                targets = (lab != -100).sum().item<std::int64_t>();
-            }
+            const std::int64_t targets = b.trained_tokens;
             if (targets == 0) continue;
             total += m.loss(b.tokens.to(ctx_.device), b.labels.to(ctx_.device)).item<double>() *
                      static_cast<double>(targets);
@@ -366,10 +344,7 @@ class LlmLoraTask : public engine::Task {
         save_peft_adapter(m, lora_, dir / "adapter", path_to_utf8(model_path_));
         ctx_.log("info", "adapter written to " + path_to_utf8(dir / "adapter"));
         if (ctx_.config["export_merged"].get<bool>()) {
-            m.merge_lora();
-            save_hf_folder(m, dir / "merged",
-                           dtype_ == torch::kBFloat16 ? torch::kBFloat16 : torch::kFloat32,
-                           4ull << 30);
+            save_hf_folder(m, dir / "merged", dtype_, 4ull << 30);  // merges as it writes
             ctx_.log("info", "merged model written to " + path_to_utf8(dir / "merged"));
         }
     }

@@ -35,8 +35,9 @@ class Tokenizer {
     virtual std::string token_text(std::int64_t id) const = 0;
     virtual std::string kind() const = 0;  // "tokenizer.json" / "sentencepiece"
 
-    std::optional<std::int64_t> bos_id, eos_id;
-    std::string bos_token, eos_token;
+    // From tokenizer_config.json: ends generations and closes chat turns.
+    std::optional<std::int64_t> eos_id;
+    std::string eos_token;
 };
 
 // tokenizer.json text. `where` names it in errors; `config_json` is the text of

@@ -52,12 +52,6 @@ struct Piece {
 using Normalizer = std::function<std::string(const std::string&)>;
 using PreTokenizer = std::function<std::vector<Piece>(const std::vector<Piece>&)>;
 
-std::string str(const Json& j, const char* name, const std::string& where) {
-    if (!j.contains(name) || !j[name].is_string())
-        throw InputError(where, std::string("field '") + name + "': expected a string");
-    return j[name].get<std::string>();
-}
-
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
     if (from.empty()) return;
     std::string out;
@@ -80,7 +74,7 @@ std::shared_ptr<Regex> pattern_of(const Json& j, const std::string& where) {
 
 Normalizer make_normalizer(const Json& j, const std::string& where) {
     if (j.is_null()) return nullptr;
-    const std::string type = str(j, "type", where);
+    const std::string type = get_string(j, "type", where);
     const std::string at = where + ": normalizer " + type;
     if (type == "Sequence") {
         std::vector<Normalizer> list;
@@ -96,12 +90,12 @@ Normalizer make_normalizer(const Json& j, const std::string& where) {
         };
     }
     if (type == "Prepend") {
-        const std::string p = str(j, "prepend", at);
+        const std::string p = get_string(j, "prepend", at);
         return [p](const std::string& s) { return s.empty() ? s : p + s; };
     }
     if (type == "Replace") {
         const auto re = pattern_of(j.value("pattern", Json()), at);
-        const std::string content = str(j, "content", at);
+        const std::string content = get_string(j, "content", at);
         return [re, content](const std::string& s) {
             std::string out;
             std::size_t pos = 0;
@@ -197,7 +191,7 @@ SplitBehavior behavior_of(const std::string& name, const std::string& where) {
 
 PreTokenizer make_pre_tokenizer(const Json& j, const std::string& where) {
     if (j.is_null()) return nullptr;
-    const std::string type = str(j, "type", where);
+    const std::string type = get_string(j, "type", where);
     const std::string at = where + ": pre_tokenizer " + type;
     if (type == "Sequence") {
         std::vector<PreTokenizer> list;
@@ -214,7 +208,7 @@ PreTokenizer make_pre_tokenizer(const Json& j, const std::string& where) {
     }
     if (type == "Split") {
         const auto re = pattern_of(j.value("pattern", Json()), at);
-        const auto behavior = behavior_of(str(j, "behavior", at), at);
+        const auto behavior = behavior_of(get_string(j, "behavior", at), at);
         const bool invert = j.value("invert", false);
         return [re, behavior, invert](const std::vector<Piece>& in) {
             std::vector<Piece> out;
@@ -250,7 +244,7 @@ PreTokenizer make_pre_tokenizer(const Json& j, const std::string& where) {
     }
     if (type == "Metaspace") {
         const std::string repl =
-            j.contains("replacement") ? str(j, "replacement", at) : "\xE2\x96\x81";
+            j.contains("replacement") ? get_string(j, "replacement", at) : "\xE2\x96\x81";
         std::string scheme = j.value("prepend_scheme", std::string());
         if (scheme.empty()) scheme = j.value("add_prefix_space", true) ? "always" : "never";
         if (scheme != "always" && scheme != "first" && scheme != "never")
@@ -538,7 +532,7 @@ class HfTokenizer : public Tokenizer {
 
     void load_post_processor(const Json& j) {
         if (j.is_null()) return;
-        const std::string type = str(j, "type", where_);
+        const std::string type = get_string(j, "type", where_);
         if (type == "Sequence") {
             for (const auto& p : j.value("processors", Json::array()))
                 load_post_processor(p);
@@ -553,7 +547,7 @@ class HfTokenizer : public Tokenizer {
             if (item.contains("Sequence")) {
                 t.sequence = true;
             } else if (item.contains("SpecialToken")) {
-                const std::string name = str(item["SpecialToken"], "id", where_);
+                const std::string name = get_string(item["SpecialToken"], "id", where_);
                 if (special.contains(name) && special[name].contains("ids")) {
                     for (const auto& id : special[name]["ids"])
                         t.ids.push_back(id.get<std::int64_t>());
@@ -570,7 +564,7 @@ class HfTokenizer : public Tokenizer {
 
     void load_decoder(const Json& j) {
         if (j.is_null()) return;
-        const std::string type = str(j, "type", where_);
+        const std::string type = get_string(j, "type", where_);
         if (type == "Sequence") {
             for (const auto& d : j.value("decoders", Json::array()))
                 load_decoder(d);
@@ -594,7 +588,8 @@ class HfTokenizer : public Tokenizer {
             const Json& p = j.value("pattern", Json());
             if (!p.is_object() || !p.contains("String"))
                 throw InputError(where_, "decoder Replace: only String patterns");
-            const std::string from = p["String"].get<std::string>(), to = str(j, "content", where_);
+            const std::string from = p["String"].get<std::string>(),
+                              to = get_string(j, "content", where_);
             decoders_.push_back([from, to](std::vector<std::string> tokens) {
                 for (auto& t : tokens)
                     replace_all(t, from, to);
@@ -627,7 +622,7 @@ class HfTokenizer : public Tokenizer {
                 return std::vector<std::string>{s};
             });
         } else if (type == "Strip") {
-            const std::string content = str(j, "content", where_);
+            const std::string content = get_string(j, "content", where_);
             const int start = j.value("start", 0), stop = j.value("stop", 0);
             decoders_.push_back([content, start, stop](std::vector<std::string> tokens) {
                 for (auto& t : tokens) {
@@ -640,7 +635,7 @@ class HfTokenizer : public Tokenizer {
             });
         } else if (type == "Metaspace") {
             const std::string repl =
-                j.contains("replacement") ? str(j, "replacement", where_) : "\xE2\x96\x81";
+                j.contains("replacement") ? get_string(j, "replacement", where_) : "\xE2\x96\x81";
             std::string scheme = j.value("prepend_scheme", std::string("always"));
             decoders_.push_back([repl, scheme](std::vector<std::string> tokens) {
                 for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -663,9 +658,7 @@ class HfTokenizer : public Tokenizer {
             return {};
         };
         if (!c.is_object()) return;
-        bos_token = token_of(c.value("bos_token", Json()));
         eos_token = token_of(c.value("eos_token", Json()));
-        if (!bos_token.empty()) bos_id = token_id(bos_token);
         if (!eos_token.empty()) eos_id = token_id(eos_token);
     }
 
