@@ -100,7 +100,10 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     // Those files score through the prediction-folder path.
     auto s = run(dir, "val detect data=" + shell_quote(yaml) +
                           " predictions=" + shell_quote(out_dir / "labels") + " json=true");
-    EXPECT_EQ(s.code, 0) << s.out;
+    ASSERT_EQ(s.code, 0) << s.out;
+    const Json scored = json_of(s.out);
+    EXPECT_EQ(scored.at("images"), 6);
+    EXPECT_EQ(scored.at("predictions"), rows);  // every written row was read back
 }
 
 TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
@@ -130,7 +133,7 @@ TEST(DetectCli, BadOptionsAreNamed) {
     const auto yaml = synth(dir / "data", 2, 64, 2, 1);
     auto no_data = run(dir, "train detect model=yolov8n epochs=1");
     EXPECT_NE(no_data.code, 0);
-    EXPECT_NE(no_data.out.find("data"), std::string::npos) << no_data.out;
+    EXPECT_NE(no_data.out.find("data: is required"), std::string::npos) << no_data.out;
     auto odd = run(dir, "train detect data=" + shell_quote(yaml) + " imgsz=100 epochs=1");
     EXPECT_NE(odd.code, 0);
     EXPECT_NE(odd.out.find("imgsz"), std::string::npos) << odd.out;
@@ -144,7 +147,8 @@ TEST(DetectCli, BadOptionsAreNamed) {
     auto wrong_nc =
         run(dir, "val detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()));
     EXPECT_NE(wrong_nc.code, 0);
-    EXPECT_NE(wrong_nc.out.find("classes"), std::string::npos) << wrong_nc.out;
+    EXPECT_NE(wrong_nc.out.find("has 4 classes but the dataset has 2"), std::string::npos)
+        << wrong_nc.out;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::llm {
 namespace {
@@ -22,11 +23,7 @@ fs::path fixture(const char* name) {
 }
 
 fs::path temp_dir(const std::string& name) {
-    const auto dir = fs::temp_directory_path() /
-                     ("crucible_llm_" + name + "_" + std::to_string(platform::process_id()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
+    return test_support::fresh_temp_dir("llm_" + name);
 }
 
 struct Reference {
@@ -39,7 +36,7 @@ Reference reference() {
 }
 
 TEST(LlamaModel, Llama2cLogitsMatchReference) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
     auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
     EXPECT_EQ(model->config.hidden_size, 64);
@@ -56,7 +53,7 @@ TEST(LlamaModel, Llama2cLogitsMatchReference) {
 }
 
 TEST(LlamaModel, KvCacheGivesTheSameLogits) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
     auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
     model->eval();
@@ -78,7 +75,7 @@ TEST(LlamaModel, KvCacheGivesTheSameLogits) {
 }
 
 TEST(LlamaModel, HuggingFaceFolderRoundTripGivesTheSameLogits) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
     auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
     const auto dir = temp_dir("hf");
@@ -153,7 +150,7 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
 }
 
 TEST(LlamaLoad, HostileInputsAreRefusedWithClearMessages) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
     const auto dir = temp_dir("hostile");
     save_hf_folder(*model, dir / "good");

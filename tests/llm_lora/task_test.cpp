@@ -18,6 +18,7 @@
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llm_task.h"
 #include "plugins/llm_lora/tokenizer.h"
+#include "tests/support/results_csv.h"
 
 namespace crucible::llm {
 namespace {
@@ -29,11 +30,7 @@ fs::path fixture(const char* name) {
 }
 
 fs::path fresh(const std::string& name) {
-    const auto dir = fs::temp_directory_path() /
-                     ("crucible_llm_task_" + name + "_" + std::to_string(platform::process_id()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
+    return test_support::fresh_temp_dir("llm_task_" + name);
 }
 
 // Byte-level tokenizer for a 512-token model: ids 0..255 are the bytes (GPT-2 byte map), then
@@ -147,7 +144,6 @@ TEST(LlmData, LossMaskCoversResponsesOnly) {
 }
 
 TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
     ensure_llm_task_registered();
     const auto dir = fresh("run");
     write_random_model(dir / "model");  // tokenizer.json sits in the model folder
@@ -200,7 +196,7 @@ TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
 }
 
 TEST(LlmTask, BadOptionsAreRefusedNamingTheOption) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     ensure_llm_task_registered();
     const auto dir = fresh("bad");
     write_byte_tokenizer(dir / "tok");
@@ -244,7 +240,7 @@ TEST(LlmTask, BadOptionsAreRefusedNamingTheOption) {
 }
 
 TEST(Generate, KvCacheGenerationMatchesFullForward) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
+    ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     auto m = load_llama2c(fixture("tiny_llama2c_v0.bin"));
     GenerateOptions g;
     g.max_new_tokens = 10;
@@ -276,7 +272,6 @@ namespace crucible::llm {
 namespace {
 
 TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
-    if (!fs::exists(fixture("tiny_llama2c_v0.bin"))) GTEST_SKIP() << "fixtures/llama absent";
     const auto dir = fresh("plain");
     write_byte_tokenizer(dir);
     const auto tok = load_tokenizer(dir);

@@ -183,8 +183,8 @@ TEST(HfTokenizer, HostileFilesAndInputs) {
         return j.dump();
     };
     const std::vector<Case> cases{
-        {"empty", "", "t.json"},
-        {"truncated", good.dump().substr(0, 200), "t.json"},
+        {"empty", "", "t.json: invalid JSON"},
+        {"truncated", good.dump().substr(0, 200), "t.json: invalid JSON"},
         {"array", "[]", "expected a JSON object"},
         {"no model", edit([](Json& j) { j.erase("model"); }), "field 'model'"},
         {"unigram", edit([](Json& j) { j["model"]["type"] = "Unigram"; }),
