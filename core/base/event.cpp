@@ -109,6 +109,10 @@ Event make_artifact(const std::string& name, const std::string& type) {
     return make(event_kind::kArtifact, {{"name", name}, {"type", type}});
 }
 
+Event make_sample(const Json& fields) {
+    return make(event_kind::kSample, fields.is_object() ? fields : Json::object());
+}
+
 Event make_alarm(const std::string& alarm, const std::string& message) {
     return make(event_kind::kAlarm, {{"alarm", alarm}, {"message", message}});
 }

@@ -55,6 +55,9 @@ Event make_status(const std::string& state, const std::string& reason = "");
 Event make_log(const std::string& level, const std::string& message);
 Event make_checkpoint(const std::string& name, std::int64_t step);
 Event make_artifact(const std::string& name, const std::string& type);
+// A generation for a fixed prompt: {"prompt", "text"} (LLM) or {"prompt", "image"} (an artifact
+// name, SD); more fields may follow.
+Event make_sample(const Json& fields);
 Event make_alarm(const std::string& alarm, const std::string& message);
 Event make_rollback(std::int64_t to_step);
 

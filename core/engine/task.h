@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/base/event.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/engine/param_groups.h"
@@ -61,6 +62,10 @@ struct TaskContext {
     std::int64_t seed = 0;
     int workers = 0;
     std::function<void(const std::string& level, const std::string& message)> log;
+    // Events of the task's own (DESIGN.md `sample`, `artifact`), written in order with the
+    // trainer's; the trainer adds the current step when the event has none. Call it from the
+    // task's hooks (the trainer's thread) only.
+    std::function<void(Event event)> emit;
 };
 
 class Task {

@@ -149,6 +149,10 @@ void Trainer::Impl::setup(bool resume) {
     context.log = [this](const std::string& level, const std::string& message) {
         log(level, message);
     };
+    context.emit = [this](Event event) {
+        if (!event.fields.contains("step")) event.fields["step"] = s.step;
+        emit(std::move(event));
+    };
     task.setup(context);
 
     data = task.train_data();

@@ -370,7 +370,9 @@ class LlmLoraTask : public engine::Task {
             auto out = generate(m, ids, g);
             // The model's vocabulary may be larger than the tokenizer's (padded embeddings).
             std::erase_if(out, [&](std::int64_t id) { return id >= tokenizer_->vocab_size(); });
-            ctx_.log("info", "sample: " + p + " -> " + tokenizer_->decode(out, true));
+            const std::string generated = tokenizer_->decode(out, true);
+            ctx_.log("info", "sample: " + p + " -> " + generated);
+            if (ctx_.emit) ctx_.emit(make_sample({{"prompt", p}, {"text", generated}}));
         }
     }
 

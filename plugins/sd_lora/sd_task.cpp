@@ -372,6 +372,13 @@ class SdLoraTask : public engine::Task {
             write_rgb8_png(file, rgb[0]);
             ctx_.log("info", "sample " + path_to_utf8(file.lexically_relative(ctx_.run_dir)) +
                                  ": " + prompts_[i]);
+            if (ctx_.emit) {
+                // Named relative to artifacts/, as the agent lists and serves them.
+                const auto rel = file.lexically_relative(ctx_.artifacts_dir).generic_u8string();
+                const std::string name(rel.begin(), rel.end());
+                ctx_.emit(make_artifact(name, "image"));
+                ctx_.emit(make_sample({{"prompt", prompts_[i]}, {"image", name}}));
+            }
         }
         if (was_training) net.train();
     }

@@ -192,6 +192,15 @@ TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
               (std::vector<std::int64_t>{32, 8}));
     const std::string log = read_file_bytes(dir / "job" / "worker.log");
     EXPECT_NE(log.find("sample: Capital of Peru? ->"), std::string::npos);
+    // The generations are also `sample` events, stamped with the step they were made at.
+    bool sample_event = false;
+    for (const auto& e : read_event_log(dir / "job" / "events.jsonl")) {
+        if (e.kind != event_kind::kSample) continue;
+        sample_event = e.fields.value("prompt", std::string()) == "Capital of Peru?" &&
+                       e.fields.at("text").is_string() &&
+                       e.fields.at("step").get<std::int64_t>() > 0;
+    }
+    EXPECT_TRUE(sample_event);
     fs::remove_all(dir);
 }
 

@@ -7,6 +7,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <fstream>
+#include <set>
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -112,6 +113,18 @@ TEST(SdLoraTask, TrainsATinyLoraOnCpu) {
         const cv::Mat img = data::read_image(png);
         EXPECT_EQ(img.cols, 32);
         EXPECT_EQ(img.rows, 32);
+    }
+    // Each sample image is announced: an `artifact` event and a `sample` event with its prompt.
+    std::set<std::string> artifacts, sampled;
+    for (const auto& e : read_event_log(job / "events.jsonl")) {
+        if (e.kind == event_kind::kArtifact && e.fields.value("type", std::string()) == "image")
+            artifacts.insert(e.fields.value("name", std::string()));
+        if (e.kind == event_kind::kSample) sampled.insert(e.fields.value("image", std::string()));
+    }
+    for (const char* name :
+         {"samples/step10_0.png", "samples/step20_0.png", "samples/final_0.png"}) {
+        EXPECT_TRUE(artifacts.count(name)) << name;
+        EXPECT_TRUE(sampled.count(name)) << name;
     }
     // Latents were cached to disk (one per image).
     std::size_t cached = 0;
