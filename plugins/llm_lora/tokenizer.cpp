@@ -1,4 +1,4 @@
-// Tokenizer loading by folder; SentencePiece tokenizer.model.
+// Tokenizer loading by folder (tokenizer.json preferred, else tokenizer.model).
 #include "plugins/llm_lora/tokenizer.h"
 
 #include <algorithm>
@@ -12,17 +12,6 @@ namespace {
 constexpr std::uint64_t kMaxTokenizerBytes = 512ull << 20;
 
 }  // namespace
-
-std::unique_ptr<Tokenizer> make_sentencepiece_tokenizer(std::string_view model_bytes,
-                                                        const std::string& where) {
-    // Debian's libsentencepiece carries its own copy of protobuf, which clashes with the one
-    // LibTorch loads (the process crashes while the libraries initialize), so it cannot live in
-    // the worker; an own reader of the model file is still to be written.
-    (void)model_bytes;
-    throw InputError(
-        where,
-        "tokenizer.model (SentencePiece) is not supported yet; use the model's tokenizer.json");
-}
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path) {
     std::filesystem::path json, model, config;

