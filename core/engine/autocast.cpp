@@ -26,6 +26,10 @@ void set_cuda_autocast(bool on) {
 
 }  // namespace
 
+bool cuda_autocast_active() {
+    return cuda_autocast_enabled();
+}
+
 AutocastGuard::AutocastGuard(bool enabled) : enabled_(enabled) {
     if (!enabled_) return;
     previous_ = cuda_autocast_enabled();

@@ -3,6 +3,9 @@
 // 2.4+: set_autocast_enabled(device, on)). A no-op when `enabled` is false.
 namespace crucible::engine {
 
+// Whether CUDA autocast is on for this thread now (a recomputation in backward repeats it).
+bool cuda_autocast_active();
+
 class AutocastGuard {
   public:
     explicit AutocastGuard(bool enabled);

@@ -1,0 +1,106 @@
+// Gradient checkpointing: the same gradients as a plain backward, for inputs and for parameters
+// inside the block (also when the block's input is frozen), the same dropout masks in the
+// recomputation, and no recorded graph inside the block.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "core/engine/activation_checkpoint.h"
+
+namespace crucible::engine {
+namespace {
+
+struct Block : torch::nn::Module {
+    Block() {
+        fc1 = register_module("fc1", torch::nn::Linear(8, 16));
+        fc2 = register_module("fc2", torch::nn::Linear(16, 8));
+    }
+    torch::Tensor forward(const torch::Tensor& x, double dropout) {
+        torch::Tensor h = torch::silu(fc1(x));
+        h = torch::dropout(h, dropout, /*train=*/dropout > 0);
+        return x + fc2(h);
+    }
+    torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+
+struct Grads {
+    torch::Tensor input, w1, b2;
+};
+
+Grads run(bool use_checkpoint, bool input_requires_grad, double dropout, int blocks = 2) {
+    torch::manual_seed(7);
+    std::vector<std::shared_ptr<Block>> layers;
+    for (int i = 0; i < blocks; ++i)
+        layers.push_back(std::make_shared<Block>());
+    torch::Tensor x = torch::randn({4, 8});
+    if (input_requires_grad) x.requires_grad_(true);
+    torch::manual_seed(99);  // the dropout masks
+    torch::Tensor h = x;
+    for (auto& layer : layers) {
+        if (use_checkpoint)
+            h = checkpointed(
+                [layer, dropout](const torch::Tensor& in) { return layer->forward(in, dropout); },
+                h);
+        else
+            h = layer->forward(h, dropout);
+    }
+    (h * h).sum().backward();
+    return {input_requires_grad ? x.grad() : torch::Tensor(), layers[0]->fc1->weight.grad(),
+            layers.back()->fc2->bias.grad()};
+}
+
+TEST(ActivationCheckpoint, GradientsEqualAPlainBackward) {
+    const Grads plain = run(false, true, 0.0);
+    const Grads ckpt = run(true, true, 0.0);
+    ASSERT_TRUE(ckpt.input.defined());
+    ASSERT_TRUE(ckpt.w1.defined());
+    EXPECT_TRUE(torch::allclose(plain.input, ckpt.input, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(plain.w1, ckpt.w1, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(plain.b2, ckpt.b2, 1e-6, 1e-6));
+}
+
+TEST(ActivationCheckpoint, ParametersTrainBehindAFrozenInput) {
+    const Grads plain = run(false, false, 0.0);
+    const Grads ckpt = run(true, false, 0.0);
+    ASSERT_TRUE(ckpt.w1.defined()) << "the first block's weights got no gradient";
+    EXPECT_TRUE(torch::allclose(plain.w1, ckpt.w1, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(plain.b2, ckpt.b2, 1e-6, 1e-6));
+}
+
+TEST(ActivationCheckpoint, RecomputationSeesTheSameDropoutMasks) {
+    const Grads plain = run(false, true, 0.5);
+    const Grads ckpt = run(true, true, 0.5);
+    EXPECT_TRUE(torch::allclose(plain.w1, ckpt.w1, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(plain.input, ckpt.input, 1e-6, 1e-6));
+    // And the run's random stream continues as if nothing had been replayed.
+    torch::manual_seed(5);
+    auto block = std::make_shared<Block>();
+    const torch::Tensor x = torch::randn({4, 8}, torch::requires_grad());
+    at::Generator cpu = at::globalContext().defaultGenerator(torch::kCPU);  // a handle
+    const auto seed_state = cpu.get_state();
+    checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.5); }, x)
+        .sum()
+        .backward();
+    const torch::Tensor after_ckpt = torch::rand({3});
+    cpu.set_state(seed_state);
+    (void)block->forward(x, 0.5);
+    EXPECT_TRUE(torch::equal(after_ckpt, torch::rand({3})));
+}
+
+TEST(ActivationCheckpoint, KeepsNoGraphInsideTheBlock) {
+    auto block = std::make_shared<Block>();
+    const torch::Tensor x = torch::randn({4, 8}, torch::requires_grad());
+    const torch::Tensor y =
+        checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.0); }, x);
+    ASSERT_TRUE(y.requires_grad());
+    // One node for the whole block, whose only inputs are the block input and the anchor.
+    ASSERT_NE(y.grad_fn(), nullptr);
+    EXPECT_EQ(y.grad_fn()->num_inputs(), 1u);
+    EXPECT_LE(y.grad_fn()->next_edges().size(), 2u);
+    torch::NoGradGuard no_grad;
+    const torch::Tensor z =
+        checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.0); }, x);
+    EXPECT_FALSE(z.requires_grad());
+}
+
+}  // namespace
+}  // namespace crucible::engine
