@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/base/error.h"
+#include "core/engine/activation_checkpoint.h"
 
 namespace crucible::llm {
 namespace {
@@ -336,7 +337,14 @@ torch::Tensor LlamaForCausalLmImpl::forward(const torch::Tensor& tokens, KvCache
         auto layer = model->layers->ptr<LlamaDecoderLayerImpl>(i);
         torch::Tensor* ck = cache != nullptr ? &cache->keys[i] : nullptr;
         torch::Tensor* cv = cache != nullptr ? &cache->values[i] : nullptr;
-        h = layer->forward(h, ctx, ck, cv);
+        if (gradient_checkpointing && cache == nullptr)
+            h = engine::checkpointed(
+                [layer, ctx](const torch::Tensor& x) {
+                    return layer->forward(x, ctx, nullptr, nullptr);
+                },
+                h);
+        else
+            h = layer->forward(h, ctx, ck, cv);
     }
     h = model->norm(h);
     const torch::Tensor logits = config.tie_word_embeddings

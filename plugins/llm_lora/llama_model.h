@@ -141,6 +141,9 @@ struct LlamaForCausalLmImpl : torch::nn::Module {
 
     LlamaConfig config;
     AttentionKernel kernel = AttentionKernel::Auto;
+    // Recompute each decoder layer in backward instead of keeping its activations (training
+    // without a KV cache only): activation memory drops to one tensor per layer.
+    bool gradient_checkpointing = false;
     LlamaBackbone model{nullptr};
     torch::nn::Linear lm_head{nullptr};
 

@@ -147,6 +147,10 @@ class LlmLoraTask : public engine::Task {
                           "comma-separated modules: q, k, v, o, gate, up, down (or all)", g_lora));
         s.add(option_spec("use_rslora", OptionType::Boolean, false,
                           "rank-stabilized scale alpha/sqrt(r)", g_lora));
+        s.add(option_spec("gradient_checkpointing", OptionType::Boolean, false,
+                          "recompute each layer in backward: far less activation memory for "
+                          "about a third more compute",
+                          g_lora));
         s.add(option_spec("sample_prompts", OptionType::String, "",
                           "prompts generated from after each validation, separated by |",
                           g_sample));
@@ -184,6 +188,7 @@ class LlmLoraTask : public engine::Task {
         lora_.alpha = cfg["lora_alpha"].get<double>();
         lora_.dropout = cfg["lora_dropout"].get<double>();
         lora_.use_rslora = cfg["use_rslora"].get<bool>();
+        gradient_checkpointing_ = cfg["gradient_checkpointing"].get<bool>();
         const std::string targets = cfg["lora_targets"].get<std::string>();
         lora_.targets = targets == "all" ? lora_target_names() : split_list(targets, ',');
         lora_.validate();
@@ -283,6 +288,7 @@ class LlmLoraTask : public engine::Task {
         assign_base_weights(*m, base_, path_to_utf8(model_path_));
         m->to(ctx_.device, dtype_);
         m->add_lora(lora_);  // adapters on the weights' device, fp32 under bf16 weights
+        m->gradient_checkpointing = gradient_checkpointing_;
         return m.ptr();
     }
 
@@ -382,6 +388,7 @@ class LlmLoraTask : public engine::Task {
     std::map<std::string, torch::Tensor> base_;
     std::unique_ptr<Tokenizer> tokenizer_;
     LoraSpec lora_;
+    bool gradient_checkpointing_ = false;
     torch::ScalarType dtype_ = torch::kFloat32;
     data::ChatTemplate template_ = data::ChatTemplate::Llama3;
     Samples train_;

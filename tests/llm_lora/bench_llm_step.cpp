@@ -1,7 +1,8 @@
 // Tokens/s of training steps (forward, loss, backward, AdamW) on a stories15M-sized Llama
 // (dim 288, 6 layers, 6 heads, hidden 768, vocab 32000, seq 256), LoRA r=8 on q/v against full
 // fine-tuning, and the peak resident memory of each (each mode runs in its own child process,
-// so the peaks do not mix). Prints the ratios measured in the same run.
+// so the peaks do not mix), and LoRA with gradient checkpointing (activations recomputed in
+// backward). Prints the ratios measured in the same run.
 //
 //   bench_llm_step [steps=5] [batch=4] [seq=256] [threads=2]
 #include <sys/resource.h>
@@ -27,7 +28,7 @@ struct Result {
     long long trainable = 0;
 };
 
-Result run_mode(bool lora, int steps, int batch, int seq) {
+Result run_mode(bool lora, bool checkpointing, int steps, int batch, int seq) {
     LlamaConfig c;
     c.vocab_size = 32000;
     c.hidden_size = 288;
@@ -39,6 +40,7 @@ Result run_mode(bool lora, int steps, int batch, int seq) {
     c.rms_norm_eps = 1e-5;
     torch::manual_seed(0);
     LlamaForCausalLm m(c);
+    m->gradient_checkpointing = checkpointing;
     if (lora) {
         LoraSpec s;
         s.r = 8;
@@ -71,13 +73,13 @@ Result run_mode(bool lora, int steps, int batch, int seq) {
     return r;
 }
 
-Result in_child(bool lora, int steps, int batch, int seq) {
+Result in_child(bool lora, bool checkpointing, int steps, int batch, int seq) {
     int fd[2];
     if (pipe(fd) != 0) std::abort();
     const pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
-        const Result r = run_mode(lora, steps, batch, seq);
+        const Result r = run_mode(lora, checkpointing, steps, batch, seq);
         if (write(fd[1], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) _exit(1);
         _exit(0);
     }
@@ -106,13 +108,18 @@ int main(int argc, char** argv) {
     std::printf(
         "stories15M-sized Llama, batch %d x seq %d, %d steps, %d threads, fused attention %s\n",
         batch, seq, steps, threads, fused_attention_available() ? "yes" : "no");
-    const Result lora = in_child(true, steps, batch, seq);
-    const Result full = in_child(false, steps, batch, seq);
+    const Result lora = in_child(true, false, steps, batch, seq);
+    const Result full = in_child(false, false, steps, batch, seq);
+    const Result lora_ckpt = in_child(true, true, steps, batch, seq);
     std::printf("LoRA r=8 (q,v): %9.0f tokens/s  peak RSS %7.1f MB  trainable %lld\n",
                 lora.tokens_per_s, lora.peak_mb, lora.trainable);
     std::printf("full fine-tune: %9.0f tokens/s  peak RSS %7.1f MB  trainable %lld\n",
                 full.tokens_per_s, full.peak_mb, full.trainable);
+    std::printf("LoRA + gradient checkpointing: %9.0f tokens/s  peak RSS %7.1f MB\n",
+                lora_ckpt.tokens_per_s, lora_ckpt.peak_mb);
     std::printf("LoRA / full: speed x%.2f, peak memory x%.2f\n",
                 lora.tokens_per_s / full.tokens_per_s, lora.peak_mb / full.peak_mb);
+    std::printf("LoRA checkpointed / LoRA: speed x%.2f, peak memory x%.2f\n",
+                lora_ckpt.tokens_per_s / lora.tokens_per_s, lora_ckpt.peak_mb / lora.peak_mb);
     return 0;
 }
