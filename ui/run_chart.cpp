@@ -52,7 +52,8 @@ RunChart::RunChart(QString metric, QWidget* parent) : QWidget(parent), metric_(s
     layout->setContentsMargins(2, 2, 2, 2);
     plot_ = new QCustomPlot(this);
     plot_->setMinimumSize(260, 180);
-    plot_->setNotAntialiasedElements(QCP::aeAll);  // fast on the software renderer
+    plot_->setNotAntialiasedElements(QCP::aeAll);        // fast on the software renderer
+    plot_->setPlottingHint(QCP::phFastPolylines, true);  // a curve is one polyline, not segments
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     plot_->plotLayout()->insertRow(0);
     plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, metric_));
@@ -100,7 +101,7 @@ RunChart::Curve& RunChart::curve(std::size_t run, const Series& s) const {
     const RunSeries* owner = runs_[run].series;
     // Points were removed (rollback) or the settings changed: start over; else extend.
     if (c.owner != owner || c.removals != owner->removals() || c.weight != smoothing_ ||
-        std::max(c.time.size(), c.smooth.size()) > s.size()) {
+        std::max({c.time.size(), c.smooth.size(), c.raw_index.size()}) > s.size()) {
         c = Curve{};
         c.owner = owner;
         c.removals = owner->removals();
@@ -129,7 +130,9 @@ RunChart::Curve& RunChart::curve(std::size_t run, const Series& s) const {
             c.ema_debias = c.ema_debias * w + (1 - w);
             c.smooth.push_back(c.ema_last / c.ema_debias);
         }
+        c.smooth_index.extend(c.smooth);
     }
+    c.raw_index.extend(s.value);
     return c;
 }
 
@@ -171,7 +174,8 @@ void RunChart::refresh() {
         const auto& x = x_values(r, *s);
         const QColor color = run_color(r);
         QCPGraph* raw = plot_->addGraph();
-        set_graph(raw, decimate_min_max(x, s->value, x_min, x_max, width), log_y_);
+        const Curve& c = curve(r, *s);
+        set_graph(raw, decimate_min_max(x, s->value, c.raw_index, x_min, x_max, width), log_y_);
         raw->setName(runs_[r].name);
         if (smoothing_ > 0) {
             QColor faint = color;
@@ -179,7 +183,7 @@ void RunChart::refresh() {
             raw->setPen(QPen(faint));
             raw->removeFromLegend();
             QCPGraph* smooth = plot_->addGraph();
-            set_graph(smooth, decimate_min_max(x, curve(r, *s).smooth, x_min, x_max, width),
+            set_graph(smooth, decimate_min_max(x, c.smooth, c.smooth_index, x_min, x_max, width),
                       log_y_);
             smooth->setPen(QPen(color, 1.6));
             smooth->setName(runs_[r].name);

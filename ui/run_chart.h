@@ -60,6 +60,7 @@ class RunChart : public QWidget {
         std::vector<double> time;    // wall-time x (minutes), when that axis is used
         std::vector<double> smooth;  // EMA of the values
         double ema_last = 0, ema_debias = 0;
+        MinMaxIndex raw_index, smooth_index;  // extremes of the values / of `smooth`
     };
     Curve& curve(std::size_t run, const Series& s) const;
     const std::vector<double>& x_values(std::size_t run, const Series& s) const;

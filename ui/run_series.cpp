@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 namespace crucible::ui {
 
@@ -17,7 +18,82 @@ void truncate_after(Series& s, double to_step) {
     s.value.resize(keep);
 }
 
+// "b is a better minimum than a": smaller, and a non-finite value is never better.
+bool lower(const std::vector<double>& y, std::size_t a, std::size_t b) {
+    if (!std::isfinite(y[b])) return false;
+    return !std::isfinite(y[a]) || y[b] < y[a];
+}
+bool higher(const std::vector<double>& y, std::size_t a, std::size_t b) {
+    if (!std::isfinite(y[b])) return false;
+    return !std::isfinite(y[a]) || y[b] > y[a];
+}
+
+// Merges the extremes of a later part into those of an earlier one (earliest index wins ties).
+void merge(const std::vector<double>& y, MinMaxIndex::Extremes& acc,
+           const MinMaxIndex::Extremes& later) {
+    if (lower(y, acc.lo, later.lo)) acc.lo = later.lo;
+    if (higher(y, acc.hi, later.hi)) acc.hi = later.hi;
+}
+
+// Appends the first, minimum, maximum and last point of one bucket, in x order, without repeats.
+void push_bucket(std::vector<Point>& out, const std::vector<double>& x,
+                 const std::vector<double>& y, std::size_t first, MinMaxIndex::Extremes e,
+                 std::size_t last) {
+    const std::size_t picks[4] = {first, std::min(e.lo, e.hi), std::max(e.lo, e.hi), last};
+    std::size_t prev = SIZE_MAX;
+    for (std::size_t p : picks)
+        if (p != prev) {
+            out.push_back({x[p], y[p]});
+            prev = p;
+        }
+}
+
 }  // namespace
+
+void MinMaxIndex::clear() {
+    fine_.clear();
+    coarse_.clear();
+    size_ = 0;
+}
+
+void MinMaxIndex::extend(const std::vector<double>& y) {
+    size_ = y.size();
+    // Only complete blocks are summarized; the open tail is scanned by range().
+    while ((fine_.size() + 1) * kFine <= size_) {
+        const std::size_t begin = fine_.size() * kFine;
+        Extremes e{begin, begin};
+        for (std::size_t i = begin + 1; i < begin + kFine; ++i)
+            merge(y, e, {i, i});
+        fine_.push_back(e);
+    }
+    constexpr std::size_t per_coarse = kCoarse / kFine;
+    while ((coarse_.size() + 1) * per_coarse <= fine_.size()) {
+        const std::size_t begin = coarse_.size() * per_coarse;
+        Extremes e = fine_[begin];
+        for (std::size_t f = begin + 1; f < begin + per_coarse; ++f)
+            merge(y, e, fine_[f]);
+        coarse_.push_back(e);
+    }
+}
+
+MinMaxIndex::Extremes MinMaxIndex::range(const std::vector<double>& y, std::size_t a,
+                                         std::size_t b) const {
+    Extremes e{a, a};
+    std::size_t i = a + 1;
+    // Points up to a fine boundary, fine blocks up to a coarse boundary, coarse blocks, then
+    // back down: every step takes the largest summarized piece that fits.
+    while (i < b && i % kFine != 0)
+        merge(y, e, {i, i}), ++i;
+    while (i + kFine <= b && i % kCoarse != 0 && i / kFine < fine_.size())
+        merge(y, e, fine_[i / kFine]), i += kFine;
+    while (i + kCoarse <= b && i / kCoarse < coarse_.size())
+        merge(y, e, coarse_[i / kCoarse]), i += kCoarse;
+    while (i + kFine <= b && i / kFine < fine_.size())
+        merge(y, e, fine_[i / kFine]), i += kFine;
+    for (; i < b; ++i)
+        merge(y, e, {i, i});
+    return e;
+}
 
 void RunSeries::apply(const Event& e) {
     if (e.seq >= 0 && e.seq <= last_seq_) return;
@@ -70,6 +146,41 @@ std::vector<double> ema_smooth(const std::vector<double>& y, double weight) {
 }
 
 std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vector<double>& y,
+                                    const MinMaxIndex& index, double x_min, double x_max,
+                                    int buckets) {
+    std::vector<Point> out;
+    const std::size_t n = std::min({x.size(), y.size(), index.size()});
+    if (n == 0 || buckets <= 0 || !(x_max > x_min)) return out;
+    const auto x_begin = x.begin(), x_end = x.begin() + static_cast<long>(n);
+    const auto begin = static_cast<std::size_t>(std::lower_bound(x_begin, x_end, x_min) - x_begin);
+    const auto end = static_cast<std::size_t>(std::upper_bound(x_begin, x_end, x_max) - x_begin);
+    if (end - begin <= static_cast<std::size_t>(buckets) * 4) {
+        for (std::size_t i = begin; i < end; ++i)
+            out.push_back({x[i], y[i]});
+        return out;
+    }
+    out.reserve(static_cast<std::size_t>(buckets) * 4);
+    const double width = (x_max - x_min) / buckets;
+    std::size_t i = begin;
+    while (i < end) {
+        // The bucket of x[i] and the first point past it, as the linear scan below decides.
+        const int b = std::min(buckets - 1, static_cast<int>((x[i] - x_min) / width));
+        std::size_t next = end;
+        if (b < buckets - 1) {
+            const double bucket_end = x_min + (b + 1) * width;
+            next = static_cast<std::size_t>(std::lower_bound(x_begin + static_cast<long>(i),
+                                                             x_begin + static_cast<long>(end),
+                                                             bucket_end) -
+                                            x_begin);
+            next = std::max(next, i + 1);  // rounding may put x[i] itself past bucket_end
+        }
+        push_bucket(out, x, y, i, index.range(y, i, next), next - 1);
+        i = next;
+    }
+    return out;
+}
+
+std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vector<double>& y,
                                     double x_min, double x_max, int buckets) {
     std::vector<Point> out;
     const std::size_t n = std::min(x.size(), y.size());
@@ -89,19 +200,12 @@ std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vec
     while (i < end) {
         const int b = std::min(buckets - 1, static_cast<int>((x[i] - x_min) / width));
         const double bucket_end = x_min + (b + 1) * width;
-        std::size_t first = i, lo = i, hi = i, last = i;
-        for (; i < end && (x[i] < bucket_end || b == buckets - 1); ++i) {
-            if (y[i] < y[lo]) lo = i;
-            if (y[i] > y[hi]) hi = i;
-            last = i;
-        }
-        std::size_t picks[4] = {first, std::min(lo, hi), std::max(lo, hi), last};
-        std::size_t prev = SIZE_MAX;
-        for (std::size_t p : picks)
-            if (p != prev) {
-                out.push_back({x[p], y[p]});
-                prev = p;
-            }
+        const std::size_t first = i;
+        MinMaxIndex::Extremes e{i, i};
+        // The first point always belongs here, even if rounding put it past bucket_end.
+        for (; i < end && (i == first || x[i] < bucket_end || b == buckets - 1); ++i)
+            merge(y, e, {i, i});
+        push_bucket(out, x, y, first, e, i - 1);
     }
     return out;
 }

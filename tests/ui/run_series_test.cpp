@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <random>
+#include <tuple>
 
 using namespace crucible;
 using namespace crucible::ui;
@@ -89,4 +91,63 @@ TEST(Decimation, KeepsExtremesAndBoundsThePointCount) {
     // A visible window only: points outside are dropped.
     auto window = decimate_min_max(x, y, 1000, 2000, 1000);
     EXPECT_EQ(window.size(), 1001u);
+}
+
+// The block index answers any range like a scan would (earliest index on ties, non-finite
+// values never extreme while a finite one exists), also while the series grows.
+TEST(Decimation, IndexedExtremesEqualAScan) {
+    std::mt19937 rng(42);
+    std::uniform_int_distribution<int> level(0, 20);  // few distinct values: many ties
+    std::vector<double> y;
+    MinMaxIndex index;
+    for (int round = 0; round < 4; ++round) {
+        const std::size_t grow = round == 0 ? 5 : 7000 + static_cast<std::size_t>(round) * 1234;
+        for (std::size_t k = 0; k < grow; ++k)
+            y.push_back(k % 997 == 3 ? std::nan("") : static_cast<double>(level(rng)));
+        index.extend(y);
+        ASSERT_EQ(index.size(), y.size());
+        std::uniform_int_distribution<std::size_t> pos(0, y.size() - 1);
+        for (int q = 0; q < 300; ++q) {
+            std::size_t a = pos(rng), b = pos(rng);
+            if (a > b) std::swap(a, b);
+            ++b;
+            std::size_t lo = a, hi = a;
+            for (std::size_t i = a; i < b; ++i) {
+                if (std::isfinite(y[i]) && (!std::isfinite(y[lo]) || y[i] < y[lo])) lo = i;
+                if (std::isfinite(y[i]) && (!std::isfinite(y[hi]) || y[i] > y[hi])) hi = i;
+            }
+            const auto e = index.range(y, a, b);
+            ASSERT_EQ(e.lo, lo) << "range " << a << ".." << b;
+            ASSERT_EQ(e.hi, hi) << "range " << a << ".." << b;
+        }
+    }
+}
+
+TEST(Decimation, IndexedDecimationEqualsTheLinearOne) {
+    std::mt19937 rng(7);
+    std::normal_distribution<double> noise(0, 1);
+    std::vector<double> x, y;
+    double step = 0;
+    for (int i = 0; i < 300'000; ++i) {
+        step += (i % 5 == 0) ? 0 : 1;  // repeated x values, as after a resume
+        x.push_back(step);
+        y.push_back(i == 123'456 ? 1e6 : noise(rng));
+    }
+    MinMaxIndex index;
+    index.extend(y);
+    const std::vector<std::tuple<double, double, int>> views = {
+        {x.front(), x.back(), 800},
+        {x.front(), x.back(), 1},
+        {1000, 2000, 300},
+        {5000.5, 190'000.25, 777},
+        {x.back() - 100, x.back() + 50, 64}};
+    for (const auto& [lo, hi, buckets] : views) {
+        const auto linear = decimate_min_max(x, y, lo, hi, buckets);
+        const auto indexed = decimate_min_max(x, y, index, lo, hi, buckets);
+        ASSERT_EQ(linear.size(), indexed.size()) << lo << ".." << hi << " / " << buckets;
+        for (std::size_t i = 0; i < linear.size(); ++i) {
+            ASSERT_EQ(linear[i].x, indexed[i].x) << "point " << i;
+            ASSERT_EQ(linear[i].y, indexed[i].y) << "point " << i;
+        }
+    }
 }
