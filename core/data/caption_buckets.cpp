@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <set>
 
 #include "core/base/error.h"
@@ -65,8 +64,7 @@ BucketSize assign_bucket(int width, int height, const std::vector<BucketSize>& b
     return best;
 }
 
-CropPlan plan_crop(int width, int height, BucketSize bucket, bool random_crop,
-                   std::mt19937_64& rng) {
+CropPlan plan_crop(int width, int height, BucketSize bucket, bool random_crop, Rng& rng) {
     if (width <= 0 || height <= 0) throw InputError("image", "has no pixels");
     const double scale = std::max(static_cast<double>(bucket.width) / width,
                                   static_cast<double>(bucket.height) / height);
@@ -76,8 +74,8 @@ CropPlan plan_crop(int width, int height, BucketSize bucket, bool random_crop,
     const int slack_x = p.resized_width - bucket.width;
     const int slack_y = p.resized_height - bucket.height;
     if (random_crop) {
-        p.crop_x = std::uniform_int_distribution<int>(0, slack_x)(rng);
-        p.crop_y = std::uniform_int_distribution<int>(0, slack_y)(rng);
+        p.crop_x = static_cast<int>(rng.uniform_int(0, slack_x));
+        p.crop_y = static_cast<int>(rng.uniform_int(0, slack_y));
     } else {
         p.crop_x = slack_x / 2;
         p.crop_y = slack_y / 2;
@@ -89,13 +87,13 @@ std::vector<std::vector<std::size_t>> bucket_batches(const std::vector<BucketSiz
                                                      int batch_size, std::uint64_t seed,
                                                      int epoch) {
     if (batch_size < 1) throw InputError("batch", "must be at least 1");
-    std::mt19937_64 rng(seed * 1000003ull + static_cast<std::uint64_t>(epoch));
-    std::vector<std::size_t> order(item_buckets.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::shuffle(order.begin(), order.end(), rng);
+    // Platform-independent draws (no std::shuffle), so a run resumed on another operating
+    // system sees the same batches.
+    Rng rng(derive_seed({seed, static_cast<std::uint64_t>(epoch)}));
+    const auto order = random_permutation(static_cast<std::int64_t>(item_buckets.size()), rng);
     std::map<BucketSize, std::vector<std::size_t>> groups;
     for (auto i : order)
-        groups[item_buckets[i]].push_back(i);
+        groups[item_buckets[static_cast<std::size_t>(i)]].push_back(static_cast<std::size_t>(i));
     std::vector<std::vector<std::size_t>> batches;
     for (auto& [bucket, items] : groups)
         for (std::size_t s = 0; s < items.size(); s += static_cast<std::size_t>(batch_size))
@@ -103,8 +101,12 @@ std::vector<std::vector<std::size_t>> bucket_batches(const std::vector<BucketSiz
                 items.begin() + static_cast<std::ptrdiff_t>(s),
                 items.begin() + static_cast<std::ptrdiff_t>(std::min(
                                     items.size(), s + static_cast<std::size_t>(batch_size))));
-    std::shuffle(batches.begin(), batches.end(), rng);
-    return batches;
+    const auto batch_order = random_permutation(static_cast<std::int64_t>(batches.size()), rng);
+    std::vector<std::vector<std::size_t>> shuffled;
+    shuffled.reserve(batches.size());
+    for (auto i : batch_order)
+        shuffled.push_back(std::move(batches[static_cast<std::size_t>(i)]));
+    return shuffled;
 }
 
 }  // namespace crucible::data

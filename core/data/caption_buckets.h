@@ -5,8 +5,9 @@
 // With no_upscale, an image smaller than the area gets its own bucket (its size floored to the
 // step) instead of being enlarged. Batches hold images of one bucket.
 #include <cstdint>
-#include <random>
 #include <vector>
+
+#include "core/data/augment/random.h"
 
 namespace crucible::data {
 
@@ -43,8 +44,7 @@ struct CropPlan {
     int resized_width = 0, resized_height = 0;
     int crop_x = 0, crop_y = 0;
 };
-CropPlan plan_crop(int width, int height, BucketSize bucket, bool random_crop,
-                   std::mt19937_64& rng);
+CropPlan plan_crop(int width, int height, BucketSize bucket, bool random_crop, Rng& rng);
 
 // Batches of item indices, each within one bucket: items shuffled by (seed, epoch), grouped per
 // bucket, cut into batches of `batch_size` (the last of a bucket may be smaller), batches shuffled.

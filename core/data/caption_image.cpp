@@ -7,7 +7,7 @@
 namespace crucible::data {
 
 cv::Mat load_bucket_image(const std::filesystem::path& path, BucketSize bucket, bool random_crop,
-                          bool flip, std::mt19937_64& rng) {
+                          bool flip, Rng& rng) {
     const cv::Mat bgr = read_image(path);
     const CropPlan plan = plan_crop(bgr.cols, bgr.rows, bucket, random_crop, rng);
     cv::Mat resized;

@@ -5,13 +5,12 @@
 #include <opencv2/core.hpp>
 
 #include <filesystem>
-#include <random>
 
 #include "core/data/caption_buckets.h"
 
 namespace crucible::data {
 
 cv::Mat load_bucket_image(const std::filesystem::path& path, BucketSize bucket, bool random_crop,
-                          bool flip, std::mt19937_64& rng);
+                          bool flip, Rng& rng);
 
 }  // namespace crucible::data

@@ -14,10 +14,10 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-bool chance(std::mt19937_64& rng, double p) {
+bool chance(Rng& rng, double p) {
     if (p <= 0) return false;
     if (p >= 1) return true;
-    return std::uniform_real_distribution<double>(0.0, 1.0)(rng) < p;
+    return rng.uniform01() < p;
 }
 
 }  // namespace
@@ -42,8 +42,7 @@ std::string join_tags(const std::vector<std::string>& tags) {
     return out;
 }
 
-std::string process_caption(std::string_view caption, const CaptionOptions& o,
-                            std::mt19937_64& rng) {
+std::string process_caption(std::string_view caption, const CaptionOptions& o, Rng& rng) {
     // Draw in a fixed order so the stream of random numbers does not depend on the outcome.
     const bool drop = chance(rng, o.caption_dropout);
     std::vector<std::string> tags = split_tags(caption);
@@ -59,7 +58,15 @@ std::string process_caption(std::string_view caption, const CaptionOptions& o,
             if (!chance(rng, o.tag_dropout)) survivors.push_back(std::move(t));
         rest = std::move(survivors);
     }
-    if (o.shuffle_tags) std::shuffle(rest.begin(), rest.end(), rng);
+    if (o.shuffle_tags) {
+        // random_permutation, not std::shuffle: the same order with every standard library.
+        const auto order = random_permutation(static_cast<std::int64_t>(rest.size()), rng);
+        std::vector<std::string> shuffled;
+        shuffled.reserve(rest.size());
+        for (auto i : order)
+            shuffled.push_back(std::move(rest[static_cast<std::size_t>(i)]));
+        rest = std::move(shuffled);
+    }
     if (drop) return "";
     kept.insert(kept.end(), rest.begin(), rest.end());
     return join_tags(kept);

@@ -6,10 +6,11 @@
 // results depend only on its seed.
 #include <cstdint>
 #include <map>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/data/augment/random.h"
 
 namespace crucible::data {
 
@@ -27,8 +28,7 @@ std::vector<std::string> split_tags(std::string_view caption);
 std::string join_tags(const std::vector<std::string>& tags);
 
 // Applies dropout / shuffle / keep_tokens to one caption.
-std::string process_caption(std::string_view caption, const CaptionOptions& options,
-                            std::mt19937_64& rng);
+std::string process_caption(std::string_view caption, const CaptionOptions& options, Rng& rng);
 
 // Counts of each tag over captions (kohya's ss_tag_frequency for one folder).
 std::map<std::string, int> tag_frequency(const std::vector<std::string>& captions);

@@ -114,7 +114,7 @@ double SdTrainingData::cache_latents(AutoencoderKLImpl& vae, torch::Device devic
                 }
             }
             const auto t0 = std::chrono::steady_clock::now();
-            std::mt19937_64 rng(seed_);
+            data::Rng rng(seed_);  // no random crop: nothing is drawn
             const cv::Mat rgb = data::load_bucket_image(dataset_.items[i].image, item_bucket_[i],
                                                         false, flipped, rng);
             const Posterior p = vae.encode(image_to_tensor(rgb).to(device));
@@ -150,11 +150,11 @@ SdBatch SdTrainingData::make_batch(const std::vector<std::size_t>& entries, int 
     SdBatch b;
     b.noise_seed = seed_ * 0x9E3779B97F4A7C15ull ^ (static_cast<std::uint64_t>(epoch) << 32) ^
                    static_cast<std::uint64_t>(index);
-    std::mt19937_64 rng(b.noise_seed);
+    data::Rng rng(b.noise_seed);
     std::vector<torch::Tensor> means, stds;
     for (auto e : entries) {
         const std::size_t item = entries_.at(e);
-        const bool flipped = options_.flip && std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+        const bool flipped = options_.flip && rng.uniform_int(0, 1) == 1;
         const Latent& l = latent(item, flipped);
         means.push_back(l.mean);
         stds.push_back(l.std);
