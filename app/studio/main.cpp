@@ -67,7 +67,6 @@ void load_task_schemas(crucible::ui::MainWindow& window) {
 void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {
     QDir().mkpath(dir);
     QTabWidget* tabs = window.tabs();
-    window.grab().save(QDir(dir).filePath(QStringLiteral("main.png")));
     for (int i = 0; i < tabs->count(); ++i) {
         tabs->setCurrentIndex(i);
         if (auto* m = qobject_cast<crucible::ui::RunMonitor*>(tabs->widget(i))) m->redraw_now();
@@ -77,6 +76,7 @@ void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {
         wait.exec();
         QString name = tabs->tabText(i).toLower();
         name.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("_"));
+        name.remove(QRegularExpression(QStringLiteral("^_+|_+$")));
         window.grab().save(QDir(dir).filePath(QStringLiteral("%1_%2.png").arg(i).arg(name)));
     }
 }
@@ -140,8 +140,15 @@ int studio_main(int argc, char** argv) {
 
     if (parser.isSet(shots)) {
         const QString dir = parser.value(shots);
+        window.resize(1400, 860);
         QTimer::singleShot(1500, &window, [&window, dir] {
-            if (window.project()) window.open_run_setup();
+            if (auto* project = window.project()) {
+                // Every main view gets a tab: dataset and run (opened above), the annotation
+                // editor on the first image, and the run setup.
+                const auto datasets = crucible::store::list_datasets(*project);
+                if (!datasets.empty()) window.open_annotation(datasets.front().id, 0);
+                window.open_run_setup();
+            }
             QApplication::processEvents();
             take_screenshots(window, dir);
             QApplication::quit();

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Pictures of the studio's main views for the README: runs `crucible-studio --demo` on a virtual
+# X server (Xvfb, software rendering as in an RDP session) and writes one PNG per tab (dataset,
+# run monitor with its curves, annotation editor, run setup) into resources/screenshots.
+#
+#   bash installer/scripts/screenshots.sh [BUILD_DIR]     (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build}
+studio="$build/app/studio/crucible-studio"
+[ -x "$studio" ] || { echo "no $studio: build the studio first (bash installer/setup.sh)" >&2; exit 1; }
+command -v xvfb-run >/dev/null || { echo "xvfb-run is missing (apt-get install xvfb xauth)" >&2; exit 1; }
+out=resources/screenshots
+demo=$(mktemp -d)
+trap 'rm -rf "$demo"' EXIT
+rm -f "$out"/*.png
+# A fresh settings folder, so recent projects and the theme of this machine do not show.
+XDG_CONFIG_HOME="$demo/config" QT_QPA_PLATFORM=xcb \
+    xvfb-run -a -s "-screen 0 1600x1000x24" "$studio" --demo --demo-dir "$demo/project" \
+    --theme light --screenshots "$out"
+ls -l "$out"
