@@ -159,13 +159,13 @@ int AgentService::start() {
             if (std::chrono::steady_clock::now() >= next_cleanup) {
                 auto r = apply_retention(registry_, config_.data_dir / "blobs",
                                          config_.data_dir / "datasets", config_.retention,
-                                         unix_time_now());
+                                         unix_time_now(), config_.data_dir / "inputs");
                 if (r.bytes_freed)
                     spdlog::info(
-                        "retention: removed {} checkpoints, {} blobs and {} stalled uploads ({} "
-                        "MB)",
-                        r.checkpoint_files_removed, r.blobs_removed, r.partial_uploads_removed,
-                        r.bytes_freed >> 20);
+                        "retention: removed {} checkpoints, {} blobs, {} job inputs and {} "
+                        "stalled uploads ({} MB)",
+                        r.checkpoint_files_removed, r.blobs_removed, r.inputs_removed,
+                        r.partial_uploads_removed, r.bytes_freed >> 20);
                 next_cleanup += std::chrono::hours(1);
             }
             try {

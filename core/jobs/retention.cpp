@@ -1,5 +1,6 @@
 #include "core/jobs/retention.h"
 
+#include <functional>
 #include <set>
 
 #include "core/base/file_io.h"
@@ -21,11 +22,41 @@ double file_age_hours(const std::filesystem::path& p) {
     return std::chrono::duration<double, std::ratio<3600>>(age).count();
 }
 
+// True when a string option of the job names a path inside `folder` (the agent wrote the
+// resolved absolute path into the options at submit).
+bool job_uses(const JobRecord& job, const std::string& folder_utf8) {
+    bool used = false;
+    const std::function<void(const Json&)> visit = [&](const Json& v) {
+        if (used) return;
+        if (v.is_string()) {
+            used = v.get_ref<const std::string&>().rfind(folder_utf8, 0) == 0;
+        } else if (v.is_structured()) {
+            for (const auto& child : v)
+                visit(child);
+        }
+    };
+    visit(job.options);
+    return used;
+}
+
+// Bytes that removing `dir` frees: files hard-linked elsewhere (a job input and its blob share
+// their bytes) free nothing yet.
+std::uint64_t freed_by_removing(const std::filesystem::path& dir) {
+    std::uint64_t total = 0;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec) && std::filesystem::hard_link_count(it->path(), ec) == 1)
+            total += it->file_size(ec);
+    return total;
+}
+
 }  // namespace
 
 RetentionReport apply_retention(const JobRegistry& registry, const std::filesystem::path& blobs_dir,
                                 const std::filesystem::path& datasets_dir,
-                                const RetentionPolicy& policy, double now_unix) {
+                                const RetentionPolicy& policy, double now_unix,
+                                const std::filesystem::path& inputs_dir) {
     RetentionReport report;
     std::error_code ec;
     // Uploads cut off and never continued (blobs/partial/): judged by their last write, so an
@@ -73,6 +104,30 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     }
     const double blob_hours =
         std::chrono::duration<double, std::ratio<3600>>(policy.keep_unreferenced_blobs).count();
+    // Job inputs: kept while a job that may still run (or ended recently) names them.
+    const auto jobs = registry.list();
+    for (const auto& e : std::filesystem::directory_iterator(inputs_dir, ec)) {
+        if (!e.is_directory()) continue;
+        const std::string sha = e.path().filename().string();
+        bool needed = file_age_hours(e.path()) < blob_hours;
+        const std::string prefix = path_to_utf8(e.path() / "");
+        for (const auto& job : jobs) {
+            if (needed) break;
+            const bool recent =
+                !is_final_state(job.state) || job.finished <= 0 || now_unix - job.finished < keep_s;
+            needed = recent && job_uses(job, prefix);
+        }
+        if (needed) {
+            referenced.insert(sha);
+            continue;
+        }
+        const auto size = freed_by_removing(e.path());
+        if (std::filesystem::remove_all(e.path(), ec) > 0 && !ec) {
+            ++report.inputs_removed;
+            report.bytes_freed += size;
+        }
+    }
+    ec.clear();
     for (const auto& e : std::filesystem::directory_iterator(blobs_dir, ec)) {
         if (!e.is_regular_file()) continue;
         const std::string name = e.path().filename().string();
