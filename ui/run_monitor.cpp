@@ -16,12 +16,17 @@
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QTemporaryDir>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 
+#include "core/base/error.h"
+#include "core/base/file_io.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
+#include "ui/eval_panels.h"
 
 namespace crucible::ui {
 
@@ -38,6 +43,57 @@ int metric_rank(const QString& m) {
     if (m.startsWith(QStringLiteral("metrics/"))) return 2;
     if (m.startsWith(QStringLiteral("lr/"))) return 4;
     return 3;
+}
+
+// The validation report a run writes beside its weights (DESIGN.md job folder: artifacts/).
+constexpr const char* kValidationReport = "val_metrics.json";
+constexpr std::uint64_t kMaxReportBytes = 256ull << 20;
+
+bool ends_with(const std::string& text, const std::string& tail) {
+    return text.size() >= tail.size() &&
+           text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool names_validation_report(const std::string& artifact) {
+    return artifact == kValidationReport ||
+           ends_with(artifact, std::string("/") + kValidationReport);
+}
+
+// What a background fetch hands back; found = false when the run has no report (yet).
+struct ValidationFetch {
+    bool found = false;
+    QString source;
+    ValidationData data;
+};
+
+ValidationFetch parse_report_file(const std::filesystem::path& file, const QString& source) {
+    ValidationFetch out;
+    out.found = true;
+    out.source = source;
+    out.data = parse_validation_report(
+        parse_json(read_file_bytes_limited(file, kMaxReportBytes), path_to_utf8(file)));
+    return out;
+}
+
+// Lists the job's artifacts and downloads the report (artifacts/ first) with the core/net client.
+ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const std::string& job) {
+    net::ApiClient client(endpoint);
+    const Json list = client.get("/v1/jobs/" + job + "/artifacts");
+    std::string path;
+    for (const auto& a : list.value("artifacts", Json::array())) {
+        const std::string p = a.is_object() ? a.value("path", std::string()) : std::string();
+        if (p == std::string("artifacts/") + kValidationReport) {
+            path = p;
+            break;
+        }
+        if (path.empty() && names_validation_report(p)) path = p;
+    }
+    if (path.empty()) return {};
+    QTemporaryDir folder;
+    if (!folder.isValid()) throw Error("no temporary folder for " + path);
+    const auto file = path_from_utf8(folder.path().toStdString()) / kValidationReport;
+    client.download(job, path, file, /*overwrite=*/true);
+    return parse_report_file(file, QString::fromStdString(path));
 }
 
 }  // namespace
@@ -117,6 +173,7 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
     });
 
     auto* tabs = new QTabWidget(this);
+    tabs_ = tabs;
     auto* split = new QSplitter(Qt::Horizontal, tabs);
     metric_list_ = new QListWidget(split);
     metric_list_->setMaximumWidth(260);
@@ -142,7 +199,7 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
     frame_timer_ = new QTimer(this);
     frame_timer_->setInterval(100);
     connect(frame_timer_, &QTimer::timeout, this, [this] {
-        if (dirty_) redraw_now();
+        if (dirty_ || eval_dirty_) redraw_now();
     });
     frame_timer_->start();
     file_timer_ = new QTimer(this);
@@ -199,10 +256,37 @@ void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
                 run.progress.alarms << text;
                 log_->appendPlainText(QStringLiteral("[%1] ALARM %2").arg(run.name, text));
             } else if (e.kind == event_kind::kRollback) {
-                log_->appendPlainText(
-                    QStringLiteral("[%1] resumed: points after step %2 replaced")
-                        .arg(run.name)
-                        .arg(static_cast<long long>(f.value("to_step", std::int64_t{0}))));
+                const auto to_step = f.value("to_step", std::int64_t{0});
+                log_->appendPlainText(QStringLiteral("[%1] resumed: points after step %2 replaced")
+                                          .arg(run.name)
+                                          .arg(static_cast<long long>(to_step)));
+                // Evaluations a rollback supersedes are dropped, as every other point.
+                const auto kept =
+                    std::remove_if(run.evals.begin(), run.evals.end(),
+                                   [&](const EvalRows& r) { return r.step > to_step; });
+                if (kept != run.evals.end()) {
+                    run.evals.erase(kept, run.evals.end());
+                    eval_dirty_ = true;
+                }
+            } else if (e.kind == event_kind::kEval) {
+                auto rows = f.find("per_class");
+                if (rows != f.end() && rows->is_array() && !rows->empty()) {
+                    run.evals.push_back({e.step(), f.value("epoch", 0), parse_per_class(*rows)});
+                    eval_dirty_ = true;
+                }
+            } else if (e.kind == event_kind::kArtifact) {
+                const std::string name = f.value("name", std::string());
+                log_->appendPlainText(QStringLiteral("[%1] artifact: %2").arg(run.name, qs(name)));
+                // A report written again (e.g. a later validation) is fetched again.
+                if (names_validation_report(name) && run.validation_fetch != Fetch::Busy) {
+                    run.validation_fetch = Fetch::Wanted;
+                    fetch_validation(index);
+                }
+            }
+            if (e.kind == event_kind::kStatus && run.progress.state == QLatin1String("succeeded") &&
+                run.validation_fetch == Fetch::Idle) {
+                run.validation_fetch = Fetch::Wanted;  // the report is written before the end
+                fetch_validation(index);
             }
         } catch (const std::exception& ex) {
             log_->appendPlainText(tr("[%1] event %2 skipped: %3")
@@ -227,6 +311,7 @@ int RunMonitor::follow_file(const std::filesystem::path& events_jsonl, const QSt
     runs_.back()->file = events_jsonl;
     file_timer_->start(interval_ms);
     poll_files();
+    fetch_validation(index);
     return index;
 }
 
@@ -259,6 +344,10 @@ void RunMonitor::follow_remote(int index, const net::RemoteEndpoint& endpoint,
                                const QString& job_id, std::int64_t after_seq,
                                std::function<void(const std::vector<Event>&)> on_new) {
     set_remote_job(endpoint, job_id);
+    Run& run = *runs_.at(static_cast<std::size_t>(index));
+    run.endpoint = endpoint;
+    run.job_id = job_id;
+    fetch_validation(index);  // a run that ended before it was opened
     auto on_new_shared =
         std::make_shared<std::function<void(const std::vector<Event>&)>>(std::move(on_new));
     followers_.emplace_back(
@@ -407,6 +496,10 @@ void RunMonitor::rebuild_charts() {
 }
 
 void RunMonitor::redraw_now() {
+    if (eval_dirty_) {
+        eval_dirty_ = false;
+        update_eval_panels();
+    }
     if (metrics_dirty_) {
         metrics_dirty_ = false;
         update_metric_list();
@@ -499,6 +592,82 @@ QStringList RunMonitor::export_all(const QString& folder) {
     }
     log_->appendPlainText(tr("exported %1 files to %2").arg(written.size()).arg(folder));
     return written;
+}
+
+void RunMonitor::fetch_validation(int index) {
+    Run& run = *runs_.at(static_cast<std::size_t>(index));
+    if (run.validation_fetch != Fetch::Wanted) return;
+    const bool remote = !run.job_id.isEmpty();
+    if (!remote && run.file.empty()) return;  // no source yet: following it fetches
+    run.validation_fetch = Fetch::Busy;
+    const auto endpoint = run.endpoint;
+    const std::string job = run.job_id.toStdString();
+    const auto local = run.file.empty() ? std::filesystem::path()
+                                        : run.file.parent_path() / "artifacts" / kValidationReport;
+    run_in_background<ValidationFetch>(
+        this,
+        [remote, endpoint, job, local]() -> ValidationFetch {
+            if (remote) return fetch_remote_report(endpoint, job);
+            std::error_code ec;
+            if (!std::filesystem::is_regular_file(local, ec)) return {};
+            return parse_report_file(local, QString::fromStdString(path_to_utf8(local)));
+        },
+        [this, index](ValidationFetch fetched, QString error) {
+            Run& r = *runs_.at(static_cast<std::size_t>(index));
+            r.validation_fetch = Fetch::Done;
+            if (!error.isEmpty()) {
+                log_->appendPlainText(tr("[%1] validation report: %2").arg(r.name, error));
+                return;
+            }
+            if (!fetched.found) {
+                r.validation_fetch = Fetch::Idle;  // an artifact event may name it later
+                return;
+            }
+            log_->appendPlainText(tr("[%1] validation report %2").arg(r.name, fetched.source));
+            r.validation = std::move(fetched.data);
+            update_eval_panels();
+            emit validation_loaded(index);
+        });
+}
+
+void RunMonitor::set_validation_report(int index, const Json& report) {
+    Run& run = *runs_.at(static_cast<std::size_t>(index));
+    run.validation = parse_validation_report(report);
+    update_eval_panels();
+}
+
+void RunMonitor::show_panel(QWidget* panel, const QString& title) {
+    if (tabs_->indexOf(panel) < 0) tabs_->insertTab(tabs_->count() - 1, panel, title);
+}
+
+void RunMonitor::update_eval_panels() {
+    if (runs_.empty()) return;
+    // Like the progress bar, the panels follow the last run added.
+    const Run& run = *runs_.back();
+    const ValidationData* report = run.validation ? &*run.validation : nullptr;
+    if (!run.evals.empty() || (report && !report->per_class.empty())) {
+        if (!per_class_) per_class_ = new PerClassTable(tabs_);
+        if (!run.evals.empty()) {
+            const EvalRows& last = run.evals.back();
+            per_class_->set_rows(last.rows, tr("%1 · epoch %2, step %3")
+                                                .arg(run.name)
+                                                .arg(last.epoch)
+                                                .arg(static_cast<long long>(last.step)));
+        } else {
+            per_class_->set_rows(report->per_class, tr("%1 · validation report").arg(run.name));
+        }
+        show_panel(per_class_, tr("Per class"));
+    }
+    if (report && report->confusion) {
+        if (!confusion_) confusion_ = new ConfusionMatrixPanel(tabs_);
+        confusion_->set_data(*report->confusion);
+        show_panel(confusion_, tr("Confusion matrix"));
+    }
+    if (report && report->curves) {
+        if (!pr_curves_) pr_curves_ = new PrCurvePanel(tabs_);
+        pr_curves_->set_curves(*report->curves, report->per_class);
+        show_panel(pr_curves_, tr("PR curves"));
+    }
 }
 
 }  // namespace crucible::ui

@@ -5,6 +5,11 @@
 // agent through the core/net client. Events come from the project (core/store), from an
 // events.jsonl file that is followed as it grows, or live from an agent; every source goes
 // through apply_events, so a rollback drops superseded points the same way everywhere.
+// Validation panels appear when their data does: a sortable per-class table from the latest
+// `eval` event's per_class rows, and, from a validation report the run writes
+// (artifacts/val_metrics.json: fetched from the agent through the core/net client, or read
+// beside a followed events.jsonl, in the background, when the run succeeds or an `artifact`
+// event names it), a confusion-matrix heat map and precision/recall curves.
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -14,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -21,6 +27,7 @@
 #include "core/net/api_client.h"
 #include "ui/run_chart.h"
 #include "ui/run_series.h"
+#include "ui/validation_report.h"
 
 class QCheckBox;
 class QComboBox;
@@ -31,6 +38,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 class QSlider;
+class QTabWidget;
 class QTimer;
 
 namespace crucible::store {
@@ -38,6 +46,10 @@ class Project;
 }
 
 namespace crucible::ui {
+
+class ConfusionMatrixPanel;
+class PerClassTable;
+class PrCurvePanel;
 
 struct RunProgress {
     std::int64_t step = 0, total_steps = 0;
@@ -101,28 +113,55 @@ class RunMonitor : public QWidget {
     // Writes every shown chart as <folder>/<metric>.png and .csv; returns the files written.
     QStringList export_all(const QString& folder);
 
+    // A validation report of run `run` (the JSON of a run's val_metrics.json); its panels show
+    // what it holds. InputError when it is malformed.
+    void set_validation_report(int run, const Json& report);
+    // The panels (null until their data arrived); they show the last run added.
+    PerClassTable* per_class_table() const { return per_class_; }
+    ConfusionMatrixPanel* confusion_panel() const { return confusion_; }
+    PrCurvePanel* pr_curve_panel() const { return pr_curves_; }
+
   signals:
     void request_finished(const QString& action, bool ok, const QString& message);
+    // A validation report of run `run` was fetched and drawn.
+    void validation_loaded(int run);
 
   private:
+    struct EvalRows {
+        std::int64_t step = -1;
+        int epoch = 0;
+        std::vector<ClassMetricsRow> rows;
+    };
+    enum class Fetch { Idle, Wanted, Busy, Done };
     struct Run {
         QString name;
         RunSeries series;
         RunProgress progress;
         std::filesystem::path file;
         bool file_busy = false;
+        net::RemoteEndpoint endpoint;  // where the run's job lives, when it is followed live
+        QString job_id;
+        std::vector<EvalRows> evals;  // eval events with per_class rows, in order
+        Fetch validation_fetch = Fetch::Idle;
+        std::optional<ValidationData> validation;
     };
     void update_metric_list();
     void update_progress();
     void rebuild_charts();
     void poll_files();
     void set_buttons();
+    // Fetches the run's validation report in the background once it is wanted and the run has
+    // a source (an agent job or an events file).
+    void fetch_validation(int run);
+    void update_eval_panels();
+    void show_panel(QWidget* panel, const QString& title);
 
     std::vector<std::unique_ptr<Run>> runs_;
     std::map<QString, RunChart*> charts_;
     QStringList shown_;
     bool dirty_ = false;
     bool metrics_dirty_ = false;
+    bool eval_dirty_ = false;
 
     net::RemoteEndpoint endpoint_;
     QString job_id_;
@@ -144,6 +183,10 @@ class RunMonitor : public QWidget {
     QPushButton* resume_ = nullptr;
     QPushButton* cancel_ = nullptr;
     QPlainTextEdit* log_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    PerClassTable* per_class_ = nullptr;
+    ConfusionMatrixPanel* confusion_ = nullptr;
+    PrCurvePanel* pr_curves_ = nullptr;
     QTimer* frame_timer_ = nullptr;
     QTimer* file_timer_ = nullptr;
 };
