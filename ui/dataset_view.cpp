@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/base/file_io.h"
+#include "ui/background.h"
 #include "ui/thumbnail_cache.h"
 
 namespace crucible::ui {
@@ -32,10 +33,40 @@ void DatasetModel::set_content(std::shared_ptr<DatasetContent> content) {
     refilter();
 }
 
-void DatasetModel::set_filter(int cls, const QString& split) {
-    cls_ = cls;
-    split_ = split;
+void DatasetModel::set_filter(const DatasetFilter& filter) {
+    filter_ = filter;
     refilter();
+}
+
+void DatasetModel::set_filter(int cls, const QString& split) {
+    filter_.cls = cls;
+    filter_.split = split;
+    refilter();
+}
+
+void DatasetModel::set_tags(std::vector<ImageTags> tags) {
+    tags_ = std::move(tags);
+    refilter();
+}
+
+void DatasetModel::set_file_problems(std::vector<std::string> problems) {
+    file_problems_ = std::move(problems);
+    refilter();
+}
+
+ImageProblems DatasetModel::problems(int i) const {
+    if (!content_ || i < 0 || i >= static_cast<int>(content_->images.size())) return {};
+    const auto at = static_cast<std::size_t>(i);
+    const QString file =
+        at < file_problems_.size() ? QString::fromStdString(file_problems_[at]) : QString();
+    return image_problems(content_->images[at], static_cast<int>(content_->class_names.size()),
+                          file);
+}
+
+QStringList DatasetModel::tags(int i) const {
+    return i >= 0 && i < static_cast<int>(tags_.size())
+               ? tag_texts(tags_[static_cast<std::size_t>(i)])
+               : QStringList();
 }
 
 void DatasetModel::refilter() {
@@ -44,11 +75,17 @@ void DatasetModel::refilter() {
     row_of_.clear();
     cache_->cancel_pending();
     if (content_) {
+        const int cls = filter_.cls;
         for (std::size_t i = 0; i < content_->images.size(); ++i) {
             const auto& img = content_->images[i];
-            if (!split_.isEmpty() && QString::fromStdString(img.split) != split_) continue;
-            if (cls_ >= 0 && std::none_of(img.boxes.begin(), img.boxes.end(),
-                                          [&](const data::Box& b) { return b.cls == cls_; }))
+            const int index = static_cast<int>(i);
+            if (!filter_.split.isEmpty() && QString::fromStdString(img.split) != filter_.split)
+                continue;
+            if (cls >= 0 && std::none_of(img.boxes.begin(), img.boxes.end(),
+                                         [&](const data::Box& b) { return b.cls == cls; }))
+                continue;
+            if (!filter_.tag.isEmpty() && !tags(index).contains(filter_.tag)) continue;
+            if (filter_.problem != ProblemFilter::All && !problems(index).matches(filter_.problem))
                 continue;
             row_of_.insert(file_of(img), static_cast<int>(rows_.size()));
             rows_.push_back(static_cast<int>(i));
@@ -84,10 +121,16 @@ QVariant DatasetModel::data(const QModelIndex& index, int role) const {
             }
             return QPixmap::fromImage(thumb);
         }
-        case Qt::ToolTipRole:
-            return QStringLiteral("%1\n%2 · %3 boxes")
-                .arg(file_of(img), QString::fromStdString(img.split))
-                .arg(img.boxes.size());
+        case Qt::ToolTipRole: {
+            QString tip = QStringLiteral("%1\n%2 · %3 boxes")
+                              .arg(file_of(img), QString::fromStdString(img.split))
+                              .arg(img.boxes.size());
+            const QStringList t = tags(i);
+            if (!t.isEmpty()) tip += QLatin1Char('\n') + t.join(QStringLiteral(", "));
+            const QString p = problems(i).text();
+            if (!p.isEmpty()) tip += QLatin1Char('\n') + p;
+            return tip;
+        }
         default:
             return {};
     }
@@ -109,13 +152,24 @@ DatasetView::DatasetView(std::shared_ptr<DatasetContent> content, const QString&
     auto* bar = new QHBoxLayout;
     class_filter_ = new QComboBox(this);
     split_filter_ = new QComboBox(this);
+    tag_filter_ = new QComboBox(this);
+    problem_filter_ = new QComboBox(this);
+    class_filter_->setObjectName(QStringLiteral("class_filter"));
+    split_filter_->setObjectName(QStringLiteral("split_filter"));
+    tag_filter_->setObjectName(QStringLiteral("tag_filter"));
+    problem_filter_->setObjectName(QStringLiteral("problem_filter"));
     count_ = new QLabel(this);
+    tag_label_ = new QLabel(tr("Tag"), this);
     bar->addWidget(new QLabel(QStringLiteral("<b>%1</b>").arg(name.toHtmlEscaped()), this));
     bar->addSpacing(16);
     bar->addWidget(new QLabel(tr("Class"), this));
     bar->addWidget(class_filter_);
     bar->addWidget(new QLabel(tr("Split"), this));
     bar->addWidget(split_filter_);
+    bar->addWidget(tag_label_);
+    bar->addWidget(tag_filter_);
+    bar->addWidget(new QLabel(tr("Problems"), this));
+    bar->addWidget(problem_filter_);
     bar->addStretch(1);
     bar->addWidget(count_);
     outer->addLayout(bar);
@@ -149,20 +203,42 @@ DatasetView::DatasetView(std::shared_ptr<DatasetContent> content, const QString&
     split_filter_->addItem(tr("all splits"), QString());
     for (const auto& s : splits)
         split_filter_->addItem(QString::fromStdString(s), QString::fromStdString(s));
-    auto apply = [this] {
-        model_->set_filter(class_filter_->currentData().toInt(),
-                           split_filter_->currentData().toString());
-        count_->setText(tr("%1 of %2 images").arg(model_->rowCount()).arg(content_->images.size()));
-    };
-    connect(class_filter_, &QComboBox::currentIndexChanged, this, apply);
-    connect(split_filter_, &QComboBox::currentIndexChanged, this, apply);
+    tag_filter_->addItem(tr("any tags"), QString());
+    for (auto [text, filter] : {std::pair{tr("all images"), ProblemFilter::All},
+                                std::pair{tr("any problem"), ProblemFilter::AnyProblem},
+                                std::pair{tr("unreadable image"), ProblemFilter::UnreadableImage},
+                                std::pair{tr("bad box"), ProblemFilter::BadBox},
+                                std::pair{tr("no boxes"), ProblemFilter::NoBoxes}})
+        problem_filter_->addItem(text, static_cast<int>(filter));
+    for (QComboBox* c : {class_filter_, split_filter_, tag_filter_, problem_filter_})
+        connect(c, &QComboBox::currentIndexChanged, this, &DatasetView::apply_filter);
     connect(grid_, &QListView::activated, this, [this](const QModelIndex& index) {
         int i = model_->image_index(index.row());
         if (i >= 0) emit open_image(i);
     });
     model_->set_content(content_);
-    apply();
+    update_filter_lists();
+    apply_filter();
     update_stats();
+    check_files();
+}
+
+DatasetView::~DatasetView() {
+    *stop_ = true;  // a file check still running stops at the next image
+}
+
+void DatasetView::apply_filter() {
+    DatasetFilter f;
+    f.cls = class_filter_->currentData().toInt();
+    f.split = split_filter_->currentData().toString();
+    f.tag = tag_filter_->currentData().toString();
+    f.problem = static_cast<ProblemFilter>(problem_filter_->currentData().toInt());
+    model_->set_filter(f);
+    count_->setText(count_text());
+}
+
+QString DatasetView::count_text() const {
+    return tr("%1 of %2 images").arg(model_->rowCount()).arg(content_->images.size());
 }
 
 void DatasetView::set_filter(int cls, const QString& split) {
@@ -170,9 +246,81 @@ void DatasetView::set_filter(int cls, const QString& split) {
     split_filter_->setCurrentIndex(std::max(0, split_filter_->findData(split)));
 }
 
+void DatasetView::set_filter(const DatasetFilter& filter) {
+    set_filter(filter.cls, filter.split);
+    tag_filter_->setCurrentIndex(std::max(0, tag_filter_->findData(filter.tag)));
+    problem_filter_->setCurrentIndex(
+        std::max(0, problem_filter_->findData(static_cast<int>(filter.problem))));
+}
+
+void DatasetView::load_tags(store::Project& project) {
+    set_tags(read_image_tags(project, *content_));
+}
+
+void DatasetView::set_tags(std::vector<ImageTags> tags) {
+    model_->set_tags(std::move(tags));
+    update_filter_lists();
+    apply_filter();
+}
+
+void DatasetView::check_files() {
+    std::vector<std::filesystem::path> files;
+    files.reserve(content_->images.size());
+    for (const auto& img : content_->images)
+        files.push_back(img.path);
+    auto stop = stop_;
+    run_in_background<std::vector<std::string>>(
+        this, [files, stop] { return check_image_files(files, stop.get()); },
+        [this](std::vector<std::string> problems, QString error) {
+            if (!error.isEmpty()) problems.assign(content_->images.size(), error.toStdString());
+            model_->set_file_problems(std::move(problems));
+            files_checked_ = true;
+            update_filter_lists();
+            apply_filter();
+            emit files_checked_changed();
+        });
+}
+
+// Tag values as they occur, and the problem counts, in the filter lists.
+void DatasetView::update_filter_lists() {
+    QStringList tags;
+    std::size_t any = 0, unreadable = 0, bad_box = 0, no_boxes = 0;
+    for (int i = 0; i < static_cast<int>(content_->images.size()); ++i) {
+        for (const auto& t : model_->tags(i))
+            if (!tags.contains(t)) tags << t;
+        const ImageProblems p = model_->problems(i);
+        any += p.any();
+        unreadable += !p.file.isEmpty();
+        bad_box += !p.boxes.isEmpty();
+        no_boxes += p.no_boxes;
+    }
+    tags.sort();
+    {
+        QSignalBlocker block(tag_filter_);
+        const QString current = tag_filter_->currentData().toString();
+        while (tag_filter_->count() > 1)
+            tag_filter_->removeItem(1);
+        for (const auto& t : tags)
+            tag_filter_->addItem(t, t);
+        tag_filter_->setCurrentIndex(std::max(0, tag_filter_->findData(current)));
+    }
+    tag_label_->setVisible(!tags.isEmpty());
+    tag_filter_->setVisible(!tags.isEmpty());
+    const QString pending = files_checked_ ? QString() : tr(", checking files…");
+    auto set_text = [this](ProblemFilter f, const QString& text) {
+        problem_filter_->setItemText(problem_filter_->findData(static_cast<int>(f)), text);
+    };
+    set_text(ProblemFilter::AnyProblem, tr("any problem (%1%2)").arg(any).arg(pending));
+    set_text(ProblemFilter::UnreadableImage,
+             tr("unreadable image (%1%2)").arg(unreadable).arg(pending));
+    set_text(ProblemFilter::BadBox, tr("bad box (%1)").arg(bad_box));
+    set_text(ProblemFilter::NoBoxes, tr("no boxes (%1)").arg(no_boxes));
+}
+
 void DatasetView::content_changed() {
     model_->refilter();
-    count_->setText(tr("%1 of %2 images").arg(model_->rowCount()).arg(content_->images.size()));
+    update_filter_lists();
+    count_->setText(count_text());
     update_stats();
 }
 
