@@ -17,6 +17,7 @@
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
+#include "ui/gpu_picker.h"
 #include "ui/options_form.h"
 #include "ui/server_access.h"
 #include "ui/server_file_dialog.h"
@@ -63,6 +64,8 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     top->addRow(tr("Name"), name_);
     top->addRow(tr("Dataset"), dataset_);
     top->addRow(tr("Server"), server_);
+    gpus_ = new GpuPicker(this);
+    top->addRow(tr("Device"), gpus_);
     top->addRow(tr("Preset"), preset_row);
     outer->addLayout(top);
 
@@ -106,7 +109,10 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     };
     connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
+    connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_gpu_endpoint(); });
+    connect(gpus_, &GpuPicker::choice_changed, this, [this] { device_to_form(); });
     enable_submit();
+    update_gpu_endpoint();
     connect(preset_, &QComboBox::activated, this, [this](int i) {
         if (!form_ || i <= 0 || !project_) return;
         auto presets = store::list_presets(*project_, current_task().toStdString());
@@ -161,6 +167,8 @@ void RunSetupView::rebuild_form() {
         form_ = new OptionsForm(tasks_[static_cast<std::size_t>(i)], scroll_);
         scroll_->setWidget(form_);
         connect(form_, &OptionsForm::changed, this, &RunSetupView::update_command);
+        connect(form_, &OptionsForm::changed, this, &RunSetupView::device_from_form);
+        device_to_form();
         update_server_browser();
         error_->clear();
     } catch (const std::exception& e) {
@@ -275,6 +283,9 @@ std::int64_t RunSetupView::submit(const QString& name) {
     const store::RunInfo run = store::get_run(*project_, run_id);
     Json body = {
         {"task", run.setup.task}, {"options", run.setup.options}, {"name", run.setup.name}};
+    // The agent assigns the GPU itself; it is told whether the job wants one (unknown: its
+    // default).
+    if (const auto gpus = gpus_->submit_gpus()) body["gpus"] = *gpus;
     net::RemoteEndpoint endpoint;
     try {
         endpoint = server ? endpoint_for(*server) : local_;
@@ -319,6 +330,44 @@ void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
     local_ = endpoint;
     has_local_ = !endpoint.url.empty();
     submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
+    update_gpu_endpoint();
+}
+
+void RunSetupView::update_gpu_endpoint() {
+    const auto server = selected_server();
+    if (!server) {
+        gpus_->set_endpoint(has_local_ ? std::optional<net::RemoteEndpoint>(local_) : std::nullopt);
+        return;
+    }
+    try {
+        gpus_->set_endpoint(endpoint_for(*server));
+    } catch (const std::exception& e) {
+        gpus_->set_endpoint(std::nullopt);
+        error_->setText(QString::fromUtf8(e.what()));
+    }
+}
+
+namespace {
+constexpr const char* kDeviceOption = "device";  // the engine's device option (cpu, 0, ...)
+}  // namespace
+
+void RunSetupView::device_to_form() {
+    if (!form_) return;
+    const OptionSpec* spec = form_->schema().find(kDeviceOption);
+    if (!spec) return;
+    const Json current = form_->values().value(kDeviceOption, Json());
+    const bool is_cpu = current.is_string() && current.get<std::string>() == "cpu";
+    if (gpus_->cpu_chosen() && !is_cpu)
+        form_->set_values({{kDeviceOption, "cpu"}});
+    else if (!gpus_->cpu_chosen() && is_cpu)
+        form_->set_values({{kDeviceOption, spec->default_value}});
+}
+
+void RunSetupView::device_from_form() {
+    if (!form_ || !form_->schema().find(kDeviceOption)) return;
+    const Json current = form_->values().value(kDeviceOption, Json());
+    const bool is_cpu = current.is_string() && current.get<std::string>() == "cpu";
+    if (is_cpu != gpus_->cpu_chosen()) gpus_->choose_cpu(is_cpu);
 }
 
 }  // namespace crucible::ui

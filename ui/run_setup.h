@@ -2,7 +2,9 @@
 // Run setup: pick a task (from the schemas the worker or the agent publish), fill the generic
 // options form, pick a dataset and a server, load or save presets, and see the equivalent
 // `crucible train` command (copyable). "Create run" stores a draft run in the project with the
-// resolved options, so the run is reproducible and shows up in the project tree.
+// resolved options, so the run is reproducible and shows up in the project tree. The device row
+// lists the chosen server's GPUs with live free memory (ui/gpu_picker.h); the choice goes into
+// the submit's `gpus` and, for a task whose options have a `device`, into that option.
 #include <QString>
 #include <QWidget>
 #include <cstdint>
@@ -20,6 +22,7 @@ class QScrollArea;
 
 namespace crucible::ui {
 
+class GpuPicker;
 class OptionsForm;
 
 class RunSetupView : public QWidget {
@@ -32,6 +35,7 @@ class RunSetupView : public QWidget {
     bool select_task(const QString& task_id);
     QString current_task() const;
     OptionsForm* form() const { return form_; }
+    GpuPicker* gpu_picker() const { return gpus_; }
     QString command_line() const;
     QString error_text() const;
     // Stores a draft run; returns its id, or -1 with error_text() set.
@@ -57,6 +61,11 @@ class RunSetupView : public QWidget {
     std::optional<store::ServerInfo> selected_server() const;
     void update_command();
     void reload_presets();
+    // The picker asks the agent of the chosen server (or the local agent for "This computer").
+    void update_gpu_endpoint();
+    // The picker's GPU / CPU choice into the form's `device` option, and back.
+    void device_to_form();
+    void device_from_form();
 
     store::Project* project_;
     Json tasks_;
@@ -68,6 +77,7 @@ class RunSetupView : public QWidget {
     QComboBox* dataset_ = nullptr;
     QComboBox* server_ = nullptr;
     QComboBox* preset_ = nullptr;
+    GpuPicker* gpus_ = nullptr;
     QLineEdit* name_ = nullptr;
     QLineEdit* command_ = nullptr;
     QLabel* error_ = nullptr;

@@ -1,0 +1,283 @@
+// The run setup's GPU picker: the chosen server's GPUs with live free memory (GET /v1/gpus through
+// the core/net client, off the GUI thread, asked again while visible), "CPU only" for a server
+// without GPUs, and the choice in the job submit (`gpus`, and the `device` option of a task that
+// has one). The real crucible-agent is run with the fake NVML of the agent tests.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+
+#include <QComboBox>
+#include <QFileInfo>
+#include <QLineEdit>
+#include <QProcess>
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/options_schema.h"
+#include "core/net/token_store.h"
+#include "core/store/project.h"
+#include "tests/support/free_port.h"
+#include "tests/ui/qt_test_env.h"
+#include "ui/gpu_picker.h"
+#include "ui/options_form.h"
+#include "ui/run_setup.h"
+#include "ui/server_access.h"
+
+using namespace crucible;
+using namespace crucible::ui;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+// The agent's GPU report as GpuReport::to_json writes it: two GPUs, the second with MIG.
+Json gpu_report(std::uint64_t used0) {
+    return {
+        {"nvml", true},
+        {"note", ""},
+        {"driver_version", "550.54.15"},
+        {"cuda_driver_version", 12040},
+        {"gpus", Json::array({{{"index", 0},
+                               {"name", "NVIDIA A100-SXM4-80GB"},
+                               {"uuid", "GPU-1"},
+                               {"memory_total", 80 * kGiB},
+                               {"memory_used", used0},
+                               {"utilization", 87},
+                               {"temperature", 61},
+                               {"power_w", 250.0},
+                               {"processes", {4242}},
+                               {"mig_enabled", false},
+                               {"mig", Json::array()}},
+                              {{"index", 1},
+                               {"name", "NVIDIA H100"},
+                               {"uuid", "GPU-2"},
+                               {"memory_total", 80 * kGiB},
+                               {"memory_used", 0},
+                               {"utilization", 0},
+                               {"temperature", 40},
+                               {"power_w", 80.0},
+                               {"processes", Json::array()},
+                               {"mig_enabled", true},
+                               {"mig", Json::array({{{"index", 0}, {"name", "MIG 3g.40gb"}},
+                                                    {{"index", 1}, {"name", "MIG 3g.40gb"}}})}}})}};
+}
+
+// An agent that answers /v1/gpus with a report that the test changes, and records submits.
+struct FakeAgent {
+    httplib::Server server;
+    std::thread thread;
+    std::mutex mutex;
+    Json report;
+    std::vector<std::string> jobs;
+    std::atomic<int> gpu_calls{0};
+    int port = 0;
+    explicit FakeAgent(Json r) : report(std::move(r)) {
+        server.Get("/v1/gpus", [this](const httplib::Request&, httplib::Response& res) {
+            ++gpu_calls;
+            std::lock_guard<std::mutex> lock(mutex);
+            res.set_content(report.dump(), "application/json");
+        });
+        server.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+            std::lock_guard<std::mutex> lock(mutex);
+            jobs.push_back(req.body);
+            res.status = 201;
+            res.set_content(R"({"id":"job-1","state":"queued"})", "application/json");
+        });
+        port = server.bind_to_any_port("127.0.0.1");
+        thread = std::thread([this] { server.listen_after_bind(); });
+    }
+    ~FakeAgent() {
+        server.stop();
+        thread.join();
+    }
+    void set_report(Json r) {
+        std::lock_guard<std::mutex> lock(mutex);
+        report = std::move(r);
+    }
+    std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+Json schema_with_device() {
+    OptionSchema s("toy.task", "Toy");
+    s.add({"epochs", OptionType::Integer, 10, 1.0, 100.0, {}, "", "train"});
+    s.add({"device", OptionType::String, "", {}, {}, {}, "cpu or a GPU index", "train"});
+    return Json::array({s.to_json()});
+}
+
+QString device_text(RunSetupView& view) {
+    auto* edit = qobject_cast<QLineEdit*>(view.form()->editor("device"));
+    return edit ? edit->text() : QStringLiteral("<no editor>");
+}
+
+}  // namespace
+
+TEST(GpuPicker, ParsesTheAgentsReport) {
+    const GpuListing listing = parse_gpu_listing(gpu_report(1 * kGiB));
+    EXPECT_TRUE(listing.nvml);
+    ASSERT_EQ(listing.gpus.size(), 2u);
+    EXPECT_EQ(listing.gpus[0].name, "NVIDIA A100-SXM4-80GB");
+    EXPECT_EQ(listing.gpus[0].memory_free(), 79 * kGiB);
+    EXPECT_EQ(listing.gpus[1].mig_instances, 2);
+    EXPECT_EQ(describe_gpu(listing.gpus[0]),
+              "GPU 0 · NVIDIA A100-SXM4-80GB · 79.0 GiB free of 80.0 GiB · 87 % busy · 61 °C");
+    const GpuListing none = parse_gpu_listing(
+        {{"nvml", false}, {"note", "NVML not found (no NVIDIA driver): CPU only"}, {"gpus", {}}});
+    EXPECT_TRUE(none.gpus.empty());
+    EXPECT_EQ(none.note, "NVML not found (no NVIDIA driver): CPU only");
+    Json bad = gpu_report(0);
+    bad["gpus"][1]["memory_used"] = "lots";
+    try {
+        parse_gpu_listing(bad);
+        ADD_FAILURE() << "a text memory_used was accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("gpus[1].memory_used"), std::string::npos) << e.what();
+    }
+}
+
+TEST(GpuPicker, ListsTheServersGpusWithLiveFreeMemory) {
+    FakeAgent agent(gpu_report(1 * kGiB));
+    GpuPicker picker(nullptr, 100);
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
+    EXPECT_EQ(agent.gpu_calls.load(), 0);  // asks only while visible
+    picker.show();
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }))
+        << picker.status_text().toStdString();
+    QStringList lines = picker.gpu_lines();
+    ASSERT_EQ(lines.size(), 2);
+    EXPECT_TRUE(lines[0].startsWith("GPU 0 · NVIDIA A100-SXM4-80GB · 79.0 GiB free of 80.0 GiB"))
+        << lines[0].toStdString();
+    EXPECT_TRUE(lines[1].contains("80.0 GiB free") && lines[1].contains("2 MIG instances"))
+        << lines[1].toStdString();
+    EXPECT_TRUE(picker.use_gpu());
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
+    // Memory fills up on the server: the list follows while visible.
+    agent.set_report(gpu_report(60 * kGiB));
+    ASSERT_TRUE(uitest::wait_for([&] {
+        return picker.gpu_lines().value(0).contains("20.0 GiB free");
+    })) << picker.gpu_lines().value(0).toStdString();
+    // Hidden: no more questions.
+    picker.hide();
+    QTest::qWait(150);
+    const int calls = agent.gpu_calls.load();
+    QTest::qWait(400);
+    EXPECT_LE(agent.gpu_calls.load(), calls + 1);  // at most one that was under way
+    picker.choose_cpu(true);
+    EXPECT_FALSE(picker.use_gpu());
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
+}
+
+TEST(GpuPicker, ServerWithoutGpusIsCpuOnlyAndUnknownIsSaid) {
+    FakeAgent agent({{"nvml", false},
+                     {"note", "NVML not found (no NVIDIA driver): CPU only"},
+                     {"driver_version", ""},
+                     {"cuda_driver_version", 0},
+                     {"gpus", Json::array()}});
+    GpuPicker picker(nullptr, 100);
+    picker.show();
+    EXPECT_TRUE(picker.status_text().contains("GPUs unknown"))
+        << picker.status_text().toStdString();
+    EXPECT_FALSE(picker.submit_gpus().has_value());
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }));
+    EXPECT_TRUE(picker.gpu_lines().isEmpty());
+    EXPECT_TRUE(picker.status_text().startsWith("CPU only")) << picker.status_text().toStdString();
+    EXPECT_FALSE(picker.use_gpu());
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
+    EXPECT_EQ(picker.findChild<QComboBox*>("device")->currentText(), "CPU");
+    // An agent that cannot be reached: the picker says so instead of guessing.
+    picker.set_endpoint(net::RemoteEndpoint{"http://127.0.0.1:9", "tok", ""});
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.status_text().startsWith("GPUs unknown:"); }))
+        << picker.status_text().toStdString();
+    EXPECT_FALSE(picker.submit_gpus().has_value());
+}
+
+TEST(GpuPicker, RunSetupSendsTheChoiceWithTheJob) {
+    FakeAgent agent(gpu_report(1 * kGiB));
+    const auto dir = uitest::temp_dir();
+    auto project = store::Project::create(dir / "p.crucible");
+    const auto server = add_server(*project, "gpu box", agent.url(), "tok", "");
+    RunSetupView view(project.get(), schema_with_device());
+    view.show();
+    GpuPicker* picker = view.gpu_picker();
+    ASSERT_NE(picker, nullptr);
+    EXPECT_TRUE(picker->status_text().contains("GPUs unknown"));  // "This computer", no agent
+    view.select_server(server);
+    ASSERT_TRUE(uitest::wait_for([&] { return picker->known(); }))
+        << picker->status_text().toStdString();
+    EXPECT_EQ(picker->gpu_lines().size(), 2);
+
+    auto submitted = [&](std::size_t n) {
+        return uitest::wait_for([&] {
+            std::lock_guard<std::mutex> lock(agent.mutex);
+            return agent.jobs.size() >= n;
+        });
+    };
+    auto body = [&](std::size_t i) {
+        std::lock_guard<std::mutex> lock(agent.mutex);
+        return Json::parse(agent.jobs.at(i));
+    };
+    ASSERT_GE(view.submit("on a gpu"), 0);
+    ASSERT_TRUE(submitted(1)) << view.error_text().toStdString();
+    EXPECT_EQ(body(0)["gpus"], 1);
+    EXPECT_FALSE(body(0)["options"].contains("device") && body(0)["options"]["device"] == "cpu");
+
+    // The person picks the CPU: the device option says so and the job asks for no GPU.
+    auto* choice = picker->findChild<QComboBox*>("device");
+    ASSERT_NE(choice, nullptr);
+    ASSERT_EQ(choice->currentIndex(), 0);
+    QTest::keyClick(choice, Qt::Key_Down);  // as a person: the combo reports it as activated
+    ASSERT_EQ(choice->currentIndex(), 1);
+    EXPECT_EQ(device_text(view), "cpu");
+    EXPECT_TRUE(view.command_line().contains("device=cpu")) << view.command_line().toStdString();
+    ASSERT_GE(view.submit("on the cpu"), 0);
+    ASSERT_TRUE(submitted(2));
+    EXPECT_EQ(body(1)["gpus"], 0);
+    EXPECT_EQ(body(1)["options"]["device"], "cpu");
+
+    // Typing device=0 in the form chooses a GPU again.
+    qobject_cast<QLineEdit*>(view.form()->editor("device"))->setText("0");
+    EXPECT_TRUE(picker->use_gpu());
+}
+
+#ifdef CRUCIBLE_FAKE_NVML
+// The real agent with the agent tests' fake NVML (two GPUs of 80 GiB, GPU 0 using 1 GiB).
+TEST(GpuPicker, ListsTheGpusOfARealAgent) {
+    const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+    if (!QFileInfo(program).isExecutable()) GTEST_SKIP() << "crucible-agent not built";
+    const auto data = uitest::temp_dir() / "agent";
+    fs::create_directories(data);
+    const std::string token = net::TokenStore(data / "tokens.json").create("studio");
+    const int port = test_support::free_loopback_port();
+    QProcess agent;
+    agent.setProcessChannelMode(QProcess::MergedChannels);
+    agent.start(program, {"--listen", QStringLiteral("127.0.0.1:%1").arg(port), "--data",
+                          QString::fromStdString(path_to_utf8(data)), "--worker",
+                          QStringLiteral(CRUCIBLE_FAKE_WORKER), "--nvml",
+                          QStringLiteral(CRUCIBLE_FAKE_NVML)});
+    ASSERT_TRUE(agent.waitForStarted(10000));
+    struct Stop {
+        QProcess& p;
+        ~Stop() {
+            p.terminate();
+            p.waitForFinished(10000);
+        }
+    } stop{agent};
+    GpuPicker picker(nullptr, 200);
+    picker.set_endpoint(net::RemoteEndpoint{"http://127.0.0.1:" + std::to_string(port), token, ""});
+    picker.show();
+    // The agent may still be starting: the picker asks again until it answers.
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }, 20000))
+        << picker.status_text().toStdString() << agent.readAll().toStdString();
+    const QStringList lines = picker.gpu_lines();
+    ASSERT_EQ(lines.size(), 2) << lines.join("\n").toStdString();
+    EXPECT_TRUE(lines[0].startsWith("GPU 0 · NVIDIA Fake A100 · 79.0 GiB free of 80.0 GiB"))
+        << lines[0].toStdString();
+    EXPECT_TRUE(lines[1].startsWith("GPU 1 · NVIDIA Fake H100 · 80.0 GiB free of 80.0 GiB"))
+        << lines[1].toStdString();
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
+}
+#endif

@@ -1,0 +1,218 @@
+#include "ui/gpu_picker.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QStandardItemModel>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "core/base/error.h"
+#include "ui/background.h"
+
+namespace crucible::ui {
+
+namespace {
+
+enum ChoiceIndex { kGpu = 0, kCpu = 1 };
+
+std::uint64_t unsigned_field(const Json& object, const char* name, const std::string& where) {
+    auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return 0;
+    if (!it->is_number() || it->get<double>() < 0)
+        throw InputError(where + "." + name, "expected a non-negative number");
+    return it->get<std::uint64_t>();
+}
+
+int int_field(const Json& object, const char* name, const std::string& where) {
+    auto it = object.find(name);
+    if (it == object.end() || it->is_null()) return 0;
+    if (!it->is_number()) throw InputError(where + "." + name, "expected a number");
+    return it->get<int>();
+}
+
+QString gib(std::uint64_t bytes) {
+    return QString::number(static_cast<double>(bytes) / (1ull << 30), 'f', 1);
+}
+
+}  // namespace
+
+GpuListing parse_gpu_listing(const Json& report) {
+    if (!report.is_object()) throw InputError("gpus", "expected the agent's GPU report object");
+    GpuListing out;
+    out.nvml = report.value("nvml", false);
+    if (auto n = report.find("note"); n != report.end() && n->is_string())
+        out.note = QString::fromStdString(n->get<std::string>());
+    auto gpus = report.find("gpus");
+    if (gpus == report.end() || gpus->is_null()) return out;
+    if (!gpus->is_array()) throw InputError("gpus.gpus", "expected an array");
+    for (std::size_t i = 0; i < gpus->size(); ++i) {
+        const std::string where = "gpus[" + std::to_string(i) + "]";
+        const Json& g = (*gpus)[i];
+        if (!g.is_object()) throw InputError(where, "expected an object");
+        GpuStatus s;
+        s.index = int_field(g, "index", where);
+        s.name = QString::fromStdString(g.value("name", std::string()));
+        s.memory_total = unsigned_field(g, "memory_total", where);
+        s.memory_used = unsigned_field(g, "memory_used", where);
+        s.utilization = int_field(g, "utilization", where);
+        s.temperature = int_field(g, "temperature", where);
+        if (auto m = g.find("mig"); m != g.end() && m->is_array())
+            s.mig_instances = static_cast<int>(m->size());
+        out.gpus.push_back(std::move(s));
+    }
+    return out;
+}
+
+QString describe_gpu(const GpuStatus& g) {
+    QString text = QStringLiteral("GPU %1 · %2 · %3 GiB free of %4 GiB · %5 % busy")
+                       .arg(g.index)
+                       .arg(g.name.isEmpty() ? QStringLiteral("?") : g.name)
+                       .arg(gib(g.memory_free()), gib(g.memory_total))
+                       .arg(g.utilization);
+    if (g.temperature > 0) text += QStringLiteral(" · %1 °C").arg(g.temperature);
+    if (g.mig_instances > 0) text += QStringLiteral(" · %1 MIG instances").arg(g.mig_instances);
+    return text;
+}
+
+GpuPicker::GpuPicker(QWidget* parent, int refresh_ms) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    auto* row = new QHBoxLayout;
+    choice_ = new QComboBox(this);
+    choice_->setObjectName(QStringLiteral("device"));
+    choice_->addItem(tr("A free GPU (the server assigns one)"));
+    choice_->addItem(tr("CPU"));
+    status_ = new QLabel(this);
+    status_->setWordWrap(true);
+    row->addWidget(choice_);
+    row->addWidget(status_, 1);
+    layout->addLayout(row);
+    list_ = new QListWidget(this);
+    list_->setObjectName(QStringLiteral("gpus"));
+    list_->setSelectionMode(QAbstractItemView::NoSelection);
+    list_->setMaximumHeight(90);
+    list_->hide();
+    layout->addWidget(list_);
+    timer_ = new QTimer(this);
+    timer_->setInterval(refresh_ms);
+    connect(timer_, &QTimer::timeout, this, &GpuPicker::refresh);
+    connect(choice_, &QComboBox::activated, this, [this](int index) {
+        cpu_chosen_ = index == kCpu;
+        emit choice_changed();
+    });
+    show_listing();
+}
+
+void GpuPicker::set_endpoint(std::optional<net::RemoteEndpoint> endpoint) {
+    const bool same =
+        endpoint.has_value() == endpoint_.has_value() &&
+        (!endpoint || (endpoint->url == endpoint_->url && endpoint->token == endpoint_->token &&
+                       endpoint->fingerprint == endpoint_->fingerprint));
+    if (same) return;
+    endpoint_ = std::move(endpoint);
+    ++generation_;
+    busy_ = false;
+    known_ = false;
+    listing_ = {};
+    show_listing();
+    if (isVisible()) refresh();
+}
+
+void GpuPicker::set_refresh_interval(int ms) {
+    timer_->setInterval(ms);
+}
+
+void GpuPicker::refresh() {
+    if (!endpoint_ || busy_) return;
+    busy_ = true;
+    const int generation = generation_;
+    const net::RemoteEndpoint endpoint = *endpoint_;
+    run_in_background<GpuListing>(
+        this,
+        [endpoint] {
+            net::ApiClient client(endpoint);
+            return parse_gpu_listing(client.get("/v1/gpus"));
+        },
+        [this, generation](GpuListing listing, QString error) {
+            if (generation != generation_) return;  // asked of a server no longer selected
+            busy_ = false;
+            if (!error.isEmpty()) {
+                show_error(error);
+            } else {
+                listing_ = std::move(listing);
+                known_ = true;
+                show_listing();
+            }
+            emit refreshed();
+        });
+}
+
+void GpuPicker::show_listing() {
+    list_->clear();
+    for (const auto& g : listing_.gpus) {
+        auto* item = new QListWidgetItem(describe_gpu(g), list_);
+        item->setFlags(Qt::ItemIsEnabled);
+    }
+    list_->setVisible(!listing_.gpus.empty());
+    const bool gpus = !listing_.gpus.empty();
+    // Only a server that answered without GPUs is "CPU only"; unknown keeps both choices.
+    choice_->setCurrentIndex(cpu_chosen_ || (known_ && !gpus) ? kCpu : kGpu);
+    if (auto* model = qobject_cast<QStandardItemModel*>(choice_->model()))
+        if (auto* item = model->item(kGpu)) item->setEnabled(!known_ || gpus);
+    if (!endpoint_)
+        status_->setText(
+            tr("GPUs unknown: no agent for this computer (start one, or run the "
+               "command here)"));
+    else if (!known_)
+        status_->setText(tr("asking the server for its GPUs…"));
+    else if (!gpus)
+        status_->setText(tr("CPU only") + (listing_.note.isEmpty()
+                                               ? QString()
+                                               : QStringLiteral(" (%1)").arg(listing_.note)));
+    else
+        status_->setText(tr("%n GPU(s)", nullptr, static_cast<int>(listing_.gpus.size())));
+}
+
+void GpuPicker::show_error(const QString& error) {
+    status_->setText(tr("GPUs unknown: %1").arg(error));
+}
+
+QStringList GpuPicker::gpu_lines() const {
+    QStringList out;
+    for (int i = 0; i < list_->count(); ++i)
+        out << list_->item(i)->text();
+    return out;
+}
+
+QString GpuPicker::status_text() const {
+    return status_->text();
+}
+
+bool GpuPicker::use_gpu() const {
+    return !cpu_chosen_ && (!known_ || !listing_.gpus.empty());
+}
+
+void GpuPicker::choose_cpu(bool cpu) {
+    cpu_chosen_ = cpu;
+    show_listing();
+}
+
+std::optional<int> GpuPicker::submit_gpus() const {
+    if (!known_) return std::nullopt;
+    return use_gpu() ? 1 : 0;
+}
+
+void GpuPicker::showEvent(QShowEvent* event) {
+    QWidget::showEvent(event);
+    refresh();
+    timer_->start();
+}
+
+void GpuPicker::hideEvent(QHideEvent* event) {
+    QWidget::hideEvent(event);
+    timer_->stop();
+}
+
+}  // namespace crucible::ui

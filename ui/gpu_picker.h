@@ -1,0 +1,102 @@
+#pragma once
+// Where a run trains, in the run setup: the selected server's GPUs with their live free memory
+// (the agent's GET /v1/gpus through the core/net client, asked again every few seconds while the
+// picker is visible, never on the GUI thread) and the choice between a GPU and the CPU.
+//
+// The agent assigns GPUs itself (its scheduler gives a job a free GPU and sets
+// CUDA_VISIBLE_DEVICES; the submit body has only a count, `gpus`), so the choice is "a free GPU"
+// or "CPU"; the list shows which GPUs there are and how much memory each has free now. A server
+// without GPUs (no NVIDIA driver, or none installed: a normal state) shows "CPU only".
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/base/json.h"
+#include "core/net/api_client.h"
+
+class QComboBox;
+class QLabel;
+class QListWidget;
+class QTimer;
+
+namespace crucible::ui {
+
+struct GpuStatus {
+    int index = 0;
+    QString name;
+    std::uint64_t memory_total = 0, memory_used = 0;
+    int utilization = 0;  // percent
+    int temperature = 0;  // °C
+    int mig_instances = 0;
+    std::uint64_t memory_free() const {
+        return memory_total > memory_used ? memory_total - memory_used : 0;
+    }
+};
+
+struct GpuListing {
+    bool nvml = false;
+    QString note;  // why there are no GPUs, in the agent's words
+    std::vector<GpuStatus> gpus;
+};
+
+// Reads the agent's GPU report ({"nvml", "note", "gpus": [{"index", "name", "memory_total",
+// "memory_used", "utilization", "temperature", "mig": [...]}]}); InputError names the field.
+GpuListing parse_gpu_listing(const Json& report);
+// "GPU 0 · NVIDIA A100 · 79.0 GiB free of 80.0 GiB · 87 % busy · 61 °C"
+QString describe_gpu(const GpuStatus& gpu);
+
+class GpuPicker : public QWidget {
+    Q_OBJECT
+  public:
+    explicit GpuPicker(QWidget* parent = nullptr, int refresh_ms = 3000);
+
+    // The agent to ask; none when there is none (GPUs unknown). Asks at once when visible.
+    void set_endpoint(std::optional<net::RemoteEndpoint> endpoint);
+    // Asks the agent once, in the background (skipped while an answer is pending).
+    void refresh();
+    void set_refresh_interval(int ms);
+
+    // True once the agent answered for the current endpoint.
+    bool known() const { return known_; }
+    const GpuListing& listing() const { return listing_; }
+    // The lines of the GPU list as shown.
+    QStringList gpu_lines() const;
+    QString status_text() const;
+    // True when the run should get a GPU (one is there and "CPU" is not chosen).
+    bool use_gpu() const;
+    // The person's choice of the CPU (a server without GPUs uses the CPU without it).
+    bool cpu_chosen() const { return cpu_chosen_; }
+    void choose_cpu(bool cpu);
+    // The `gpus` count for the job submit: 1 for a GPU, 0 for the CPU; none while unknown.
+    std::optional<int> submit_gpus() const;
+
+  signals:
+    // The person changed the choice (not emitted by choose_cpu).
+    void choice_changed();
+    // An answer (or an error) of the agent arrived and is shown.
+    void refreshed();
+
+  protected:
+    void showEvent(QShowEvent* event) override;
+    void hideEvent(QHideEvent* event) override;
+
+  private:
+    void show_listing();
+    void show_error(const QString& error);
+
+    std::optional<net::RemoteEndpoint> endpoint_;
+    int generation_ = 0;  // answers for an endpoint that was replaced are dropped
+    bool busy_ = false;
+    bool known_ = false;
+    bool cpu_chosen_ = false;  // the person's choice; "CPU only" servers show CPU regardless
+    GpuListing listing_;
+    QComboBox* choice_ = nullptr;
+    QListWidget* list_ = nullptr;
+    QLabel* status_ = nullptr;
+    QTimer* timer_ = nullptr;
+};
+
+}  // namespace crucible::ui
