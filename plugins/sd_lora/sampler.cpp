@@ -5,6 +5,9 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <cmath>
+#include <utility>
+
 #include "core/base/error.h"
 #include "core/data/image_io.h"
 #include "plugins/sd_lora/unet.h"
@@ -23,6 +26,51 @@ torch::Tensor ddim_sample(const NoiseSchedule& schedule, const NoisePredictor& p
         x = schedule.ddim_step(eps, t, t - stride, x);
     }
     return x;
+}
+
+std::vector<double> euler_sigmas(const NoiseSchedule& schedule, std::int64_t steps) {
+    const torch::Tensor ac = schedule.alphas_cumprod().to(torch::kCPU, torch::kFloat64);
+    std::vector<double> out;
+    for (const std::int64_t t : schedule.ddim_timesteps(steps, 1)) {
+        const double a = ac[t].item<double>();
+        out.push_back(std::sqrt((1.0 - a) / a));
+    }
+    out.push_back(0.0);
+    return out;
+}
+
+torch::Tensor euler_sample(const NoiseSchedule& schedule, const NoisePredictor& predict,
+                           const torch::Tensor& noise, std::int64_t steps) {
+    const auto timesteps = schedule.ddim_timesteps(steps, 1);
+    const std::vector<double> sigma = euler_sigmas(schedule, steps);
+    torch::NoGradGuard no_grad;
+    torch::Tensor x = noise * std::sqrt(sigma[0] * sigma[0] + 1.0);
+    for (std::size_t i = 0; i < timesteps.size(); ++i) {
+        const torch::Tensor eps = predict(x / std::sqrt(sigma[i] * sigma[i] + 1.0), timesteps[i]);
+        x = x + (sigma[i + 1] - sigma[i]) * eps;
+    }
+    return x;
+}
+
+SamplerKind sampler_kind(const std::string& name) {
+    if (name == "ddim") return SamplerKind::Ddim;
+    if (name == "euler") return SamplerKind::Euler;
+    throw InputError("sample_sampler", "'" + name + "' is not ddim or euler");
+}
+
+torch::Tensor sample_latents(SamplerKind kind, const NoiseSchedule& schedule,
+                             const NoisePredictor& predict, const torch::Tensor& noise,
+                             std::int64_t steps) {
+    return kind == SamplerKind::Euler ? euler_sample(schedule, predict, noise, steps)
+                                      : ddim_sample(schedule, predict, noise, steps);
+}
+
+NoisePredictor epsilon_from_velocity(const NoiseSchedule& schedule, NoisePredictor predict_v) {
+    const torch::Tensor ac = schedule.alphas_cumprod().to(torch::kCPU, torch::kFloat64);
+    return [ac, predict_v = std::move(predict_v)](const torch::Tensor& x, std::int64_t t) {
+        const double a = ac[t].item<double>();
+        return std::sqrt(a) * predict_v(x, t) + std::sqrt(1.0 - a) * x;
+    };
 }
 
 NoisePredictor guided_unet(UNetImpl& unet, const torch::Tensor& cond, const torch::Tensor& uncond,

@@ -1,10 +1,12 @@
-// DDIM sampling: an oracle noise predictor (the true noise of a known x0) leads back to x0;
-// guidance 1 is the conditional prediction; PNG output.
+// DDIM and Euler sampling: an oracle noise predictor (the true noise of a known x0) leads back to
+// x0; guidance 1 is the conditional prediction; v-prediction models as noise predictors; PNG
+// output.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
 
+#include "core/base/error.h"
 #include "core/data/image_io.h"
 #include "plugins/sd_lora/sampler.h"
 #include "plugins/sd_lora/unet.h"
@@ -55,6 +57,80 @@ TEST(Sampler, GuidanceOneIsTheConditionalPrediction) {
     const auto u = unet->forward(x, torch::tensor({100}), uncond);
     const auto g = guided_unet(*unet, cond, uncond, 7.5)(x, 100);
     EXPECT_TRUE(torch::allclose(g, u + 7.5 * (direct - u), 1e-4, 1e-4));
+}
+
+TEST(Sampler, EulerWithOracleNoiseRecoversX0) {
+    NoiseSchedule s;
+    torch::manual_seed(9);
+    const auto x0 = torch::rand({2, 4, 8, 8}) * 2 - 1;
+    const auto z = torch::randn({2, 4, 8, 8});
+    std::vector<std::int64_t> seen;
+    const NoisePredictor oracle = [&](const torch::Tensor& x, std::int64_t t) {
+        seen.push_back(t);
+        const double a = s.alphas_cumprod()[t].item<double>();
+        return (x - std::sqrt(a) * x0) / std::sqrt(1 - a);
+    };
+    const auto out = euler_sample(s, oracle, z, 25);
+    // The DDIM timesteps ("leading", steps_offset 1): 961, 921, ..., 1.
+    EXPECT_EQ(seen, s.ddim_timesteps(25));
+    // sigma_t = sqrt((1 - a_t) / a_t), descending, then 0.
+    const auto sigmas = euler_sigmas(s, 25);
+    ASSERT_EQ(sigmas.size(), 26u);
+    const double a961 = s.alphas_cumprod()[961].item<double>();
+    EXPECT_NEAR(sigmas[0], std::sqrt((1 - a961) / a961), 1e-9);
+    for (std::size_t i = 1; i < sigmas.size(); ++i)
+        EXPECT_LT(sigmas[i], sigmas[i - 1]) << i;
+    EXPECT_EQ(sigmas.back(), 0.0);
+    // In exact arithmetic every Euler step keeps x = x0 + sigma_i·eps with the same eps (the
+    // oracle's eps is (x - x0) / sigma), so the last step, to sigma 0, lands on x0 itself, not at
+    // alphas_cumprod[0]'s noise level as DDIM does. Rounding does not build up either: an error d
+    // in x_i enters the oracle's eps as d / sigma_i and leaves x_{i+1} with d · sigma_{i+1} /
+    // sigma_i, so the step to sigma 0 removes every earlier error, and what remains is the
+    // float32 rounding of that last step on values of |x0| + sigma_last·|eps| ~ 1.2 (ulp 1.2e-7).
+    // 1e-6 is a few of those ulps with margin; the measured maximum is 6e-8.
+    EXPECT_LT((out - x0).abs().max().item<double>(), 1e-6);
+    const NoisePredictor zero = [](const torch::Tensor& x, std::int64_t) {
+        return torch::zeros_like(x);
+    };
+    EXPECT_GT((euler_sample(s, zero, z, 25) - x0).abs().mean().item<double>(), 0.3);
+}
+
+TEST(Sampler, EulerGuidanceOneIsTheConditionalPrediction) {
+    torch::manual_seed(4);
+    UNet unet(UNetConfig::tiny());
+    unet->eval();
+    const auto cond = torch::randn({1, 77, 32});
+    const auto uncond = torch::randn({1, 77, 32});
+    const auto noise = torch::randn({1, 4, 8, 8});
+    NoiseSchedule s;
+    const NoisePredictor conditional = [&](const torch::Tensor& x, std::int64_t t) {
+        return unet->forward(x, torch::tensor({t}), cond);
+    };
+    const auto plain = euler_sample(s, conditional, noise, 4);
+    const auto guided1 = euler_sample(s, guided_unet(*unet, cond, uncond, 1.0), noise, 4);
+    EXPECT_TRUE(torch::allclose(guided1, plain, 1e-5, 1e-5));
+    const auto guided = euler_sample(s, guided_unet(*unet, cond, uncond, 7.5), noise, 4);
+    EXPECT_GT((guided - plain).abs().max().item<double>(), 1e-2);
+    // sample_latents picks the sampler by name.
+    EXPECT_TRUE(
+        torch::equal(sample_latents(sampler_kind("euler"), s, conditional, noise, 4), plain));
+    EXPECT_TRUE(torch::equal(sample_latents(sampler_kind("ddim"), s, conditional, noise, 4),
+                             ddim_sample(s, conditional, noise, 4)));
+    EXPECT_THROW(sampler_kind("dpm++"), InputError);
+}
+
+TEST(Sampler, VelocityModelsPredictTheNoise) {
+    NoiseSchedule s;
+    torch::manual_seed(5);
+    const auto x0 = torch::randn({1, 4, 8, 8});
+    const auto eps = torch::randn({1, 4, 8, 8});
+    const std::int64_t t = 600;
+    const auto x_t = s.add_noise(x0, eps, torch::tensor({t}));
+    const NoisePredictor v_oracle = [&](const torch::Tensor&, std::int64_t step) {
+        return s.velocity(x0, eps, torch::tensor({step}));
+    };
+    const auto got = epsilon_from_velocity(s, v_oracle)(x_t, t);
+    EXPECT_LT((got - eps).abs().max().item<double>(), 1e-5);
 }
 
 TEST(Sampler, DecodesAndWritesPng) {
