@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/base/error.h"
+#include "plugins/sd_lora/block_checkpoint.h"
 #include "plugins/sd_lora/config_fields.h"
 
 namespace crucible::sd {
@@ -124,8 +125,15 @@ torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip
         torch::full({t, t}, -std::numeric_limits<float>::infinity(), h.options()).triu(1);
     const auto n = static_cast<std::int64_t>(layers->size());
     const std::int64_t stop = n - std::max<std::int64_t>(0, clip_skip - 1);
-    for (std::int64_t i = 0; i < stop; ++i)
-        h = layers[static_cast<std::size_t>(i)]->as<ClipLayerImpl>()->forward(h, mask);
+    for (std::int64_t i = 0; i < stop; ++i) {
+        auto layer = std::dynamic_pointer_cast<ClipLayerImpl>(layers[static_cast<std::size_t>(i)]);
+        if (gradient_checkpointing)
+            h = checkpointed_block([layer](const torch::Tensor& x,
+                                           const torch::Tensor& m) { return layer->forward(x, m); },
+                                   h, mask, has_trainable_parameters(*layer));
+        else
+            h = layer->forward(h, mask);
+    }
     return final_layer_norm(h);
 }
 

@@ -45,6 +45,9 @@ struct ClipTextModelImpl : torch::nn::Module {
     // the last layer (SD 1.x); 2 takes the layer before it, both through final_layer_norm.
     torch::Tensor forward(const torch::Tensor& ids, int clip_skip = 1);
     ClipTextConfig config;
+    // Recompute the encoder layers in backward instead of keeping their activations
+    // (block_checkpoint.h); only while gradients are recorded (text-encoder LoRA training).
+    bool gradient_checkpointing = false;
     Embedding token_embedding{nullptr}, position_embedding{nullptr};
     torch::nn::ModuleList layers{nullptr};
     LayerNorm final_layer_norm{nullptr};

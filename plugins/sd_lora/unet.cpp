@@ -5,10 +5,34 @@
 #include <utility>
 
 #include "core/base/error.h"
+#include "plugins/sd_lora/block_checkpoint.h"
 #include "plugins/sd_lora/blocks.h"
 #include "plugins/sd_lora/config_fields.h"
 
 namespace crucible::sd {
+
+namespace {
+
+// A ResNet / spatial transformer of a block list, checkpointed when asked (block_checkpoint.h).
+torch::Tensor run_resnet(const std::shared_ptr<torch::nn::Module>& module, const torch::Tensor& h,
+                         const torch::Tensor& temb, bool checkpoint) {
+    auto block = std::dynamic_pointer_cast<ResnetBlockImpl>(module);
+    if (!checkpoint) return block->forward(h, temb);
+    return checkpointed_block(
+        [block](const torch::Tensor& x, const torch::Tensor& e) { return block->forward(x, e); }, h,
+        temb, has_trainable_parameters(*block));
+}
+
+torch::Tensor run_transformer(const std::shared_ptr<torch::nn::Module>& module,
+                              const torch::Tensor& h, const torch::Tensor& ctx, bool checkpoint) {
+    auto block = std::dynamic_pointer_cast<Transformer2DImpl>(module);
+    if (!checkpoint) return block->forward(h, ctx);
+    return checkpointed_block(
+        [block](const torch::Tensor& x, const torch::Tensor& c) { return block->forward(x, c); }, h,
+        ctx, has_trainable_parameters(*block));
+}
+
+}  // namespace
 
 struct TimestepEmbeddingImpl : torch::nn::Module {
     TimestepEmbeddingImpl(std::int64_t in, std::int64_t out) {
@@ -39,10 +63,10 @@ struct UNetDownBlockImpl : torch::nn::Module {
         }
     }
     torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
-                          std::vector<torch::Tensor>& skips) {
+                          std::vector<torch::Tensor>& skips, bool checkpoint) {
         for (std::size_t i = 0; i < resnets->size(); ++i) {
-            h = resnets[i]->as<ResnetBlockImpl>()->forward(h, temb);
-            if (attentions) h = attentions[i]->as<Transformer2DImpl>()->forward(h, ctx);
+            h = run_resnet(resnets[i], h, temb, checkpoint);
+            if (attentions) h = run_transformer(attentions[i], h, ctx, checkpoint);
             skips.push_back(h);
         }
         if (downsamplers) {
@@ -65,10 +89,11 @@ struct UNetMidBlockImpl : torch::nn::Module {
             Transformer2D(ch, c.attention_heads, c.cross_attention_dim, c.norm_num_groups));
         resnets->push_back(ResnetBlock(ch, ch, temb, c.norm_num_groups, c.norm_eps));
     }
-    torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx) {
-        h = resnets[0]->as<ResnetBlockImpl>()->forward(h, temb);
-        h = attentions[0]->as<Transformer2DImpl>()->forward(h, ctx);
-        return resnets[1]->as<ResnetBlockImpl>()->forward(h, temb);
+    torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
+                          bool checkpoint) {
+        h = run_resnet(resnets[0], h, temb, checkpoint);
+        h = run_transformer(attentions[0], h, ctx, checkpoint);
+        return run_resnet(resnets[1], h, temb, checkpoint);
     }
     torch::nn::ModuleList attentions{nullptr}, resnets{nullptr};
 };
@@ -96,12 +121,12 @@ struct UNetUpBlockImpl : torch::nn::Module {
         }
     }
     torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
-                          std::vector<torch::Tensor>& skips) {
+                          std::vector<torch::Tensor>& skips, bool checkpoint) {
         for (std::size_t i = 0; i < resnets->size(); ++i) {
             h = torch::cat({h, skips.back()}, 1);
             skips.pop_back();
-            h = resnets[i]->as<ResnetBlockImpl>()->forward(h, temb);
-            if (attentions) h = attentions[i]->as<Transformer2DImpl>()->forward(h, ctx);
+            h = run_resnet(resnets[i], h, temb, checkpoint);
+            if (attentions) h = run_transformer(attentions[i], h, ctx, checkpoint);
         }
         if (upsamplers) {
             std::optional<std::vector<std::int64_t>> size;
@@ -246,11 +271,12 @@ torch::Tensor UNetImpl::forward(const torch::Tensor& sample, const torch::Tensor
 
     torch::Tensor h = conv_in(sample);
     std::vector<torch::Tensor> skips{h};
+    const bool checkpoint = gradient_checkpointing;
     for (const auto& block : *down_blocks)
-        h = block->as<UNetDownBlockImpl>()->forward(h, temb, context, skips);
-    h = mid_block->forward(h, temb, context);
+        h = block->as<UNetDownBlockImpl>()->forward(h, temb, context, skips, checkpoint);
+    h = mid_block->forward(h, temb, context, checkpoint);
     for (const auto& block : *up_blocks)
-        h = block->as<UNetUpBlockImpl>()->forward(h, temb, context, skips);
+        h = block->as<UNetUpBlockImpl>()->forward(h, temb, context, skips, checkpoint);
     return conv_out(torch::silu(conv_norm_out(h)));
 }
 

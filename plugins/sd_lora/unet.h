@@ -46,6 +46,9 @@ struct UNetImpl : torch::nn::Module {
     torch::Tensor forward(const torch::Tensor& sample, const torch::Tensor& timesteps,
                           const torch::Tensor& context);
     UNetConfig config;
+    // Recompute the ResNets and spatial transformers in backward instead of keeping their
+    // activations (block_checkpoint.h); only while gradients are recorded.
+    bool gradient_checkpointing = false;
     Conv2d conv_in{nullptr}, conv_out{nullptr};
     std::shared_ptr<TimestepEmbeddingImpl> time_embedding;
     torch::nn::ModuleList down_blocks{nullptr}, up_blocks{nullptr};
