@@ -44,6 +44,11 @@ LoraTarget make_target(const std::string& prefix, const std::string& path,
     return t;
 }
 
+// Whether the target's kohya key starts with `kohya_prefix` + "_" (always, for an empty prefix).
+bool has_prefix(const LoraTarget& t, const std::string& kohya_prefix) {
+    return kohya_prefix.empty() || t.kohya.rfind(kohya_prefix + "_", 0) == 0;
+}
+
 }  // namespace
 
 std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet) {
@@ -177,12 +182,13 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
     if (!r.ok()) throw InputError(where, "LoRA does not match the model: " + r.summary());
 }
 
-void LoraNetworkImpl::save_peft(const std::filesystem::path& folder,
-                                const std::string& base_model) const {
+void LoraNetworkImpl::save_peft(const std::filesystem::path& folder, const std::string& base_model,
+                                const std::string& kohya_prefix) const {
     std::map<std::string, torch::Tensor> out;
     std::set<std::string> names;
     for (std::size_t i = 0; i < targets.size(); ++i) {
         const auto& t = targets[i];
+        if (!has_prefix(t, kohya_prefix)) continue;
         out["base_model.model." + t.module + ".lora_A.weight"] =
             adapters[i]->down.detach().to(torch::kCPU).contiguous();
         out["base_model.model." + t.module + ".lora_B.weight"] =
@@ -208,6 +214,25 @@ void LoraNetworkImpl::save_peft(const std::filesystem::path& folder,
                          {"base_model_name_or_path", base_model},
                          {"inference_mode", true}};
     write_json_file(folder / "adapter_config.json", config);
+}
+
+void LoraNetworkImpl::scale_learning_rates(const std::map<std::string, double>& ratio_by_prefix) {
+    if (lr_scale) throw Error("scale_learning_rates called twice");
+    std::vector<LrScaleImpl::Entry> entries;
+    for (std::size_t i = 0; i < targets.size(); ++i)
+        for (const auto& [prefix, ratio] : ratio_by_prefix)
+            if (ratio != 1.0 && has_prefix(targets[i], prefix))
+                for (const auto& p : adapters[i]->named_parameters(false))
+                    entries.push_back({targets[i].kohya + "." + p.key(), p.value(), ratio});
+    if (!entries.empty()) lr_scale = register_module("lr_scale", LrScale(entries));
+}
+
+void LoraNetworkImpl::begin_step() {
+    if (lr_scale) lr_scale->begin_step();
+}
+
+void LoraNetworkImpl::settle() {
+    if (lr_scale) lr_scale->settle();
 }
 
 std::string safetensors_data_hash(const std::string& bytes) {

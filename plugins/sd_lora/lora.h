@@ -2,7 +2,8 @@
 // LoRA for SD 1.x (SPECS.md "LoRA"): the kohya default targets (every Linear and 1x1 conv of the
 // UNet's spatial transformers: proj_in, proj_out, attn1/attn2 to_q/k/v/out.0, ff.net.0.proj,
 // ff.net.2 — 192 modules in SD 1.5; text encoder q/k/v/out_proj, fc1, fc2 — 72), a network of
-// adapters the base layers run, merging, and the kohya `.safetensors` layout
+// adapters the base layers run (UNet and text encoder in one network: the kohya keys tell them
+// apart), merging, and the kohya `.safetensors` layout
 // (`<key>.lora_down.weight`, `<key>.lora_up.weight`, `<key>.alpha`) with `ss_*` metadata and
 // `sshs_model_hash`; optionally the PEFT layout.
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/base/json.h"
+#include "plugins/sd_lora/lr_scale.h"
 #include "plugins/sd_lora/nn.h"
 
 namespace crucible::sd {
@@ -57,12 +59,25 @@ struct LoraNetworkImpl : torch::nn::Module {
     void load_kohya_state(const std::map<std::string, torch::Tensor>& tensors,
                           const std::string& where);
     // PEFT layout: <folder>/adapter_model.safetensors (base_model.model.<module>.lora_A/B.weight)
-    // and adapter_config.json.
-    void save_peft(const std::filesystem::path& folder, const std::string& base_model) const;
+    // and adapter_config.json, for the targets whose kohya key starts with `kohya_prefix` + "_"
+    // (all when empty): one model per folder, as PEFT saves them.
+    void save_peft(const std::filesystem::path& folder, const std::string& base_model,
+                   const std::string& kohya_prefix = "") const;
+
+    // Learning rates of their own (lr_scale.h): the adapters whose kohya key starts with a
+    // prefix + "_" ("lora_unet", "lora_te") step with ratio × the optimizer's learning rate.
+    // Ratios of 1 are left out; nothing is added when none remains. Call before the optimizer
+    // and checkpoints see the network (it adds buffers under "lr_scale.").
+    void scale_learning_rates(const std::map<std::string, double>& ratio_by_prefix);
+    // lr_scale.h: settle the previous step / settle it and remember the values; no-ops without
+    // scaled learning rates.
+    void begin_step();
+    void settle();
 
     std::vector<LoraTarget> targets;
     std::vector<LoraAdapter> adapters;
     LoraOptions options;
+    LrScale lr_scale{nullptr};
 };
 TORCH_MODULE(LoraNetwork);
 

@@ -1,5 +1,5 @@
 // LoRA: the SD 1.5 kohya module list, forward = merged forward, kohya file layout and hash,
-// loading back, PEFT layout.
+// loading back, PEFT layout, UNet and text encoder in one network, learning rates of their own.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,7 +12,9 @@
 #include "core/base/safetensors.h"
 #include "core/base/sha256.h"
 #include "core/engine/safetensors_torch.h"
+#include "plugins/sd_lora/clip_text.h"
 #include "plugins/sd_lora/lora.h"
+#include "plugins/sd_lora/lr_scale.h"
 #include "plugins/sd_lora/unet.h"
 #include "tests/sd_lora/sd_test_util.h"
 
@@ -156,6 +158,165 @@ TEST(Lora, PeftLayout) {
     EXPECT_NE(file.find("base_model.model.down_blocks.0.attentions.0.transformer_blocks.0.attn2.to_"
                         "k.lora_A.weight"),
               nullptr);
+}
+
+TEST(Lora, UNetAndTextEncoderInOneNetwork) {
+    UNet unet(UNetConfig::tiny());
+    ClipTextModel text(ClipTextConfig::tiny());
+    auto targets = unet_lora_targets(*unet);
+    const auto text_targets = text_encoder_lora_targets(*text);
+    ASSERT_EQ(text_targets.size(), 2u * 6);  // 2 layers: q/k/v/out_proj, fc1, fc2
+    targets.insert(targets.end(), text_targets.begin(), text_targets.end());
+    LoraNetwork net(targets, LoraOptions{4, 4, 0, false});
+    const auto state = net->kohya_state();
+    std::size_t te = 0, un = 0;
+    for (const auto& [key, t] : state) {
+        te += key.rfind("lora_te_", 0) == 0 ? 1 : 0;
+        un += key.rfind("lora_unet_", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(te, 12u * 3);
+    EXPECT_EQ(un, 72u * 3);
+    const std::string fc1 = "lora_te_text_model_encoder_layers_1_mlp_fc1";
+    EXPECT_EQ(state.at(fc1 + ".lora_down.weight").sizes(), (std::vector<std::int64_t>{4, 32}));
+    EXPECT_EQ(state.at(fc1 + ".lora_up.weight").sizes(), (std::vector<std::int64_t>{37, 4}));
+
+    // PEFT: one model per folder.
+    const fs::path dir = testing::fresh_dir("peft_te");
+    net->save_peft(dir / "unet", "base", "lora_unet");
+    net->save_peft(dir / "text_encoder", "base", "lora_te");
+    const auto u = SafetensorsFile::open(dir / "unet" / "adapter_model.safetensors");
+    const auto t = SafetensorsFile::open(dir / "text_encoder" / "adapter_model.safetensors");
+    EXPECT_EQ(u.size(), 72u * 2);
+    EXPECT_EQ(t.size(), 12u * 2);
+    EXPECT_NE(t.find("base_model.model.text_model.encoder.layers.0.self_attn.q_proj.lora_A.weight"),
+              nullptr);
+    const auto mods = read_json_file(dir / "text_encoder" / "adapter_config.json")
+                          .at("target_modules")
+                          .get<std::set<std::string>>();
+    EXPECT_EQ(mods,
+              (std::set<std::string>{"q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"}));
+}
+
+// Steps `params` with `optimizer` for 4 gradients drawn from seed 21, settling `net` (which holds
+// them) around each step as the task does.
+void four_steps(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
+                LoraNetworkImpl* net) {
+    torch::manual_seed(21);
+    for (int i = 0; i < 4; ++i) {
+        if (net) net->begin_step();
+        for (const auto& p : params)
+            p.mutable_grad() = torch::randn_like(p);
+        optimizer.step();
+    }
+    if (net) net->settle();
+}
+
+TEST(LrScale, AStepTimesTheRatioIsAStepWithTheScaledRate) {
+    UNet unet(UNetConfig::tiny());
+    ClipTextModel text(ClipTextConfig::tiny());
+    const auto text_targets = text_encoder_lora_targets(*text);
+    std::vector<LoraTarget> targets = {unet_lora_targets(*unet).front()};
+    targets.insert(targets.end(), text_targets.begin(), text_targets.begin() + 2);
+    auto make = [&] {
+        torch::manual_seed(3);
+        LoraNetwork n(targets, LoraOptions{4, 4, 0, false});
+        torch::NoGradGuard no_grad;
+        for (auto& a : n->adapters)
+            a->up.normal_();
+        return n;
+    };
+    for (const std::string name : {"AdamW", "SGD"}) {
+        SCOPED_TRACE(name);
+        auto optimizer_for = [&](const std::vector<torch::Tensor>& unet_params,
+                                 const std::vector<torch::Tensor>& text_params,
+                                 double text_lr) -> std::unique_ptr<torch::optim::Optimizer> {
+            if (name == "AdamW") {
+                std::vector<torch::optim::OptimizerParamGroup> groups;
+                groups.emplace_back(unet_params,
+                                    std::make_unique<torch::optim::AdamWOptions>(
+                                        torch::optim::AdamWOptions(1e-2).weight_decay(0.1)));
+                groups.emplace_back(text_params,
+                                    std::make_unique<torch::optim::AdamWOptions>(
+                                        torch::optim::AdamWOptions(text_lr).weight_decay(0.1)));
+                return std::make_unique<torch::optim::AdamW>(groups);
+            }
+            std::vector<torch::optim::OptimizerParamGroup> groups;
+            groups.emplace_back(
+                unet_params,
+                std::make_unique<torch::optim::SGDOptions>(
+                    torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(0.1)));
+            groups.emplace_back(
+                text_params,
+                std::make_unique<torch::optim::SGDOptions>(
+                    torch::optim::SGDOptions(text_lr).momentum(0.9).nesterov(true).weight_decay(
+                        0.1)));
+            return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(1e-2));
+        };
+        auto split = [](LoraNetworkImpl& n) {
+            std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> out;
+            for (std::size_t i = 0; i < n.targets.size(); ++i)
+                for (const auto& p : n.adapters[i]->parameters())
+                    (n.targets[i].kohya.rfind("lora_te_", 0) == 0 ? out.second : out.first)
+                        .push_back(p);
+            return out;
+        };
+        // Reference: the text encoder's group at 0.25 × the rate.
+        auto direct = make();
+        const auto [du, dt] = split(*direct);
+        auto direct_opt = optimizer_for(du, dt, 0.25e-2);
+        // Scaled: one rate for all, the text encoder's changes scaled by 0.25.
+        auto scaled = make();
+        scaled->scale_learning_rates({{"lora_unet", 1.0}, {"lora_te", 0.25}});
+        ASSERT_TRUE(scaled->lr_scale);
+        EXPECT_EQ(scaled->lr_scale->size(), 4u);  // two text-encoder adapters: down, up
+        const auto [su, st] = split(*scaled);
+        auto scaled_opt = optimizer_for(su, st, 1e-2);
+        std::vector<torch::Tensor> all_direct = du, all_scaled = su;
+        all_direct.insert(all_direct.end(), dt.begin(), dt.end());
+        all_scaled.insert(all_scaled.end(), st.begin(), st.end());
+        four_steps(*direct_opt, all_direct, nullptr);
+        four_steps(*scaled_opt, all_scaled, scaled.get());
+        for (std::size_t i = 0; i < all_direct.size(); ++i) {
+            EXPECT_LT((all_direct[i] - all_scaled[i]).abs().max().item<double>(), 1e-6) << i;
+        }
+        // The text encoder did move, by less than the UNet.
+        EXPECT_FALSE(torch::equal(st[1], make()->adapters[1]->up));
+    }
+}
+
+TEST(LrScale, SettlesOnceAndTravelsWithTheModuleState) {
+    UNet unet(UNetConfig::tiny());
+    const auto targets = unet_lora_targets(*unet);
+    LoraNetwork net(std::vector<LoraTarget>(targets.begin(), targets.begin() + 2),
+                    LoraOptions{2, 2, 0, false});
+    net->scale_learning_rates({{"lora_unet", 3.0}});
+    auto& up = net->adapters[0]->up;
+    net->begin_step();
+    torch::NoGradGuard no_grad;
+    up.add_(1.0);  // a step of +1
+    // A copy of the module state between the step and its settling settles the same way.
+    LoraNetwork copy(std::vector<LoraTarget>(targets.begin(), targets.begin() + 2),
+                     LoraOptions{2, 2, 0, false});
+    copy->scale_learning_rates({{"lora_unet", 3.0}});
+    for (const auto& item : net->named_parameters())
+        copy->named_parameters()[item.key()].copy_(item.value());
+    for (const auto& item : net->named_buffers())
+        copy->named_buffers()[item.key()].copy_(item.value());
+    EXPECT_EQ(net->named_buffers().size(), 2u * 2 + 1);  // before-values and `pending`
+    net->settle();
+    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
+    net->settle();  // nothing pending
+    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
+    net->begin_step();  // no step in between: nothing changes
+    net->settle();
+    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
+    copy->settle();
+    EXPECT_TRUE(torch::equal(copy->adapters[0]->up, up));
+    // Ratios of 1 add nothing.
+    LoraNetwork plain(targets, LoraOptions{2, 2, 0, false});
+    plain->scale_learning_rates({{"lora_unet", 1.0}, {"lora_te", 0.5}});
+    EXPECT_FALSE(plain->lr_scale);
+    EXPECT_TRUE(plain->named_buffers().is_empty());
 }
 
 }  // namespace
