@@ -14,6 +14,7 @@
 #include "core/base/file_io.h"
 #include "core/data/caption_dataset.h"
 #include "core/engine/safetensors_torch.h"
+#include "core/engine/schedule.h"
 #include "core/engine/task.h"
 #include "core/engine/train_options.h"
 #include "core/engine/weights_file.h"
@@ -102,6 +103,13 @@ class SdLoraTask : public engine::Task {
         s.add(option_spec("network_dropout", T::Number, 0.0, "dropout on the LoRA input", lora, 0,
                           0.99));
         s.add(option_spec("use_rslora", T::Boolean, false, "scale alpha / sqrt(rank)", lora));
+        s.add(option_spec("train_text_encoder", T::Boolean, false,
+                          "also train LoRA on the text encoder (q/k/v/out_proj, fc1, fc2)", lora));
+        s.add(option_spec("unet_lr", T::Number, nullptr,
+                          "learning rate of the UNet LoRA (empty: the run's lr0)", lora, 0, 10));
+        s.add(option_spec("text_encoder_lr", T::Number, nullptr,
+                          "learning rate of the text-encoder LoRA (empty: the run's lr0)", lora, 0,
+                          10));
         s.add(option_spec("lora_format", T::Choice, "kohya", "output layout", lora, {}, {},
                           {"kohya", "peft", "both"}));
         s.add(option_spec("save_precision", T::Choice, "fp16", "dtype of the LoRA file", lora, {},
@@ -113,13 +121,19 @@ class SdLoraTask : public engine::Task {
         s.add(option_spec("min_snr_gamma", T::Number, 0.0,
                           "min-SNR loss weighting gamma (0: off; 5 is common)", train, 0, 100));
         s.add(option_spec("noise_offset", T::Number, 0.0, "per-channel noise offset", train, 0, 1));
+        s.add(option_spec("gradient_checkpointing", T::Boolean, false,
+                          "recompute UNet (and text-encoder) blocks in backward: less memory for "
+                          "activations, about one more forward pass of time",
+                          train));
         s.add(option_spec("sample_every_n_steps", T::Integer, 0,
                           "render sample images every N steps (0: only at the end)", sample, 0,
                           1e9));
         s.add(option_spec("sample_prompts", T::String, "",
                           "prompts separated by '|' (default: the first caption)", sample));
-        s.add(
-            option_spec("sample_steps", T::Integer, 20, "DDIM steps per sample", sample, 1, 1000));
+        s.add(option_spec("sample_sampler", T::Choice, "ddim", "sampler of the sample images",
+                          sample, {}, {}, {"ddim", "euler"}));
+        s.add(option_spec("sample_steps", T::Integer, 20, "sampler steps per sample", sample, 1,
+                          1000));
         s.add(option_spec("guidance_scale", T::Number, 7.5, "classifier-free guidance scale",
                           sample, 1, 50));
         s.add(option_spec("sample_seed", T::Integer, 1234, "seed of the sample noise", sample, 0,
@@ -170,6 +184,11 @@ class SdLoraTask : public engine::Task {
             mod->to(c.device);
         }
         targets_ = unet_lora_targets(*unet_);
+        train_text_ = cfg.at("train_text_encoder").get<bool>();
+        if (train_text_) text_targets_ = text_encoder_lora_targets(*text_);
+        const bool checkpointing = cfg.at("gradient_checkpointing").get<bool>();
+        unet_->gradient_checkpointing = checkpointing;
+        text_->gradient_checkpointing = checkpointing && train_text_;
         lora_.rank = cfg.at("network_dim").get<std::int64_t>();
         lora_.alpha = cfg.at("network_alpha").get<double>();
         lora_.dropout = cfg.at("network_dropout").get<double>();
@@ -199,24 +218,28 @@ class SdLoraTask : public engine::Task {
         noise_offset_ = cfg.at("noise_offset").get<double>();
         clip_skip_ = cfg.at("clip_skip").get<int>();
         sample_every_ = cfg.at("sample_every_n_steps").get<std::int64_t>();
+        sampler_ = sampler_kind(cfg.at("sample_sampler").get<std::string>());
         prompts_ = split_prompts(cfg.at("sample_prompts").get<std::string>());
         if (prompts_.empty()) prompts_.push_back(first_caption_);
-        c.log("info", "LoRA: " + std::to_string(targets_.size()) + " UNet modules, rank " +
-                          std::to_string(lora_.rank) + ", alpha " + std::to_string(lora_.alpha));
+        set_learning_rates(cfg);
+        std::ostringstream line;
+        line << "LoRA: " << targets_.size() << " UNet modules (lr " << unet_lr_ << ")";
+        if (train_text_)
+            line << ", " << text_targets_.size() << " text-encoder modules (lr " << text_lr_ << ")";
+        line << ", rank " << lora_.rank << ", alpha " << lora_.alpha
+             << (checkpointing ? ", gradient checkpointing" : "");
+        c.log("info", line.str());
     }
 
     std::unique_ptr<engine::BatchSource> train_data() override { return data_->batches(); }
 
-    std::shared_ptr<torch::nn::Module> build_model() override {
-        auto net = LoraNetwork(targets_, lora_);
-        net->to(ctx_.device);
-        return net.ptr();
-    }
+    std::shared_ptr<torch::nn::Module> build_model() override { return make_network().ptr(); }
 
     std::vector<std::string> loss_names() const override { return {"loss"}; }
 
     engine::LossOutput compute_loss(torch::nn::Module& model, const engine::Batch& batch) override {
         auto& net = dynamic_cast<LoraNetworkImpl&>(model);
+        net.begin_step();  // settles the last optimizer step's learning-rate ratios (lr_scale.h)
         ++batches_seen_;
         if (sample_every_ > 0 && batches_seen_ % sample_every_ == 0)
             render_samples(net, "step" + std::to_string(batches_seen_));
@@ -230,6 +253,7 @@ class SdLoraTask : public engine::Task {
 
     engine::EvalResult validate(torch::nn::Module& model) override {
         auto& net = dynamic_cast<LoraNetworkImpl&>(model);
+        net.settle();
         net.install();
         torch::NoGradGuard no_grad;
         // A fixed probe: the first batches of epoch 0 with fixed noise and spread timesteps, so
@@ -255,7 +279,10 @@ class SdLoraTask : public engine::Task {
     }
 
     engine::ParamGroups split_parameters(torch::nn::Module& model) override {
-        // Every adapter matrix is a weight (decayed); there are no biases or norms.
+        // Every adapter matrix is a weight (decayed, as kohya decays all of them); there are no
+        // biases or norms. UNet and text-encoder adapters share the group: the engine's groups
+        // are weight-decay classes under one learning-rate schedule, and their own learning rates
+        // come from the network's lr_scale (set_learning_rates).
         engine::ParamGroups g;
         for (const auto& p : model.named_parameters(true)) {
             g.weights.push_back(p.value());
@@ -277,17 +304,25 @@ class SdLoraTask : public engine::Task {
         const fs::path lora_dir = dir / "lora";
         fs::create_directories(lora_dir);
         // The final LoRA is the last epoch's; best (lowest validation loss) goes beside it.
-        auto last = LoraNetwork(targets_, lora_);
-        last->to(ctx_.device);
+        auto last = make_network();
         const fs::path last_file = dir / "weights" / "last.safetensors";
         if (fs::exists(last_file)) engine::load_module_safetensors(*last, last_file);
+        last->settle();
+        best_net.settle();
         const std::string format = ctx_.config.at("lora_format").get<std::string>();
         const std::string base = ctx_.config.at("model").get<std::string>();
         if (format != "peft") {
             write_kohya(*last, lora_dir / path_from_utf8(name + ".safetensors"));
             write_kohya(best_net, lora_dir / path_from_utf8(name + "-best.safetensors"));
         }
-        if (format != "kohya") last->save_peft(lora_dir / path_from_utf8(name + "-peft"), base);
+        if (format != "kohya") {
+            // PEFT keeps one model per adapter folder: the UNet's in <name>-peft/, the text
+            // encoder's in its text_encoder/ subfolder (keys base_model.model.text_model...), as a
+            // diffusers pipeline folder holds one folder per model.
+            const fs::path peft = lora_dir / path_from_utf8(name + "-peft");
+            last->save_peft(peft, base, "lora_unet");
+            if (train_text_) last->save_peft(peft / "text_encoder", base, "lora_te");
+        }
         ctx_.log("info", "LoRA written to " + path_to_utf8(lora_dir));
         render_samples(*last, "final");
     }
@@ -295,15 +330,60 @@ class SdLoraTask : public engine::Task {
     double cache_seconds() const { return cache_seconds_; }
 
   private:
+    // The adapters of the UNet (and of the text encoder when it trains) on the run's device, with
+    // their learning-rate ratios; the same layout every call (model, EMA copy, export).
+    LoraNetwork make_network() const {
+        std::vector<LoraTarget> all = targets_;
+        all.insert(all.end(), text_targets_.begin(), text_targets_.end());
+        auto net = LoraNetwork(all, lora_);
+        net->scale_learning_rates({{"lora_unet", unet_ratio_}, {"lora_te", text_ratio_}});
+        net->to(ctx_.device);
+        return net;
+    }
+
+    // unet_lr / text_encoder_lr against the learning rate the engine's optimizer will run with
+    // (lr0, or what optimizer=auto picks, by the engine's own rule).
+    void set_learning_rates(const Json& cfg) {
+        base_lr_ = engine::choose_optimizer(
+                       cfg.at("optimizer").get<std::string>(), data_->items_per_epoch(),
+                       cfg.at("batch").get<int>(), cfg.at("nbs").get<int>(),
+                       cfg.at("epochs").get<int>(), 0, cfg.at("lr0").get<double>(),
+                       cfg.at("momentum").get<double>(), cfg.at("warmup_bias_lr").get<double>())
+                       .lr;
+        auto lr_of = [&](const char* key) {
+            return cfg.at(key).is_null() ? base_lr_ : cfg.at(key).get<double>();
+        };
+        unet_lr_ = lr_of("unet_lr");
+        text_lr_ = train_text_ ? lr_of("text_encoder_lr") : 0.0;
+        const bool own = unet_lr_ != base_lr_ || (train_text_ && text_lr_ != base_lr_);
+        if (!own) return;
+        if (!(base_lr_ > 0))
+            throw InputError("lr0", "must be above 0 when unet_lr or text_encoder_lr differ");
+        if (cfg.at("ema").get<bool>())
+            throw InputError("ema",
+                             "is not available with unet_lr / text_encoder_lr other than "
+                             "the run's learning rate");
+        unet_ratio_ = unet_lr_ / base_lr_;
+        if (train_text_) text_ratio_ = text_lr_ / base_lr_;
+    }
+
+    // Text states [B, T, D] of the captions. With the text encoder's LoRA training they change
+    // every step: no cache, one batched forward, with gradients when they are recorded.
     torch::Tensor encode_text(const std::vector<std::string>& captions) {
+        const auto length = static_cast<std::size_t>(text_->config.max_position_embeddings);
+        if (train_text_) {
+            std::vector<torch::Tensor> ids;
+            for (const auto& c : captions)
+                ids.push_back(torch::tensor(tokenizer_->encode(c, length), torch::kLong));
+            return text_->forward(torch::stack(ids).to(ctx_.device), clip_skip_);
+        }
         std::vector<torch::Tensor> rows;
         for (const auto& c : captions) {
             auto it = text_cache_.find(c);
             if (it == text_cache_.end()) {
                 if (text_cache_.size() > 4096) text_cache_.clear();
                 torch::NoGradGuard no_grad;
-                const auto ids = tokenizer_->encode(
-                    c, static_cast<std::size_t>(text_->config.max_position_embeddings));
+                const auto ids = tokenizer_->encode(c, length);
                 const auto t = torch::tensor(ids, torch::kLong).unsqueeze(0).to(ctx_.device);
                 it = text_cache_.emplace(c, text_->forward(t, clip_skip_)[0]).first;
             }
@@ -347,6 +427,7 @@ class SdLoraTask : public engine::Task {
         if (prompts_.empty()) return;
         const bool was_training = net.is_training();
         net.eval();
+        net.settle();
         net.install();
         torch::NoGradGuard no_grad;
         const fs::path out = ctx_.artifacts_dir / "samples";
@@ -363,10 +444,12 @@ class SdLoraTask : public engine::Task {
             const torch::Tensor noise = torch::randn({1, unet_->config.in_channels, side, side},
                                                      gen, torch::TensorOptions())
                                             .to(ctx_.device);
-            const auto predict =
+            NoisePredictor predict =
                 guided_unet(*unet_, cond, uncond, ctx_.config.at("guidance_scale").get<double>());
-            const torch::Tensor latents = ddim_sample(
-                schedule_, predict, noise, ctx_.config.at("sample_steps").get<std::int64_t>());
+            if (v_prediction_) predict = epsilon_from_velocity(schedule_, std::move(predict));
+            const torch::Tensor latents =
+                sample_latents(sampler_, schedule_, predict, noise,
+                               ctx_.config.at("sample_steps").get<std::int64_t>());
             const torch::Tensor rgb = decode_to_rgb8(*vae_, latents / vae_->config.scaling_factor);
             const fs::path file = out / path_from_utf8(tag + "_" + std::to_string(i) + ".png");
             write_rgb8_png(file, rgb[0]);
@@ -389,17 +472,21 @@ class SdLoraTask : public engine::Task {
         const auto dtype = prec == "fp16"   ? torch::kFloat16
                            : prec == "bf16" ? torch::kBFloat16
                                             : torch::kFloat32;
-        std::ostringstream lr;
-        lr << cfg.at("lr0").get<double>();
+        auto number = [](double v) {
+            std::ostringstream out;
+            out << v;
+            return out.str();
+        };
         const auto batches = data_->epoch_batches(0).size();
         std::map<std::string, std::string> meta = {
             {"ss_network_module", "networks.lora"},
             {"ss_network_dim", std::to_string(lora_.rank)},
             {"ss_network_alpha", Json(lora_.alpha).dump()},
             {"ss_network_dropout", Json(lora_.dropout).dump()},
-            {"ss_learning_rate", lr.str()},
-            {"ss_unet_lr", lr.str()},
-            {"ss_text_encoder_lr", "0"},
+            {"ss_learning_rate", number(base_lr_)},
+            {"ss_unet_lr", number(unet_lr_)},
+            {"ss_text_encoder_lr", train_text_ ? number(text_lr_) : "0"},
+            {"ss_network_train_unet_only", train_text_ ? "False" : "True"},
             {"ss_num_train_images", std::to_string(data_->items_per_epoch())},
             {"ss_num_epochs", std::to_string(cfg.at("epochs").get<int>())},
             {"ss_max_train_steps",
@@ -434,8 +521,12 @@ class SdLoraTask : public engine::Task {
     AutoencoderKL vae_{nullptr};
     ClipTextModel text_{nullptr};
     std::optional<ClipTokenizer> tokenizer_;
-    std::vector<LoraTarget> targets_;
+    std::vector<LoraTarget> targets_, text_targets_;
     LoraOptions lora_;
+    bool train_text_ = false;
+    double base_lr_ = 1, unet_lr_ = 1, text_lr_ = 0;
+    double unet_ratio_ = 1, text_ratio_ = 1;  // learning rate / the optimizer's
+    SamplerKind sampler_ = SamplerKind::Ddim;
     NoiseSchedule schedule_;
     std::unique_ptr<SdTrainingData> data_;
     std::map<std::string, torch::Tensor> text_cache_;

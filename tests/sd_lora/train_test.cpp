@@ -1,6 +1,8 @@
 // A whole `diffusion.sd_lora` run on CPU: tiny random base model (diffusers folder written by the
 // test), 16 generated images of one coloured shape with a fixed caption. The validation loss
 // falls, the kohya LoRA file and sample PNGs are written, and the LoRA loads back onto the base.
+// With the text encoder's LoRA (own learning rate, gradient checkpointing, Euler samples): both
+// sets of adapters train and are written, and resuming stays exact.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -16,6 +18,8 @@
 #include "core/data/image_io.h"
 #include "core/engine/job.h"
 #include "core/engine/safetensors_torch.h"
+#include "core/engine/stop_control.h"
+#include "core/engine/trainer.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/lora.h"
 #include "plugins/sd_lora/sd_task.h"
@@ -181,6 +185,126 @@ TEST(SdLoraTask, ExtendingAFinishedRunEqualsTheLongerRun) {
     ASSERT_FALSE(a.empty());
     for (const auto& [name, t] : a)
         EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+    fs::remove_all(dir);
+}
+
+Json text_encoder_options(const fs::path& dir) {
+    return {{"data", path_to_utf8(dir / "data")},
+            {"model", path_to_utf8(dir / "model")},
+            {"resolution", 32},
+            {"min_bucket_reso", 32},
+            {"max_bucket_reso", 64},
+            {"bucket_reso_steps", 32},
+            {"epochs", 2},
+            {"batch", 4},
+            {"nbs", 4},
+            {"lr0", 1e-3},
+            {"train_text_encoder", true},
+            {"text_encoder_lr", 2.5e-4},
+            {"network_dim", 4},
+            {"network_alpha", 4},
+            {"network_dropout", 0.1},
+            {"shuffle_caption", true},
+            {"caption_dropout_rate", 0.25},
+            {"checkpoint_steps", 0},
+            {"device", "cpu"},
+            {"workers", 1},
+            {"seed", 6}};
+}
+
+void write_tagged_shapes(const fs::path& folder, int count) {
+    write_shapes(folder, count);
+    for (int i = 0; i < count; ++i)
+        std::ofstream(folder / ("shape_" + std::to_string(i) + ".txt"))
+            << (i % 2 ? "red, circle, square" : "red, circle");
+}
+
+TEST(SdLoraTask, TrainsTheTextEncoderLoraWithItsOwnLearningRate) {
+    ensure_sd_lora_registered();
+    const fs::path dir = testing::fresh_dir("train_te");
+    testing::write_tiny_model_folder(dir / "model", 13);
+    write_tagged_shapes(dir / "data", 8);
+    Json options = text_encoder_options(dir);
+    options["gradient_checkpointing"] = true;
+    options["lora_format"] = "both";
+    options["sample_sampler"] = "euler";
+    options["sample_steps"] = 3;
+    const fs::path job = dir / "job";
+    const int rc = run(job, options, false);
+    const auto events = read_event_log(job / "events.jsonl");
+    ASSERT_EQ(rc, 0) << (events.empty() ? "" : events.back().fields.dump());
+
+    const fs::path lora = job / "artifacts" / "lora" / "lora.safetensors";
+    const auto file = SafetensorsFile::open(lora);
+    std::size_t te = 0, unet = 0;
+    for (const auto& t : file.tensors()) {
+        te += t.name.rfind("lora_te_", 0) == 0 ? 1 : 0;
+        unet += t.name.rfind("lora_unet_", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(unet, 72u * 3);
+    EXPECT_EQ(te, 12u * 3);  // tiny CLIP: 2 layers × q/k/v/out_proj, fc1, fc2
+    const std::string q = "lora_te_text_model_encoder_layers_0_self_attn_q_proj";
+    EXPECT_EQ(file.at(q + ".lora_down.weight").shape, (std::vector<std::int64_t>{4, 32}));
+    EXPECT_EQ(file.at(q + ".lora_up.weight").shape, (std::vector<std::int64_t>{32, 4}));
+    EXPECT_EQ(file.at("lora_te_text_model_encoder_layers_1_mlp_fc2.lora_down.weight").shape,
+              (std::vector<std::int64_t>{4, 37}));
+    EXPECT_EQ(file.at(q + ".alpha").shape, (std::vector<std::int64_t>{}));
+    EXPECT_EQ(file.metadata().at("ss_network_module"), "networks.lora");
+    EXPECT_EQ(file.metadata().at("ss_text_encoder_lr"), "0.00025");
+    EXPECT_EQ(file.metadata().at("ss_unet_lr"), "0.001");
+    EXPECT_EQ(file.metadata().at("ss_learning_rate"), "0.001");
+    EXPECT_EQ(file.metadata().at("ss_network_train_unet_only"), "False");
+
+    // Every text-encoder adapter received gradients and moved: B starts at zero.
+    const auto tensors = engine::load_safetensors(file);
+    for (const auto& [name, t] : tensors) {
+        if (name.rfind("lora_te_", 0) == 0 && name.find(".lora_up.") != std::string::npos) {
+            EXPECT_GT(t.to(torch::kFloat32).abs().max().item<double>(), 0) << name;
+        }
+    }
+
+    // PEFT: the UNet's adapter and the text encoder's in its text_encoder/ subfolder.
+    const fs::path peft = job / "artifacts" / "lora" / "lora-peft";
+    EXPECT_EQ(SafetensorsFile::open(peft / "adapter_model.safetensors").size(), 72u * 2);
+    const auto te_peft = SafetensorsFile::open(peft / "text_encoder" / "adapter_model.safetensors");
+    EXPECT_EQ(te_peft.size(), 12u * 2);
+    EXPECT_NE(te_peft.find("base_model.model.text_model.encoder.layers.1.mlp.fc1.lora_B.weight"),
+              nullptr);
+    EXPECT_TRUE(fs::exists(job / "artifacts" / "samples" / "final_0.png"));
+    fs::remove_all(dir);
+}
+
+TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
+    ensure_sd_lora_registered();
+    const fs::path dir = testing::fresh_dir("resume_te");
+    testing::write_tiny_model_folder(dir / "model", 5);
+    write_tagged_shapes(dir / "data", 8);
+    Json options = text_encoder_options(dir);
+    ASSERT_EQ(run(dir / "whole", options, false), 0);
+    // The split run pauses after its first step, between that optimizer step and the settling
+    // of the text encoder's learning rate (lr_scale.h), finishes its one epoch, and is extended.
+    options["epochs"] = 1;
+    fs::create_directories(dir / "split");
+    engine::request_stop(dir / "split", engine::StopRequest::Pause);
+    EXPECT_EQ(run(dir / "split", options, false), engine::kExitPaused);
+    const auto events = read_event_log(dir / "split" / "events.jsonl");
+    ASSERT_FALSE(events.empty());
+    EXPECT_EQ(events.back().fields.value("state", std::string()), "paused");
+    EXPECT_EQ(events.back().fields.value("step", 0), 1);
+    ASSERT_EQ(run(dir / "split", options, true), 0);
+    options["epochs"] = 2;
+    ASSERT_EQ(run(dir / "split", options, true), 0);
+    const auto a =
+        engine::load_safetensors(dir / "whole" / "artifacts" / "weights" / "last.safetensors");
+    const auto b =
+        engine::load_safetensors(dir / "split" / "artifacts" / "weights" / "last.safetensors");
+    ASSERT_EQ(a.size(), b.size());
+    std::size_t te = 0;
+    for (const auto& [name, t] : a) {
+        EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+        te += name.rfind("lora_te_", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_EQ(te, 12u * 2);
     fs::remove_all(dir);
 }
 
