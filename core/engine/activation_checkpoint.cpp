@@ -68,7 +68,8 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
             y = saved->block(x);
             set_generator_state(saved->generator, now);
         }
-        torch::autograd::backward({y}, {grad_outputs[0]});
+        // A block with nothing trainable inside and a frozen input has nothing to give back.
+        if (y.requires_grad()) torch::autograd::backward({y}, {grad_outputs[0]});
         return {input_requires_grad ? x.grad() : torch::Tensor(), torch::Tensor(), torch::Tensor()};
     }
 };

@@ -20,7 +20,8 @@ using CheckpointedBlock = std::function<torch::Tensor(const torch::Tensor&)>;
 
 // block(input), without its activations kept when gradients are recorded; a plain call
 // otherwise (no grad mode, evaluation). `block` is kept until the backward pass: it must own
-// (capture by value) everything it uses.
+// (capture by value) everything it uses. Tensors that need gradients must come in as `input`:
+// a captured tensor with its own graph would be backpropagated through once per replay.
 torch::Tensor checkpointed(CheckpointedBlock block, const torch::Tensor& input);
 
 }  // namespace crucible::engine

@@ -86,6 +86,20 @@ TEST(ActivationCheckpoint, RecomputationSeesTheSameDropoutMasks) {
     EXPECT_TRUE(torch::equal(after_ckpt, torch::rand({3})));
 }
 
+// A frozen block (nothing trainable, frozen input) before a trainable one: backward passes it.
+TEST(ActivationCheckpoint, FrozenBlockBeforeATrainableOne) {
+    auto frozen = std::make_shared<Block>(), trained = std::make_shared<Block>();
+    for (auto& p : frozen->parameters())
+        p.requires_grad_(false);
+    const torch::Tensor x = torch::randn({4, 8});
+    torch::Tensor h =
+        checkpointed([frozen](const torch::Tensor& in) { return frozen->forward(in, 0.0); }, x);
+    h = checkpointed([trained](const torch::Tensor& in) { return trained->forward(in, 0.0); }, h);
+    h.sum().backward();
+    ASSERT_TRUE(trained->fc1->weight.grad().defined());
+    EXPECT_GT(trained->fc1->weight.grad().abs().sum().item<float>(), 0.0f);
+}
+
 TEST(ActivationCheckpoint, KeepsNoGraphInsideTheBlock) {
     auto block = std::make_shared<Block>();
     const torch::Tensor x = torch::randn({4, 8}, torch::requires_grad());
