@@ -52,6 +52,7 @@ Json JobRecord::to_json() const {
             {"started", started},
             {"finished", finished},
             {"gpu_ids", gpu_ids},
+            {"requested_gpu", requested_gpu},
             {"pid", pid},
             {"resume", resume},
             {"submitted_by", submitted_by}};
@@ -71,6 +72,7 @@ JobRecord JobRecord::from_json(const Json& j, const std::string& where) {
     r.started = j.value("started", 0.0);
     r.finished = j.value("finished", 0.0);
     r.gpu_ids = j.value("gpu_ids", std::vector<int>{});
+    r.requested_gpu = j.value("requested_gpu", std::vector<int>{});
     r.pid = j.value("pid", 0L);
     r.resume = j.value("resume", false);
     r.submitted_by = j.value("submitted_by", std::string());
@@ -106,6 +108,12 @@ JobRecord job_from_submit(const Json& body) {
                 "gpus",
                 "a job can use one GPU for now: training on several GPUs needs distributed "
                 "training, which this version does not have yet");
+    }
+    if (body.contains("gpu")) {
+        if (!body["gpu"].is_number_integer() || body["gpu"].get<int>() < 0)
+            throw InputError("gpu", "expected the index of one of the agent's GPUs (0, 1, ...)");
+        r.requested_gpu = {body["gpu"].get<int>()};
+        r.gpus = 1;
     }
     return r;
 }

@@ -26,7 +26,8 @@ struct JobRecord {
     JobState state = JobState::Queued;
     std::string reason;  // why it ended / was interrupted
     double submitted = 0, started = 0, finished = 0;
-    std::vector<int> gpu_ids;  // assigned while running
+    std::vector<int> gpu_ids;        // assigned while running
+    std::vector<int> requested_gpu;  // the one GPU (agent index) asked for; empty: any free one
     long pid = 0;
     bool resume = false;  // next start continues from the last checkpoint
     std::string submitted_by;
@@ -35,7 +36,8 @@ struct JobRecord {
     static JobRecord from_json(const Json& json, const std::string& where);
 };
 
-// Validates the submit body: {"task": str, "options": obj, "name"?, "priority"?, "gpus"?}.
+// Validates the submit body: {"task": str, "options": obj, "name"?, "priority"?, "gpus"?,
+// "gpu"? (one GPU by the agent's index, which implies gpus = 1)}.
 // Throws InputError naming the field.
 JobRecord job_from_submit(const Json& body);
 

@@ -156,8 +156,13 @@ void Scheduler::start_ready_jobs() {
         std::vector<int> gpus;
         if (have_gpus) {
             int want = std::max(job.gpus, 1);
-            for (int g : options_.gpu_ids)
-                if (!busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want) gpus.push_back(g);
+            for (int g : options_.gpu_ids) {
+                const bool asked =
+                    job.requested_gpu.empty() ||
+                    std::count(job.requested_gpu.begin(), job.requested_gpu.end(), g);
+                if (asked && !busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want)
+                    gpus.push_back(g);
+            }
             if (static_cast<int>(gpus.size()) < want) break;  // keep priority order: wait for GPUs
         } else if (static_cast<int>(children_.size()) >= options_.max_cpu_jobs) {
             break;

@@ -488,3 +488,43 @@ TEST(AgentGpus, FakeNvmlTwoGpusOneMigSplit) {
     EXPECT_TRUE(none.gpus.empty());
     EXPECT_FALSE(none.note.empty());
 }
+
+// A job may ask for one GPU by the agent's index ("gpu"): it waits for that GPU even while
+// another is free, jobs without a wish take any free one, and an index the agent does not have
+// is refused at submit.
+TEST(AgentGpus, RequestedGpuIsTheOneAssigned) {
+    auto data = fresh_dir("gpu_pick");
+    auto config = fake_agent_config(data);
+    config.nvml_library = CRUCIBLE_FAKE_NVML;  // two GPUs: 0 and 1
+    jobs::AgentService agent(config);
+    const std::string token = agent.tokens().create("tester");
+    const int port = agent.start();
+    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    const Json slow = {{"steps", 400}, {"delay_ms", 20}};
+    const std::string first =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + first)["state"] == "running"; }));
+    EXPECT_EQ(c.get("/v1/jobs/" + first)["gpu_ids"], Json::array({1}));
+    const std::string second =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(c.get("/v1/jobs/" + second)["state"], "queued") << "GPU 1 is busy";
+    // The queue keeps priority order, so a job without a wish waits behind the second one;
+    // once the first ends, the second gets GPU 1 and the third GPU 0.
+    const std::string third = c.post("/v1/jobs", {{"task", "test.fake"}, {"options", slow}})["id"];
+    c.post("/v1/jobs/" + first + "/cancel", Json::object());
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + second)["state"] == "running"; }));
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + third)["state"] == "running"; }));
+    EXPECT_EQ(c.get("/v1/jobs/" + second)["gpu_ids"], Json::array({1}));
+    EXPECT_EQ(c.get("/v1/jobs/" + third)["gpu_ids"], Json::array({0}));
+    try {
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 5}});
+        FAIL() << "GPU 5 was accepted";
+    } catch (const net::ApiError& e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU 5"), std::string::npos) << e.what();
+    }
+    for (const auto& id : {second, third})
+        c.post("/v1/jobs/" + id + "/cancel", Json::object());
+    agent.stop();
+    std::filesystem::remove_all(data);
+}
