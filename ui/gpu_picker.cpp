@@ -100,6 +100,8 @@ GpuPicker::GpuPicker(QWidget* parent, int refresh_ms) : QWidget(parent) {
     connect(timer_, &QTimer::timeout, this, &GpuPicker::refresh);
     connect(choice_, &QComboBox::activated, this, [this](int index) {
         cpu_chosen_ = index == kCpu;
+        pinned_gpu_.reset();
+        if (index > kCpu) pinned_gpu_ = choice_->itemData(index).toInt();
         emit choice_changed();
     });
     show_listing();
@@ -157,8 +159,20 @@ void GpuPicker::show_listing() {
     }
     list_->setVisible(!listing_.gpus.empty());
     const bool gpus = !listing_.gpus.empty();
+    // One entry per listed GPU after "a free GPU" and "CPU"; a pinned GPU that left the listing
+    // (driver reset, MIG change) falls back to "a free GPU".
+    while (choice_->count() > kCpu + 1)
+        choice_->removeItem(choice_->count() - 1);
+    int pinned_entry = -1;
+    for (const auto& g : listing_.gpus) {
+        choice_->addItem(tr("GPU %1 only (%2)").arg(g.index).arg(g.name), g.index);
+        if (pinned_gpu_ == g.index) pinned_entry = choice_->count() - 1;
+    }
+    if (known_ && pinned_entry < 0) pinned_gpu_.reset();
     // Only a server that answered without GPUs is "CPU only"; unknown keeps both choices.
-    choice_->setCurrentIndex(cpu_chosen_ || (known_ && !gpus) ? kCpu : kGpu);
+    choice_->setCurrentIndex(cpu_chosen_ || (known_ && !gpus) ? kCpu
+                             : pinned_entry >= 0              ? pinned_entry
+                                                              : kGpu);
     if (auto* model = qobject_cast<QStandardItemModel*>(choice_->model()))
         if (auto* item = model->item(kGpu)) item->setEnabled(!known_ || gpus);
     if (!endpoint_)
@@ -196,7 +210,19 @@ bool GpuPicker::use_gpu() const {
 
 void GpuPicker::choose_cpu(bool cpu) {
     cpu_chosen_ = cpu;
+    if (cpu) pinned_gpu_.reset();
     show_listing();
+}
+
+void GpuPicker::choose_gpu(std::optional<int> index) {
+    pinned_gpu_ = index;
+    if (index) cpu_chosen_ = false;
+    show_listing();
+}
+
+std::optional<int> GpuPicker::submit_gpu() const {
+    if (!use_gpu()) return std::nullopt;
+    return pinned_gpu_;
 }
 
 std::optional<int> GpuPicker::submit_gpus() const {

@@ -3,10 +3,10 @@
 // (the agent's GET /v1/gpus through the core/net client, asked again every few seconds while the
 // picker is visible, never on the GUI thread) and the choice between a GPU and the CPU.
 //
-// The agent assigns GPUs itself (its scheduler gives a job a free GPU and sets
-// CUDA_VISIBLE_DEVICES; the submit body has only a count, `gpus`), so the choice is "a free GPU"
-// or "CPU"; the list shows which GPUs there are and how much memory each has free now. A server
-// without GPUs (no NVIDIA driver, or none installed: a normal state) shows "CPU only".
+// The choice is "a free GPU" (the agent's scheduler assigns one and sets CUDA_VISIBLE_DEVICES),
+// one particular GPU (the submit's `gpu`: the job waits for that one), or "CPU"; the list shows
+// which GPUs there are and how much memory each has free now. A server without GPUs (no NVIDIA
+// driver, or none installed: a normal state) shows "CPU only".
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -72,6 +72,10 @@ class GpuPicker : public QWidget {
     void choose_cpu(bool cpu);
     // The `gpus` count for the job submit: 1 for a GPU, 0 for the CPU; none while unknown.
     std::optional<int> submit_gpus() const;
+    // The one GPU (agent index) chosen for the job, if the person picked one.
+    std::optional<int> submit_gpu() const;
+    // Picks GPU `index` of the listing (as choosing "GPU <index> only" in the list does).
+    void choose_gpu(std::optional<int> index);
 
   signals:
     // The person changed the choice (not emitted by choose_cpu).
@@ -91,7 +95,8 @@ class GpuPicker : public QWidget {
     int generation_ = 0;  // answers for an endpoint that was replaced are dropped
     bool busy_ = false;
     bool known_ = false;
-    bool cpu_chosen_ = false;  // the person's choice; "CPU only" servers show CPU regardless
+    bool cpu_chosen_ = false;        // the person's choice; "CPU only" servers show CPU regardless
+    std::optional<int> pinned_gpu_;  // "GPU <n> only", while that GPU is listed
     GpuListing listing_;
     QComboBox* choice_ = nullptr;
     QListWidget* list_ = nullptr;

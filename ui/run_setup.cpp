@@ -283,9 +283,10 @@ std::int64_t RunSetupView::submit(const QString& name) {
     const store::RunInfo run = store::get_run(*project_, run_id);
     Json body = {
         {"task", run.setup.task}, {"options", run.setup.options}, {"name", run.setup.name}};
-    // The agent assigns the GPU itself; it is told whether the job wants one (unknown: its
-    // default).
+    // The agent assigns a free GPU unless the person picked one; it is told whether the job
+    // wants one (unknown: its default).
     if (const auto gpus = gpus_->submit_gpus()) body["gpus"] = *gpus;
+    if (const auto gpu = gpus_->submit_gpu()) body["gpu"] = *gpu;
     net::RemoteEndpoint endpoint;
     try {
         endpoint = server ? endpoint_for(*server) : local_;

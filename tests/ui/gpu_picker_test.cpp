@@ -241,6 +241,24 @@ TEST(GpuPicker, RunSetupSendsTheChoiceWithTheJob) {
     // Typing device=0 in the form chooses a GPU again.
     qobject_cast<QLineEdit*>(view.form()->editor("device"))->setText("0");
     EXPECT_TRUE(picker->use_gpu());
+
+    // One particular GPU: the list offers each, and the job asks the agent for that one; the
+    // choice survives the periodic refresh of the listing.
+    ASSERT_EQ(choice->count(), 4);  // a free GPU, CPU, GPU 0 only, GPU 1 only
+    EXPECT_TRUE(choice->itemText(3).startsWith("GPU 1 only")) << choice->itemText(3).toStdString();
+    choice->setCurrentIndex(1);
+    QTest::keyClick(choice, Qt::Key_Down);
+    QTest::keyClick(choice, Qt::Key_Down);  // to "GPU 1 only"
+    ASSERT_EQ(choice->currentIndex(), 3);
+    EXPECT_EQ(picker->submit_gpu().value_or(-1), 1);
+    picker->refresh();
+    QTest::qWait(300);
+    EXPECT_EQ(choice->currentIndex(), 3);
+    ASSERT_GE(view.submit("on gpu 1"), 0);
+    ASSERT_TRUE(submitted(3));
+    EXPECT_EQ(body(2)["gpu"], 1);
+    EXPECT_EQ(body(2)["gpus"], 1);
+    EXPECT_FALSE(body(0).contains("gpu"));  // "a free GPU" names none
 }
 
 #ifdef CRUCIBLE_FAKE_NVML
