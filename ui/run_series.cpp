@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 namespace crucible::ui {
 
@@ -46,6 +48,26 @@ void push_bucket(std::vector<Point>& out, const std::vector<double>& x,
             out.push_back({x[p], y[p]});
             prev = p;
         }
+}
+
+// The points of x[0, n) inside [x_min, x_max] (x non-decreasing). When there are few, they are
+// all copied to `out` and nullopt is returned; otherwise the index range to decimate.
+std::optional<std::pair<std::size_t, std::size_t>> visible_range(const std::vector<double>& x,
+                                                                 const std::vector<double>& y,
+                                                                 std::size_t n, double x_min,
+                                                                 double x_max, int buckets,
+                                                                 std::vector<Point>& out) {
+    if (n == 0 || buckets <= 0 || !(x_max > x_min)) return std::nullopt;
+    const auto x_begin = x.begin(), x_end = x.begin() + static_cast<long>(n);
+    const auto begin = static_cast<std::size_t>(std::lower_bound(x_begin, x_end, x_min) - x_begin);
+    const auto end = static_cast<std::size_t>(std::upper_bound(x_begin, x_end, x_max) - x_begin);
+    if (end - begin <= static_cast<std::size_t>(buckets) * 4) {
+        for (std::size_t i = begin; i < end; ++i)
+            out.push_back({x[i], y[i]});
+        return std::nullopt;
+    }
+    out.reserve(static_cast<std::size_t>(buckets) * 4);
+    return std::make_pair(begin, end);
 }
 
 }  // namespace
@@ -150,16 +172,10 @@ std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vec
                                     int buckets) {
     std::vector<Point> out;
     const std::size_t n = std::min({x.size(), y.size(), index.size()});
-    if (n == 0 || buckets <= 0 || !(x_max > x_min)) return out;
-    const auto x_begin = x.begin(), x_end = x.begin() + static_cast<long>(n);
-    const auto begin = static_cast<std::size_t>(std::lower_bound(x_begin, x_end, x_min) - x_begin);
-    const auto end = static_cast<std::size_t>(std::upper_bound(x_begin, x_end, x_max) - x_begin);
-    if (end - begin <= static_cast<std::size_t>(buckets) * 4) {
-        for (std::size_t i = begin; i < end; ++i)
-            out.push_back({x[i], y[i]});
-        return out;
-    }
-    out.reserve(static_cast<std::size_t>(buckets) * 4);
+    const auto range = visible_range(x, y, n, x_min, x_max, buckets, out);
+    if (!range) return out;
+    const auto [begin, end] = *range;
+    const auto x_begin = x.begin();
     const double width = (x_max - x_min) / buckets;
     std::size_t i = begin;
     while (i < end) {
@@ -183,18 +199,10 @@ std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vec
 std::vector<Point> decimate_min_max(const std::vector<double>& x, const std::vector<double>& y,
                                     double x_min, double x_max, int buckets) {
     std::vector<Point> out;
-    const std::size_t n = std::min(x.size(), y.size());
-    if (n == 0 || buckets <= 0 || !(x_max > x_min)) return out;
-    auto begin = static_cast<std::size_t>(
-        std::lower_bound(x.begin(), x.begin() + static_cast<long>(n), x_min) - x.begin());
-    auto end = static_cast<std::size_t>(
-        std::upper_bound(x.begin(), x.begin() + static_cast<long>(n), x_max) - x.begin());
-    if (end - begin <= static_cast<std::size_t>(buckets) * 4) {
-        for (std::size_t i = begin; i < end; ++i)
-            out.push_back({x[i], y[i]});
-        return out;
-    }
-    out.reserve(static_cast<std::size_t>(buckets) * 4);
+    const auto range =
+        visible_range(x, y, std::min(x.size(), y.size()), x_min, x_max, buckets, out);
+    if (!range) return out;
+    const auto [begin, end] = *range;
     const double width = (x_max - x_min) / buckets;
     std::size_t i = begin;
     while (i < end) {
