@@ -27,6 +27,7 @@
 #include "core/store/run_store.h"
 #include "ui/background.h"
 #include "ui/eval_panels.h"
+#include "ui/samples_panel.h"
 
 namespace crucible::ui {
 
@@ -268,12 +269,15 @@ void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
                     run.evals.erase(kept, run.evals.end());
                     eval_dirty_ = true;
                 }
+                if (samples_) samples_->drop_after(run.name, to_step);
             } else if (e.kind == event_kind::kEval) {
                 auto rows = f.find("per_class");
                 if (rows != f.end() && rows->is_array() && !rows->empty()) {
                     run.evals.push_back({e.step(), f.value("epoch", 0), parse_per_class(*rows)});
                     eval_dirty_ = true;
                 }
+            } else if (e.kind == event_kind::kSample) {
+                add_sample(index, e);
             } else if (e.kind == event_kind::kArtifact) {
                 const std::string name = f.value("name", std::string());
                 log_->appendPlainText(QStringLiteral("[%1] artifact: %2").arg(run.name, qs(name)));
@@ -634,6 +638,59 @@ void RunMonitor::set_validation_report(int index, const Json& report) {
     Run& run = *runs_.at(static_cast<std::size_t>(index));
     run.validation = parse_validation_report(report);
     update_eval_panels();
+}
+
+void RunMonitor::add_sample(int index, const Event& e) {
+    const Run& run = *runs_.at(static_cast<std::size_t>(index));
+    SampleEntry entry;
+    entry.step = e.step();
+    entry.run = run.name;
+    entry.prompt = qs(e.fields.value("prompt", std::string()));
+    entry.text = qs(e.fields.value("text", std::string()));
+    const std::string image = e.fields.value("image", std::string());
+    entry.image = qs(image);
+    if (!samples_) samples_ = new SamplesPanel(tabs_);
+    show_panel(samples_, tr("Samples"));
+    samples_->add(std::move(entry));
+    if (!image.empty()) load_sample_image(index, image);
+}
+
+void RunMonitor::load_sample_image(int index, const std::string& artifact) {
+    const Run& run = *runs_.at(static_cast<std::size_t>(index));
+    const QString name = qs(artifact);
+    // Artifact names are relative to the run's artifacts/; anything that could leave it is not
+    // read.
+    const auto relative = path_from_utf8(artifact);
+    bool inside = !artifact.empty() && relative.is_relative() && !relative.has_root_name();
+    for (const auto& part : relative)
+        inside = inside && part != "..";
+    const bool remote = !run.job_id.isEmpty();
+    if (!inside || (!remote && run.file.empty())) {
+        samples_->set_image(name, {},
+                            inside ? tr("(picture on the server: %1)").arg(name)
+                                   : tr("(refused artifact name %1)").arg(name));
+        return;
+    }
+    const auto endpoint = run.endpoint;
+    const std::string job = run.job_id.toStdString();
+    const auto local = run.file.empty() ? std::filesystem::path()
+                                        : run.file.parent_path() / "artifacts" / relative;
+    run_in_background<QImage>(
+        this,
+        [remote, endpoint, job, artifact, local]() -> QImage {
+            if (!remote) return QImage(QString::fromStdString(path_to_utf8(local)));
+            QTemporaryDir folder;
+            if (!folder.isValid()) throw Error("no temporary folder for " + artifact);
+            const auto file = path_from_utf8(folder.path().toStdString()) / "sample";
+            net::ApiClient(endpoint).download(job, "artifacts/" + artifact, file, true);
+            return QImage(QString::fromStdString(path_to_utf8(file)));
+        },
+        [this, name](QImage picture, QString error) {
+            if (!samples_) return;
+            if (picture.isNull() && error.isEmpty()) error = tr("not a readable picture");
+            samples_->set_image(name, picture,
+                                error.isEmpty() ? QString() : tr("(%1: %2)").arg(name, error));
+        });
 }
 
 void RunMonitor::show_panel(QWidget* panel, const QString& title) {

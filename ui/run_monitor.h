@@ -9,7 +9,8 @@
 // `eval` event's per_class rows, and, from a validation report the run writes
 // (artifacts/val_metrics.json: fetched from the agent through the core/net client, or read
 // beside a followed events.jsonl, in the background, when the run succeeds or an `artifact`
-// event names it), a confusion-matrix heat map and precision/recall curves.
+// event names it), a confusion-matrix heat map and precision/recall curves. A "Samples" tab shows
+// the `sample` events (generated text, or pictures loaded from the run's artifacts the same way).
 #include <QString>
 #include <QStringList>
 #include <QWidget>
@@ -50,6 +51,7 @@ namespace crucible::ui {
 class ConfusionMatrixPanel;
 class PerClassTable;
 class PrCurvePanel;
+class SamplesPanel;
 
 struct RunProgress {
     std::int64_t step = 0, total_steps = 0;
@@ -120,6 +122,7 @@ class RunMonitor : public QWidget {
     PerClassTable* per_class_table() const { return per_class_; }
     ConfusionMatrixPanel* confusion_panel() const { return confusion_; }
     PrCurvePanel* pr_curve_panel() const { return pr_curves_; }
+    SamplesPanel* samples_panel() const { return samples_; }
 
   signals:
     void request_finished(const QString& action, bool ok, const QString& message);
@@ -154,6 +157,9 @@ class RunMonitor : public QWidget {
     // a source (an agent job or an events file).
     void fetch_validation(int run);
     void update_eval_panels();
+    // A `sample` event: into the Samples tab; its picture (an artifact) loads in the background.
+    void add_sample(int run, const Event& event);
+    void load_sample_image(int run, const std::string& artifact);
     void show_panel(QWidget* panel, const QString& title);
 
     std::vector<std::unique_ptr<Run>> runs_;
@@ -187,6 +193,7 @@ class RunMonitor : public QWidget {
     PerClassTable* per_class_ = nullptr;
     ConfusionMatrixPanel* confusion_ = nullptr;
     PrCurvePanel* pr_curves_ = nullptr;
+    SamplesPanel* samples_ = nullptr;
     QTimer* frame_timer_ = nullptr;
     QTimer* file_timer_ = nullptr;
 };

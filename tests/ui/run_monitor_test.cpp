@@ -7,6 +7,8 @@
 
 #include <qcustomplot.h>
 #include <QFile>
+#include <QImage>
+#include <QListWidget>
 #include <QPushButton>
 #include <QTest>
 #include <cmath>
@@ -18,6 +20,7 @@
 #include "core/store/run_store.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/run_monitor.h"
+#include "ui/samples_panel.h"
 
 using namespace crucible;
 using namespace crucible::ui;
@@ -282,4 +285,46 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     EXPECT_EQ(calls[1], "/v1/jobs/job1/resume Bearer secret-token");
     EXPECT_EQ(calls[2], "/v1/jobs/job1/cancel Bearer secret-token");
     EXPECT_TRUE(monitor.log_text().contains("cancel accepted"));
+}
+
+// `sample` events fill the Samples tab, newest first: generated text as it is, pictures read from
+// the run's artifacts (here beside a followed events.jsonl) in the background; an artifact name
+// that leaves artifacts/ is refused, and a rollback removes the samples of superseded steps.
+TEST(RunMonitor, SamplesShowTextAndPicturesAndFollowRollbacks) {
+    const auto dir = uitest::temp_dir();
+    std::filesystem::create_directories(dir / "artifacts" / "samples");
+    QImage red(48, 32, QImage::Format_RGB32);
+    red.fill(Qt::red);
+    ASSERT_TRUE(red.save(
+        QString::fromStdString(path_to_utf8(dir / "artifacts" / "samples" / "step_100_0.png"))));
+    auto at_step = [](Event e, std::int64_t step) {
+        e.fields["step"] = step;
+        return e;
+    };
+    EventLogWriter writer(dir / "events.jsonl");
+    writer.append(at_step(make_sample({{"prompt", "Q: 2+2?"}, {"text", "A: 4"}}), 50));
+    writer.append(at_step(
+        make_sample({{"prompt", "a red square"}, {"image", "samples/step_100_0.png"}}), 100));
+    writer.append(at_step(make_sample({{"prompt", "escape"}, {"image", "../../secret.png"}}), 100));
+    RunMonitor monitor;
+    const int run = monitor.follow_file(dir / "events.jsonl", "local", 50);
+    (void)run;
+    ASSERT_TRUE(uitest::wait_for([&] {
+        return monitor.samples_panel() && monitor.samples_panel()->entries().size() == 3 &&
+               monitor.samples_panel()->entries()[1].image_loaded;
+    })) << monitor.log_text().toStdString();
+    const SamplesPanel& panel = *monitor.samples_panel();
+    EXPECT_EQ(panel.entries()[0].text, "A: 4");
+    EXPECT_EQ(panel.entries()[0].step, 50);
+    EXPECT_FALSE(panel.entries()[2].image_loaded);
+    ASSERT_EQ(panel.list()->count(), 3);
+    EXPECT_TRUE(panel.list()->item(0)->text().contains("refused"))
+        << panel.list()->item(0)->text().toStdString();
+    EXPECT_FALSE(panel.list()->item(1)->icon().isNull());  // the red square, loaded
+    EXPECT_TRUE(panel.list()->item(2)->text().contains("A: 4"));
+    // The run resumed from step 60: the samples of step 100 are gone.
+    writer.append(make_rollback(60));
+    ASSERT_TRUE(uitest::wait_for([&] { return panel.entries().size() == 1u; }))
+        << panel.entries().size();
+    EXPECT_EQ(panel.entries()[0].prompt, "Q: 2+2?");
 }
