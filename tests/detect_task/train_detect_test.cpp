@@ -107,6 +107,23 @@ TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
     const Json metrics = read_json_file(job / "artifacts" / "val_metrics.json");
     EXPECT_TRUE(metrics.contains("confusion_matrix"));
     EXPECT_GE(metrics["metrics/mAP50(B)"].get<double>(), 0.04);  // the best epoch by fitness
+
+    // Validation images with the best model's boxes, each announced as a sample whose image
+    // names a file that exists under artifacts/.
+    int samples = 0;
+    for (const auto& e : events) {
+        if (e.kind != "sample") continue;
+        ++samples;
+        const std::string image = e.fields.value("image", "");
+        EXPECT_EQ(image.rfind("val_predictions/", 0), 0u) << image;
+        EXPECT_TRUE(std::filesystem::is_regular_file(job / "artifacts" / image)) << image;
+    }
+    int files = 0;
+    for (const auto& f : std::filesystem::directory_iterator(job / "artifacts" / "val_predictions"))
+        files += f.path().extension() == ".jpg";
+    EXPECT_GT(files, 0);
+    EXPECT_LE(files, 8);
+    EXPECT_EQ(samples, files);
 }
 
 }  // namespace

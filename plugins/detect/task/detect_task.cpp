@@ -21,6 +21,7 @@
 #include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detection_validator.h"
 #include "plugins/detect/task/model_source.h"
+#include "plugins/detect/task/prediction_images.h"
 
 namespace crucible::detect {
 namespace {
@@ -69,6 +70,9 @@ class DetectSource : public engine::BatchSource {
     torch::Device device_;
     std::function<void(const data::BadSample&)> report_bad_;
 };
+
+// Validation images written with the best model's predictions at the end of a run.
+constexpr int kPredictionImages = 8;
 
 class DetectTask : public engine::Task {
   public:
@@ -252,6 +256,18 @@ class DetectTask : public engine::Task {
                         validation_json({r.metrics, r.confusion, names}, /*curves=*/true));
         ctx_.log("info",
                  "best weights on " + val_split_ + ":\n" + results_table(r.metrics, names, true));
+        // A few validation images with the best model's boxes, announced as samples.
+        PredictOptions po;
+        po.imgsz = augment_.imgsz;
+        const auto files = write_prediction_images(yolo, dataset_, val_split_, po,
+                                                   dir / "val_predictions", kPredictionImages);
+        if (!ctx_.emit) return;
+        for (const auto& file : files) {
+            const auto rel = file.lexically_relative(dir).generic_u8string();
+            const std::string name(rel.begin(), rel.end());
+            ctx_.emit(make_artifact(name, "image"));
+            ctx_.emit(make_sample({{"prompt", path_to_utf8(file.filename())}, {"image", name}}));
+        }
     }
 
   private:

@@ -1,0 +1,43 @@
+#include "plugins/detect/task/prediction_images.h"
+
+#include <cstdio>
+
+#include "core/base/file_io.h"
+#include "core/data/draw_boxes.h"
+#include "core/data/image_io.h"
+#include "plugins/detect/metrics/metrics_report.h"
+
+namespace crucible::detect {
+
+std::vector<std::filesystem::path> write_prediction_images(
+    DetectionModelImpl& model, const data::DetectionDataset& dataset, const std::string& split,
+    const PredictOptions& options, const std::filesystem::path& dir, int count) {
+    std::vector<std::filesystem::path> written;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    for (const auto& record : dataset.images) {
+        if (static_cast<int>(written.size()) >= count) break;
+        if (!split.empty() && record.split != split) continue;
+        const auto path = record.path.is_absolute() ? record.path : dataset.root / record.path;
+        cv::Mat image;
+        try {
+            image = data::read_image(path);
+        } catch (const std::exception&) {
+            continue;  // validation already reported it
+        }
+        for (const auto& d : predict_image(model, image, options)) {
+            char conf[16];
+            std::snprintf(conf, sizeof conf, " %.2f", d.conf);
+            data::draw_labeled_box(image, {d.cls, d.x1, d.y1, d.x2, d.y2},
+                                   class_display_name(dataset.class_names, d.cls) + conf);
+        }
+        char prefix[8];
+        std::snprintf(prefix, sizeof prefix, "%02zu_", written.size());
+        auto file = dir / path_from_utf8(prefix + path_to_utf8(path.stem()) + ".jpg");
+        data::write_image(file, image);
+        written.push_back(std::move(file));
+    }
+    return written;
+}
+
+}  // namespace crucible::detect
