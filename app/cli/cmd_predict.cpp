@@ -118,18 +118,13 @@ int run_predict_detect(const std::vector<std::string>& words) {
         for (const auto& d : detections) {
             ++per_class[d.cls];
             const data::PixelBox box{d.cls, d.x1, d.y1, d.x2, d.y2};
-            if (save) {
-                char conf[16];
-                std::snprintf(conf, sizeof conf, " %.2f", d.conf);
-                data::draw_labeled_box(image, box,
-                                       detect::class_display_name(loaded.names, d.cls) + conf);
-            }
             if (save_txt) {  // the YOLO label row plus the confidence
                 const auto normalized = data::to_normalized_boxes({box}, image.cols, image.rows);
                 txt += data::format_yolo_row(normalized.front()) + " " +
                        data::format_number(d.conf) + "\n";
             }
         }
+        if (save) detect::draw_detections(image, detections, loaded.names);
         std::string summary;
         for (const auto& [cls, count] : per_class) {
             summary += summary.empty() ? "" : ", ";

@@ -3,9 +3,7 @@
 #include <cstdio>
 
 #include "core/base/file_io.h"
-#include "core/data/draw_boxes.h"
 #include "core/data/image_io.h"
-#include "plugins/detect/metrics/metrics_report.h"
 
 namespace crucible::detect {
 
@@ -25,12 +23,7 @@ std::vector<std::filesystem::path> write_prediction_images(
         } catch (const std::exception&) {
             continue;  // validation already reported it
         }
-        for (const auto& d : predict_image(model, image, options)) {
-            char conf[16];
-            std::snprintf(conf, sizeof conf, " %.2f", d.conf);
-            data::draw_labeled_box(image, {d.cls, d.x1, d.y1, d.x2, d.y2},
-                                   class_display_name(dataset.class_names, d.cls) + conf);
-        }
+        draw_detections(image, predict_image(model, image, options), dataset.class_names);
         char prefix[8];
         std::snprintf(prefix, sizeof prefix, "%02zu_", written.size());
         auto file = dir / path_from_utf8(prefix + path_to_utf8(path.stem()) + ".jpg");

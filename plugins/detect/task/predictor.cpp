@@ -1,13 +1,16 @@
 #include "plugins/detect/task/predictor.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <opencv2/core.hpp>
 
 #include "core/base/error.h"
 #include "core/data/augment/augment.h"
+#include "core/data/draw_boxes.h"
 #include "core/data/loader/batch_loader.h"
 #include "core/engine/autocast.h"
+#include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/task/batch_tensors.h"
 
 namespace crucible::detect {
@@ -53,6 +56,16 @@ std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& b
         result.push_back(d);
     }
     return result;
+}
+
+void draw_detections(cv::Mat& image, const std::vector<Detection>& detections,
+                     const std::vector<std::string>& class_names) {
+    for (const auto& d : detections) {
+        char conf[16];
+        std::snprintf(conf, sizeof conf, " %.2f", d.conf);
+        data::draw_labeled_box(image, {d.cls, d.x1, d.y1, d.x2, d.y2},
+                               class_display_name(class_names, d.cls) + conf);
+    }
 }
 
 }  // namespace crucible::detect

@@ -3,6 +3,7 @@
 // the model's input size, eval-mode forward, NMS, boxes mapped back to the image's pixels.
 #include <torch/torch.h>
 
+#include <string>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -32,5 +33,10 @@ struct PredictOptions {
 // load_for_inference: eval mode, on its device).
 std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& bgr,
                                      const PredictOptions& options);
+
+// Draws every detection onto `image` with its class name and confidence ("circle 0.87"): what
+// `crucible predict` writes and a run's validation images show.
+void draw_detections(cv::Mat& image, const std::vector<Detection>& detections,
+                     const std::vector<std::string>& class_names);
 
 }  // namespace crucible::detect
