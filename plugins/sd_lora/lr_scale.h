@@ -11,8 +11,9 @@
 // Gradient clipping acts before the step, on all parameters together, as in kohya.
 //
 // The task is called before a step, not after it, so the scaling is settled late: begin_step()
-// (at the start of every compute_loss) settles the previous step and remembers the values;
-// settle() runs before anything else reads the adapters (validation, samples, export). The
+// (in every compute_loss, just before its forward pass) settles the previous step and remembers
+// the values; settle() runs before anything else reads the adapters (validation, samples,
+// export), never between begin_step() and the step, which would leave that step unscaled. The
 // remembered values and a `pending` flag are buffers, so a checkpoint written between a step and
 // its settling resumes exactly, and a weights file written then can still be settled. An EMA
 // would average unsettled values; the task refuses EMA when a ratio is not 1.

@@ -239,10 +239,13 @@ class SdLoraTask : public engine::Task {
 
     engine::LossOutput compute_loss(torch::nn::Module& model, const engine::Batch& batch) override {
         auto& net = dynamic_cast<LoraNetworkImpl&>(model);
-        net.begin_step();  // settles the last optimizer step's learning-rate ratios (lr_scale.h)
         ++batches_seen_;
         if (sample_every_ > 0 && batches_seen_ % sample_every_ == 0)
             render_samples(net, "step" + std::to_string(batches_seen_));
+        // Settles the last optimizer step's learning-rate ratios (lr_scale.h) and remembers the
+        // values this step starts from. After the samples: their settle() settles the last step;
+        // one between begin_step() and this step would clear it unscaled.
+        net.begin_step();
         net.install();
         const auto& b = std::any_cast<const SdBatch&>(batch.data);
         const torch::Tensor loss = diffusion_loss(b, b.noise_seed, {});

@@ -2,7 +2,8 @@
 // test), 16 generated images of one coloured shape with a fixed caption. The validation loss
 // falls, the kohya LoRA file and sample PNGs are written, and the LoRA loads back onto the base.
 // With the text encoder's LoRA (own learning rate, gradient checkpointing, Euler samples): both
-// sets of adapters train and are written, and resuming stays exact.
+// sets of adapters train and are written, resuming stays exact, and rendering samples during
+// training leaves the trained adapters as they are.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -305,6 +306,44 @@ TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
         te += name.rfind("lora_te_", 0) == 0 ? 1 : 0;
     }
     EXPECT_EQ(te, 12u * 2);
+    fs::remove_all(dir);
+}
+
+// Sample images rendered during training (both learning-rate ratios other than 1) leave the
+// trained adapters, and the learning-rate scaling's state, exactly as a run without them: the
+// settling that rendering needs must not swallow the next step's scaling.
+TEST(SdLoraTask, SamplingDuringTrainingDoesNotChangeTheTrainedAdapters) {
+    ensure_sd_lora_registered();
+    const fs::path dir = testing::fresh_dir("sample_te");
+    testing::write_tiny_model_folder(dir / "model", 5);
+    write_tagged_shapes(dir / "data", 8);
+    Json options = text_encoder_options(dir);
+    options["unet_lr"] = 2e-3;
+    options["sample_steps"] = 1;
+    ASSERT_EQ(run(dir / "plain", options, false), 0);
+    options["sample_every_n_steps"] = 1;
+    ASSERT_EQ(run(dir / "sampled", options, false), 0);
+    for (const char* name : {"step1_0.png", "step3_0.png"})
+        EXPECT_TRUE(fs::exists(dir / "sampled" / "artifacts" / "samples" / name)) << name;
+    const auto a =
+        engine::load_safetensors(dir / "plain" / "artifacts" / "weights" / "last.safetensors");
+    const auto b =
+        engine::load_safetensors(dir / "sampled" / "artifacts" / "weights" / "last.safetensors");
+    ASSERT_EQ(a.size(), b.size());
+    std::size_t scaled = 0;
+    for (const auto& [name, t] : a) {
+        ASSERT_TRUE(b.count(name)) << name;
+        EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+        scaled += name.rfind("lr_scale.", 0) == 0 ? 1 : 0;
+    }
+    EXPECT_GT(scaled, 0u);
+    for (const char* file : {"lora.safetensors", "lora-best.safetensors"}) {
+        const auto x = engine::load_safetensors(dir / "plain" / "artifacts" / "lora" / file);
+        const auto y = engine::load_safetensors(dir / "sampled" / "artifacts" / "lora" / file);
+        ASSERT_EQ(x.size(), y.size()) << file;
+        for (const auto& [name, t] : x)
+            EXPECT_TRUE(torch::equal(t, y.at(name))) << file << " " << name;
+    }
     fs::remove_all(dir);
 }
 
