@@ -17,20 +17,8 @@ torch::Tensor checkpointed_block(const BlockWithSideInput& block, const torch::T
     if (!side_grad)
         return engine::checkpointed(
             [block, side](const torch::Tensor& in) { return block(in, side); }, x);
-    // One flat input in the wider of the two dtypes; each part goes back to its own shape and
-    // dtype (a widening cast and back is exact), so the block computes what it would unpacked.
-    const auto x_shape = x.sizes().vec(), side_shape = side.sizes().vec();
-    const auto x_type = x.scalar_type(), side_type = side.scalar_type();
-    const auto wide = c10::promoteTypes(x_type, side_type);
-    const std::int64_t n = x.numel();
-    const torch::Tensor packed =
-        torch::cat({x.reshape({-1}).to(wide), side.reshape({-1}).to(wide)});
     return engine::checkpointed(
-        [block, x_shape, side_shape, x_type, side_type, n](const torch::Tensor& in) {
-            return block(in.narrow(0, 0, n).view(x_shape).to(x_type),
-                         in.narrow(0, n, in.numel() - n).view(side_shape).to(side_type));
-        },
-        packed);
+        [block](const std::vector<torch::Tensor>& in) { return block(in[0], in[1]); }, {x, side});
 }
 
 bool has_trainable_parameters(torch::nn::Module& module) {

@@ -2,13 +2,12 @@
 // Gradient checkpointing of the SD models' blocks (option `gradient_checkpointing`): a UNet ResNet
 // or spatial transformer, or a CLIP encoder layer, runs under engine::checkpointed (its
 // activations are not kept; it runs again in backward). Blocks take a second input besides the
-// hidden states (time embedding, text states, attention mask), which the checkpointed function
-// cannot take as an input of its own:
+// hidden states (time embedding, text states, attention mask):
 // - without a gradient (time embedding, mask, text states of a frozen text encoder) it is
 //   captured as a constant;
-// - with one (text states while the text encoder's LoRA trains) it is packed with the hidden
-//   states into the one checkpointed input, so its gradient flows back through the ordinary graph
-//   once; captured, every block's own backward would run through the text encoder's graph again.
+// - with one (text states while the text encoder's LoRA trains) it is a second input of the
+//   checkpointed function, so its gradient flows back through the ordinary graph once; captured,
+//   every block's own backward would run through the text encoder's graph again.
 // A block that can produce no gradient (frozen input, nothing trainable inside) runs plainly:
 // nothing inside it is recorded anyway.
 #include <torch/torch.h>

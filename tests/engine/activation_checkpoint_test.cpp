@@ -1,6 +1,6 @@
-// Gradient checkpointing: the same gradients as a plain backward, for inputs and for parameters
-// inside the block (also when the block's input is frozen), the same dropout masks in the
-// recomputation, and no recorded graph inside the block.
+// Gradient checkpointing: the same gradients as a plain backward, for inputs (one or several) and
+// for parameters inside the block (also when the block's input is frozen), the same dropout masks
+// in the recomputation, and no recorded graph inside the block.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -114,6 +114,60 @@ TEST(ActivationCheckpoint, KeepsNoGraphInsideTheBlock) {
     const torch::Tensor z =
         checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.0); }, x);
     EXPECT_FALSE(z.requires_grad());
+}
+
+// Two inputs (hidden states and a side input, as a cross-attention block takes), both with
+// gradients, the side one of another dtype and shape: the same gradients as a plain backward,
+// for both inputs and for the parameters inside.
+struct TwoInputGrads {
+    torch::Tensor x, side, w1;
+};
+
+TwoInputGrads run_two_inputs(bool use_checkpoint, bool side_requires_grad) {
+    torch::manual_seed(11);
+    auto layer = std::make_shared<Block>();
+    auto proj = std::make_shared<torch::nn::Linear>(torch::nn::Linear(3, 8));
+    torch::Tensor x = torch::randn({4, 8}, torch::requires_grad());
+    torch::Tensor side = torch::randn({3}, torch::kFloat64);
+    if (side_requires_grad) side.requires_grad_(true);
+    // The side input goes through a graph of its own before the block (a text encoder's).
+    const torch::Tensor side_in = side * 2;
+    auto block = [layer, proj](const std::vector<torch::Tensor>& in) {
+        const torch::Tensor s = (*proj)(in[1].to(torch::kFloat32)).tanh();
+        return layer->forward(in[0] * s, 0.0);
+    };
+    torch::Tensor h = use_checkpoint ? checkpointed(block, {x, side_in}) : block({x, side_in});
+    h = h * h;  // and a graph after it
+    h.sum().backward();
+    return {x.grad(), side_requires_grad ? side.grad() : torch::Tensor(),
+            layer->fc1->weight.grad()};
+}
+
+TEST(ActivationCheckpoint, EveryInputGetsThePlainGradient) {
+    for (bool side_grad : {true, false}) {
+        const TwoInputGrads plain = run_two_inputs(false, side_grad);
+        const TwoInputGrads ckpt = run_two_inputs(true, side_grad);
+        ASSERT_TRUE(ckpt.x.defined()) << side_grad;
+        ASSERT_TRUE(ckpt.w1.defined()) << side_grad;
+        EXPECT_TRUE(torch::allclose(plain.x, ckpt.x, 1e-6, 1e-6)) << side_grad;
+        EXPECT_TRUE(torch::allclose(plain.w1, ckpt.w1, 1e-6, 1e-6)) << side_grad;
+        if (side_grad) {
+            ASSERT_TRUE(ckpt.side.defined());
+            EXPECT_EQ(ckpt.side.scalar_type(), torch::kFloat64);
+            EXPECT_EQ(ckpt.side.sizes(), plain.side.sizes());
+            EXPECT_TRUE(torch::allclose(plain.side, ckpt.side, 1e-6, 1e-6));
+        }
+    }
+    // One node for the block; its inputs: both tensors and the anchor.
+    const torch::Tensor a = torch::randn({2}, torch::requires_grad());
+    const torch::Tensor b = torch::randn({2}, torch::requires_grad());
+    const torch::Tensor y = checkpointed(
+        [](const std::vector<torch::Tensor>& in) { return (in[0] * in[1]).exp(); }, {a, b});
+    ASSERT_NE(y.grad_fn(), nullptr);
+    EXPECT_EQ(y.grad_fn()->next_edges().size(), 3u);
+    y.sum().backward();
+    EXPECT_TRUE(torch::allclose(a.grad(), (a * b).exp().detach() * b.detach()));
+    EXPECT_TRUE(torch::allclose(b.grad(), (a * b).exp().detach() * a.detach()));
 }
 
 }  // namespace
