@@ -103,13 +103,26 @@ TEST(ActivationCheckpoint, FrozenBlockBeforeATrainableOne) {
 TEST(ActivationCheckpoint, KeepsNoGraphInsideTheBlock) {
     auto block = std::make_shared<Block>();
     const torch::Tensor x = torch::randn({4, 8}, torch::requires_grad());
-    const torch::Tensor y =
-        checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.0); }, x);
+    // Grad mode inside the block, call by call: off in the forward pass (nothing recorded), on in
+    // the recomputation during backward.
+    auto grad_modes = std::make_shared<std::vector<bool>>();
+    const torch::Tensor y = checkpointed(
+        [block, grad_modes](const torch::Tensor& in) {
+            grad_modes->push_back(torch::GradMode::is_enabled());
+            return block->forward(in, 0.0);
+        },
+        x);
     ASSERT_TRUE(y.requires_grad());
+    ASSERT_EQ(grad_modes->size(), 1u);
+    EXPECT_FALSE(grad_modes->front()) << "the block's forward pass recorded a graph";
     // One node for the whole block, whose only inputs are the block input and the anchor.
     ASSERT_NE(y.grad_fn(), nullptr);
     EXPECT_EQ(y.grad_fn()->num_inputs(), 1u);
     EXPECT_LE(y.grad_fn()->next_edges().size(), 2u);
+    y.sum().backward();
+    ASSERT_EQ(grad_modes->size(), 2u) << "the block ran again in backward, exactly once";
+    EXPECT_TRUE((*grad_modes)[1]);
+    EXPECT_TRUE(x.grad().defined());
     torch::NoGradGuard no_grad;
     const torch::Tensor z =
         checkpointed([block](const torch::Tensor& in) { return block->forward(in, 0.0); }, x);
