@@ -101,12 +101,8 @@ std::vector<std::vector<std::size_t>> bucket_batches(const std::vector<BucketSiz
                 items.begin() + static_cast<std::ptrdiff_t>(s),
                 items.begin() + static_cast<std::ptrdiff_t>(std::min(
                                     items.size(), s + static_cast<std::size_t>(batch_size))));
-    const auto batch_order = random_permutation(static_cast<std::int64_t>(batches.size()), rng);
-    std::vector<std::vector<std::size_t>> shuffled;
-    shuffled.reserve(batches.size());
-    for (auto i : batch_order)
-        shuffled.push_back(std::move(batches[static_cast<std::size_t>(i)]));
-    return shuffled;
+    shuffle(batches, rng);
+    return batches;
 }
 
 }  // namespace crucible::data

@@ -14,12 +14,6 @@ std::string_view trim(std::string_view s) {
     return s;
 }
 
-bool chance(Rng& rng, double p) {
-    if (p <= 0) return false;
-    if (p >= 1) return true;
-    return rng.uniform01() < p;
-}
-
 }  // namespace
 
 std::vector<std::string> split_tags(std::string_view caption) {
@@ -44,7 +38,7 @@ std::string join_tags(const std::vector<std::string>& tags) {
 
 std::string process_caption(std::string_view caption, const CaptionOptions& o, Rng& rng) {
     // Draw in a fixed order so the stream of random numbers does not depend on the outcome.
-    const bool drop = chance(rng, o.caption_dropout);
+    const bool drop = rng.chance(o.caption_dropout);
     std::vector<std::string> tags = split_tags(caption);
     if (!o.prefix.empty()) tags.insert(tags.begin(), o.prefix);
     const std::size_t keep =
@@ -55,18 +49,11 @@ std::string process_caption(std::string_view caption, const CaptionOptions& o, R
     if (o.tag_dropout > 0) {
         std::vector<std::string> survivors;
         for (auto& t : rest)
-            if (!chance(rng, o.tag_dropout)) survivors.push_back(std::move(t));
+            if (!rng.chance(o.tag_dropout)) survivors.push_back(std::move(t));
         rest = std::move(survivors);
     }
-    if (o.shuffle_tags) {
-        // random_permutation, not std::shuffle: the same order with every standard library.
-        const auto order = random_permutation(static_cast<std::int64_t>(rest.size()), rng);
-        std::vector<std::string> shuffled;
-        shuffled.reserve(rest.size());
-        for (auto i : order)
-            shuffled.push_back(std::move(rest[static_cast<std::size_t>(i)]));
-        rest = std::move(shuffled);
-    }
+    // data::shuffle, not std::shuffle: the same order with every standard library.
+    if (o.shuffle_tags) shuffle(rest, rng);
     if (drop) return "";
     kept.insert(kept.end(), rest.begin(), rest.end());
     return join_tags(kept);

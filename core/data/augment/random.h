@@ -3,6 +3,7 @@
 // library. std::uniform_int_distribution and friends are implemented differently by libstdc++,
 // libc++ and MSVC, so Crucible never uses them where results must be reproducible (synthetic
 // data, augmentation, sample order): these helpers map raw 64-bit draws to ranges themselves.
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -75,15 +76,22 @@ class Rng {
     std::uint64_t s_[4];
 };
 
-// Fisher-Yates permutation of 0..n-1, the same on every platform.
+// Fisher-Yates shuffle in place, the same on every platform (std::shuffle is not): the last
+// item swaps with one drawn from all of them, then the one before it, down to the second.
+template <class T>
+void shuffle(std::vector<T>& items, Rng& rng) {
+    for (std::size_t i = items.size(); i-- > 1;) {
+        const auto j = static_cast<std::size_t>(rng.uniform_int(0, static_cast<std::int64_t>(i)));
+        std::swap(items[i], items[j]);
+    }
+}
+
+// A shuffled 0..n-1 (shuffle() of it): item k of a shuffled list is item order[k] of the list.
 inline std::vector<std::int64_t> random_permutation(std::int64_t n, Rng& rng) {
     std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i)
-        order[static_cast<std::size_t>(i)] = i;
-    for (std::int64_t i = n - 1; i > 0; --i) {
-        const std::int64_t j = rng.uniform_int(0, i);
-        std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
-    }
+    for (std::size_t i = 0; i < order.size(); ++i)
+        order[i] = static_cast<std::int64_t>(i);
+    shuffle(order, rng);
     return order;
 }
 
