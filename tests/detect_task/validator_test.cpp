@@ -40,6 +40,14 @@ TEST(DetectionValidator, ValidationLossesFollowTheLossGains) {
     EXPECT_NEAR(b.losses[1] / a.losses[1], 3.0, 1e-4);
     EXPECT_NEAR(b.losses[2] / a.losses[2], 0.5, 1e-4);
     EXPECT_EQ(a.metrics.images, 4);
+
+    // The run's pixel limit holds in validation too: images over a 100-pixel limit are
+    // left out and reported, not decoded.
+    ValidatorOptions small = defaults;
+    small.limits.max_pixels = 100;
+    const auto c = DetectionValidator(dataset, "val", small).run(*model);
+    EXPECT_EQ(c.bad.size(), 4u);
+    EXPECT_EQ(c.metrics.images, 0);
 }
 
 }  // namespace

@@ -86,8 +86,11 @@ class DetectTask : public engine::Task {
         epochs_ = static_cast<int>(cfg["epochs"].get<long long>());
 
         const std::string data_path = cfg["data"].get<std::string>();
+        // max_pixels holds wherever an image is read: dataset load, training and validation.
+        limits_.max_pixels = static_cast<std::uint64_t>(cfg["max_pixels"].get<long long>());
         data::LoadOptions lo;
         lo.read_image_sizes = true;
+        lo.image_limits = limits_;
         auto loaded =
             data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
         for (const auto& line : data::load_problem_lines(loaded, data_path, 20))
@@ -129,6 +132,7 @@ class DetectTask : public engine::Task {
 
         ValidatorOptions vo;
         vo.imgsz = augment_.imgsz;
+        vo.limits = limits_;
         const int val_batch = static_cast<int>(cfg["val_batch"].get<long long>());
         vo.batch = val_batch > 0 ? val_batch : 2 * batch_;
         vo.workers = loader_threads_;
@@ -164,8 +168,7 @@ class DetectTask : public engine::Task {
         lo.epochs = epochs_;
         lo.seed = static_cast<std::uint64_t>(ctx_.seed);
         lo.augment_options = augment_;
-        lo.limits.max_pixels =
-            static_cast<std::uint64_t>(ctx_.config["max_pixels"].get<long long>());
+        lo.limits = limits_;
         auto loader =
             std::make_unique<data::BatchLoader>(data::loader_samples(dataset_, "train"), lo);
         return std::make_unique<DetectSource>(std::move(loader), batch_, ctx_.device,
@@ -280,6 +283,7 @@ class DetectTask : public engine::Task {
     std::string dataset_hash_, val_split_;
     int batch_ = 16, epochs_ = 100, loader_threads_ = 1;
     data::AugmentOptions augment_;
+    data::ImageLimits limits_;
     LoadedDetectionModel loaded_;
     std::unique_ptr<DetectionValidator> validator_;
     std::unique_ptr<DetectionLoss> loss_;

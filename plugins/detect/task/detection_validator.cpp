@@ -37,6 +37,7 @@ DetectionValidator::DetectionValidator(const data::DetectionDataset& dataset,
     lo.cache = options_.cache;
     lo.seed = options_.seed;
     lo.augment_options.imgsz = options_.imgsz;
+    lo.limits = options_.limits;
     loader_ = std::make_unique<data::BatchLoader>(data::loader_samples(dataset, split), lo);
 }
 
@@ -67,13 +68,11 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
             engine::AutocastGuard autocast(device.is_cuda());
             out = model.forward(images);
         }
-        {
-            const auto l = loss(out.levels, batch_targets(*batch, device));
-            const auto items = l.items.to(torch::kCPU, torch::kDouble);
-            for (int k = 0; k < 3; ++k)
-                result.losses[static_cast<std::size_t>(k)] += items[k].item<double>();
-            ++loss_batches;
-        }
+        const auto losses =
+            loss(out.levels, batch_targets(*batch, device)).items.to(torch::kCPU, torch::kDouble);
+        for (int k = 0; k < 3; ++k)
+            result.losses[static_cast<std::size_t>(k)] += losses[k].item<double>();
+        ++loss_batches;
         const auto detections = non_max_suppression(out.decoded.to(torch::kFloat32), options_.nms);
         const float s = static_cast<float>(batch->imgsz);
         std::vector<std::vector<GtBox>> gts(static_cast<std::size_t>(batch->size));

@@ -31,6 +31,7 @@ struct ValidatorOptions {
     double box_gain = 7.5, cls_gain = 0.5, dfl_gain = 1.5;
     double confusion_conf = 0.25;
     double confusion_iou = 0.45;
+    data::ImageLimits limits;  // larger images are bad samples (left out, reported)
 };
 
 struct ValidationResult {
