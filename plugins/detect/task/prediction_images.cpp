@@ -4,6 +4,7 @@
 
 #include "core/base/file_io.h"
 #include "core/data/image_io.h"
+#include "core/data/loader/batch_loader.h"
 
 namespace crucible::detect {
 
@@ -13,10 +14,10 @@ std::vector<std::filesystem::path> write_prediction_images(
     std::vector<std::filesystem::path> written;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
-    for (const auto& record : dataset.images) {
+    // The validator's own list of the split (paths resolved against the root).
+    for (const auto& sample : data::loader_samples(dataset, split)) {
         if (static_cast<int>(written.size()) >= count) break;
-        if (!split.empty() && record.split != split) continue;
-        const auto path = record.path.is_absolute() ? record.path : dataset.root / record.path;
+        const auto& path = sample.path;
         cv::Mat image;
         try {
             image = data::read_image(path);
