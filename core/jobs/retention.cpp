@@ -1,6 +1,5 @@
 #include "core/jobs/retention.h"
 
-#include <functional>
 #include <set>
 
 #include "core/base/file_io.h"
@@ -22,21 +21,19 @@ double file_age_hours(const std::filesystem::path& p) {
     return std::chrono::duration<double, std::ratio<3600>>(age).count();
 }
 
-// True when a string option of the job names a path inside `folder` (the agent wrote the
-// resolved absolute path into the options at submit).
-bool job_uses(const JobRecord& job, const std::string& folder_utf8) {
-    bool used = false;
-    const std::function<void(const Json&)> visit = [&](const Json& v) {
-        if (used) return;
-        if (v.is_string()) {
-            used = v.get_ref<const std::string&>().rfind(folder_utf8, 0) == 0;
-        } else if (v.is_structured()) {
-            for (const auto& child : v)
-                visit(child);
-        }
-    };
-    visit(job.options);
-    return used;
+// The <sha> folders under `inputs_prefix` ("<data>/inputs/") that string options of `job` name
+// (the agent wrote the resolved absolute paths into the options at submit).
+void collect_inputs(const Json& value, const std::string& inputs_prefix,
+                    std::set<std::string>& out) {
+    if (value.is_string()) {
+        const auto& text = value.get_ref<const std::string&>();
+        if (text.rfind(inputs_prefix, 0) != 0) return;
+        const auto rest = path_from_utf8(text.substr(inputs_prefix.size()));
+        if (!rest.empty()) out.insert(path_to_utf8(*rest.begin()));
+    } else if (value.is_structured()) {
+        for (const auto& child : value)
+            collect_inputs(child, inputs_prefix, out);
+    }
 }
 
 // Bytes that removing `dir` frees: files hard-linked elsewhere (a job input and its blob share
@@ -74,9 +71,17 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     ec.clear();
     const double keep_s =
         std::chrono::duration<double>(policy.keep_checkpoints_of_ended_jobs).count();
+    const auto ended_long_ago = [&](const JobRecord& job) {
+        return is_final_state(job.state) && job.finished > 0 && now_unix - job.finished >= keep_s;
+    };
+    // Inputs that a job which may still start, resume or was extended recently names.
+    std::set<std::string> inputs_in_use;
+    const std::string inputs_prefix = path_to_utf8(inputs_dir / "");
     for (const auto& job : registry.list()) {
-        if (!is_final_state(job.state) || job.finished <= 0 || now_unix - job.finished < keep_s)
+        if (!ended_long_ago(job)) {
+            if (!inputs_dir.empty()) collect_inputs(job.options, inputs_prefix, inputs_in_use);
             continue;
+        }
         auto dir = registry.folder(job.id) / "checkpoints";
         for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
              !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
@@ -104,20 +109,11 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     }
     const double blob_hours =
         std::chrono::duration<double, std::ratio<3600>>(policy.keep_unreferenced_blobs).count();
-    // Job inputs: kept while a job that may still run (or ended recently) names them.
-    const auto jobs = registry.list();
+    // Job inputs: kept while in use, or young (a submit may be creating one right now).
     for (const auto& e : std::filesystem::directory_iterator(inputs_dir, ec)) {
         if (!e.is_directory()) continue;
-        const std::string sha = e.path().filename().string();
-        bool needed = file_age_hours(e.path()) < blob_hours;
-        const std::string prefix = path_to_utf8(e.path() / "");
-        for (const auto& job : jobs) {
-            if (needed) break;
-            const bool recent =
-                !is_final_state(job.state) || job.finished <= 0 || now_unix - job.finished < keep_s;
-            needed = recent && job_uses(job, prefix);
-        }
-        if (needed) {
+        const std::string sha = path_to_utf8(e.path().filename());
+        if (inputs_in_use.count(sha) || file_age_hours(e.path()) < blob_hours) {
             referenced.insert(sha);
             continue;
         }
