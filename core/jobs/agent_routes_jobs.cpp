@@ -64,16 +64,15 @@ void AgentService::add_job_routes() {
         }
         Json body = parse_json(req.body, "request body");
         JobRecord job = job_from_submit(body);
-        for (int g : job.requested_gpu)
-            if (std::find(config_.scheduler.gpu_ids.begin(), config_.scheduler.gpu_ids.end(), g) ==
-                config_.scheduler.gpu_ids.end()) {
-                std::string message = "this agent has no GPU ";
-                message.append(std::to_string(g));
-                message.append(config_.scheduler.gpu_ids.empty()
-                                   ? " (it has none: train on the CPU)"
-                                   : " (see GET /v1/gpus)");
-                throw InputError("gpu", message);
-            }
+        const auto& gpu_ids = config_.scheduler.gpu_ids;
+        if (job.requested_gpu &&
+            std::find(gpu_ids.begin(), gpu_ids.end(), *job.requested_gpu) == gpu_ids.end()) {
+            std::string message = "this agent has no GPU ";
+            message.append(std::to_string(*job.requested_gpu));
+            message.append(gpu_ids.empty() ? " (it has none: train on the CPU)"
+                                           : " (see GET /v1/gpus)");
+            throw InputError("gpu", message);
+        }
         job.options = resolve_job_options(job.task, job.options);
         job.submitted_by = net::HttpServer::caller(req);
         JobRecord stored = registry_.add(job);

@@ -52,7 +52,7 @@ Json JobRecord::to_json() const {
             {"started", started},
             {"finished", finished},
             {"gpu_ids", gpu_ids},
-            {"requested_gpu", requested_gpu},
+            {"requested_gpu", requested_gpu ? Json(*requested_gpu) : Json()},
             {"pid", pid},
             {"resume", resume},
             {"submitted_by", submitted_by}};
@@ -72,7 +72,8 @@ JobRecord JobRecord::from_json(const Json& j, const std::string& where) {
     r.started = j.value("started", 0.0);
     r.finished = j.value("finished", 0.0);
     r.gpu_ids = j.value("gpu_ids", std::vector<int>{});
-    r.requested_gpu = j.value("requested_gpu", std::vector<int>{});
+    if (j.contains("requested_gpu") && j["requested_gpu"].is_number_integer())
+        r.requested_gpu = j["requested_gpu"].get<int>();
     r.pid = j.value("pid", 0L);
     r.resume = j.value("resume", false);
     r.submitted_by = j.value("submitted_by", std::string());
@@ -112,7 +113,7 @@ JobRecord job_from_submit(const Json& body) {
     if (body.contains("gpu")) {
         if (!body["gpu"].is_number_integer() || body["gpu"].get<int>() < 0)
             throw InputError("gpu", "expected the index of one of the agent's GPUs (0, 1, ...)");
-        r.requested_gpu = {body["gpu"].get<int>()};
+        r.requested_gpu = body["gpu"].get<int>();
         r.gpus = 1;
     }
     return r;

@@ -26,8 +26,8 @@ struct JobRecord {
     JobState state = JobState::Queued;
     std::string reason;  // why it ended / was interrupted
     double submitted = 0, started = 0, finished = 0;
-    std::vector<int> gpu_ids;        // assigned while running
-    std::vector<int> requested_gpu;  // the one GPU (agent index) asked for; empty: any free one
+    std::vector<int> gpu_ids;          // assigned while running
+    std::optional<int> requested_gpu;  // the GPU (agent index) asked for; none: any free one
     long pid = 0;
     bool resume = false;  // next start continues from the last checkpoint
     std::string submitted_by;

@@ -157,9 +157,7 @@ void Scheduler::start_ready_jobs() {
         if (have_gpus) {
             int want = std::max(job.gpus, 1);
             for (int g : options_.gpu_ids) {
-                const bool asked =
-                    job.requested_gpu.empty() ||
-                    std::count(job.requested_gpu.begin(), job.requested_gpu.end(), g);
+                const bool asked = !job.requested_gpu || *job.requested_gpu == g;
                 if (asked && !busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want)
                     gpus.push_back(g);
             }
