@@ -126,9 +126,12 @@ void link_or_copy_atomically(const std::filesystem::path& source,
         std::filesystem::copy_file(source, temp, ec);
         if (!ec) platform::fsync_file(temp);
     }
-    if (ec)
+    if (ec) {
+        std::error_code ignored;
+        std::filesystem::remove(temp, ignored);  // a copy cut off part way
         throw Error(path_to_utf8(target) + ": cannot link or copy " + path_to_utf8(source) + ": " +
                     ec.message());
+    }
     try {
         platform::replace_file(temp, target);
         platform::fsync_folder(target.has_parent_path() ? target.parent_path()
