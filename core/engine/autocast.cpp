@@ -6,33 +6,29 @@
 
 namespace crucible::engine {
 
-namespace {
-
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool cuda_autocast_enabled() {
+bool cuda_autocast_active() {
     return at::autocast::is_autocast_enabled(at::kCUDA);
 }
+namespace {
 void set_cuda_autocast(bool on) {
     at::autocast::set_autocast_enabled(at::kCUDA, on);
 }
+}  // namespace
 #else
-bool cuda_autocast_enabled() {
+bool cuda_autocast_active() {
     return at::autocast::is_enabled();
 }
+namespace {
 void set_cuda_autocast(bool on) {
     at::autocast::set_enabled(on);
 }
-#endif
-
 }  // namespace
-
-bool cuda_autocast_active() {
-    return cuda_autocast_enabled();
-}
+#endif
 
 AutocastGuard::AutocastGuard(bool enabled) : enabled_(enabled) {
     if (!enabled_) return;
-    previous_ = cuda_autocast_enabled();
+    previous_ = cuda_autocast_active();
     set_cuda_autocast(true);
     at::autocast::increment_nesting();
 }
