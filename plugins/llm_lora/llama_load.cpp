@@ -156,14 +156,6 @@ std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem:
     return t;
 }
 
-LlamaForCausalLm load_llama2c(const std::filesystem::path& path) {
-    LlamaConfig config;
-    const auto tensors = read_llama2c_tensors(path, &config);
-    LlamaForCausalLm model(config);
-    assign_base_weights(*model, tensors, path_to_utf8(path));
-    return model;
-}
-
 std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path& folder) {
     const auto single = folder / "model.safetensors";
     const auto index = folder / "model.safetensors.index.json";
@@ -213,12 +205,6 @@ LlamaConfig read_hf_config(const std::filesystem::path& folder) {
 }
 
 }  // namespace
-
-LlamaForCausalLm load_hf_folder(const std::filesystem::path& folder) {
-    LlamaForCausalLm model(read_hf_config(folder));
-    assign_base_weights(*model, read_hf_tensors(folder), path_to_utf8(folder));
-    return model;
-}
 
 std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path& path,
                                                      LlamaConfig& config) {

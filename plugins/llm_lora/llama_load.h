@@ -19,18 +19,16 @@
 
 namespace crucible::llm {
 
-// Models load on the CPU in fp32; callers move them.
-LlamaForCausalLm load_llama2c(const std::filesystem::path& path);
 // Tensors of a llama2.c file by Hugging Face name (rotary rows already permuted).
 std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem::path& path,
                                                           LlamaConfig* config = nullptr);
 
-LlamaForCausalLm load_hf_folder(const std::filesystem::path& folder);
 // The base tensors (by Hugging Face name) and the config of `path`: a Hugging Face folder
 // (config.json + safetensors) or a llama2.c .bin file. InputError naming `path` otherwise.
 std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path& path,
                                                      LlamaConfig& config);
-// A Hugging Face folder or a llama2.c file, whichever `path` is.
+// A Hugging Face folder or a llama2.c file, whichever `path` is; on the CPU in fp32 (callers
+// move it).
 LlamaForCausalLm load_base_model(const std::filesystem::path& path);
 // Every tensor of the folder's safetensors file(s), by name (the index's weight_map is checked:
 // each named tensor must be in the shard it names).

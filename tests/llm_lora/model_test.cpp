@@ -38,7 +38,7 @@ Reference reference() {
 TEST(LlamaModel, Llama2cLogitsMatchReference) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
-    auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    auto model = load_base_model(fixture("tiny_llama2c_v0.bin"));
     EXPECT_EQ(model->config.hidden_size, 64);
     EXPECT_EQ(model->config.num_key_value_heads, 4);
     EXPECT_TRUE(model->config.tie_word_embeddings);
@@ -55,7 +55,7 @@ TEST(LlamaModel, Llama2cLogitsMatchReference) {
 TEST(LlamaModel, KvCacheGivesTheSameLogits) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
-    auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    auto model = load_base_model(fixture("tiny_llama2c_v0.bin"));
     model->eval();
     torch::NoGradGuard no_grad;
     const auto full = model->forward(ref.tokens);
@@ -77,7 +77,7 @@ TEST(LlamaModel, KvCacheGivesTheSameLogits) {
 TEST(LlamaModel, HuggingFaceFolderRoundTripGivesTheSameLogits) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
     const auto ref = reference();
-    auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    auto model = load_base_model(fixture("tiny_llama2c_v0.bin"));
     const auto dir = temp_dir("hf");
     save_hf_folder(*model, dir / "f32");
     save_hf_folder(*model, dir / "sharded", torch::kFloat32, 100000);
@@ -86,11 +86,11 @@ TEST(LlamaModel, HuggingFaceFolderRoundTripGivesTheSameLogits) {
     EXPECT_FALSE(fs::exists(dir / "sharded" / "model.safetensors"));
     torch::NoGradGuard no_grad;
     for (const char* sub : {"f32", "sharded"}) {
-        auto hf = load_hf_folder(dir / sub);
+        auto hf = load_base_model(dir / sub);
         hf->eval();
         EXPECT_LT((hf->forward(ref.tokens) - ref.logits).abs().max().item<double>(), 1e-4) << sub;
     }
-    auto bf = load_hf_folder(dir / "bf16");
+    auto bf = load_base_model(dir / "bf16");
     bf->eval();
     // bf16 weights carry ~3 significant digits.
     EXPECT_LT((bf->forward(ref.tokens) - ref.logits).abs().max().item<double>(), 0.1);
@@ -151,7 +151,7 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
 
 TEST(LlamaLoad, HostileInputsAreRefusedWithClearMessages) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
-    auto model = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    auto model = load_base_model(fixture("tiny_llama2c_v0.bin"));
     const auto dir = temp_dir("hostile");
     save_hf_folder(*model, dir / "good");
     const std::string bin = read_file_bytes(fixture("tiny_llama2c_v0.bin"));
@@ -242,9 +242,9 @@ TEST(LlamaLoad, HostileInputsAreRefusedWithClearMessages) {
         c.make(d);
         try {
             if (c.llama2c)
-                load_llama2c(d / "m.bin");
+                load_base_model(d / "m.bin");
             else
-                load_hf_folder(d);
+                load_base_model(d);
             ADD_FAILURE() << c.name << ": accepted";
         } catch (const InputError& e) {
             EXPECT_NE(std::string(e.what()).find(c.expected), std::string::npos)

@@ -250,7 +250,7 @@ TEST(LlmTask, BadOptionsAreRefusedNamingTheOption) {
 
 TEST(Generate, KvCacheGenerationMatchesFullForward) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
-    auto m = load_llama2c(fixture("tiny_llama2c_v0.bin"));
+    auto m = load_base_model(fixture("tiny_llama2c_v0.bin"));
     GenerateOptions g;
     g.max_new_tokens = 10;
     const std::vector<std::int64_t> prompt{1, 50, 60, 70};
@@ -295,7 +295,7 @@ TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
     const auto batch = collate(ptrs, 257);
     write_random_model(dir / "model");
     torch::manual_seed(0);
-    auto m = load_hf_folder(dir / "model");
+    auto m = load_base_model(dir / "model");
     LoraSpec spec;
     spec.targets = lora_target_names();
     spec.dropout = 0;
