@@ -604,8 +604,8 @@ class HfTokenizer : public Tokenizer {
                     bytes.clear();
                 };
                 for (const auto& t : tokens) {
-                    if (t.size() == 6 && t.starts_with("<0x") && t[5] == '>') {
-                        bytes += static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16));
+                    if (const int byte = parse_byte_piece(t); byte >= 0) {
+                        bytes += static_cast<char>(byte);
                         continue;
                     }
                     flush();

@@ -77,21 +77,6 @@ struct StringHash {
 };
 using PieceMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 
-int parse_byte_piece(std::string_view text) {
-    if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
-    int value = 0;
-    for (char c : text.substr(3, 2)) {
-        value *= 16;
-        if (c >= '0' && c <= '9')
-            value += c - '0';
-        else if (c >= 'A' && c <= 'F')
-            value += c - 'A' + 10;
-        else
-            return -1;
-    }
-    return value;
-}
-
 Piece read_piece(ProtoReader r, std::size_t index) {
     const std::string at = "piece " + std::to_string(index);
     Piece p;

@@ -20,6 +20,10 @@ std::vector<std::string_view> utf8_chars(std::string_view text);
 // Replaces invalid sequences by U+FFFD.
 std::string utf8_lossy(std::string_view bytes);
 
+// The byte of a byte-fallback token "<0xAB>" (upper-case hex, as SentencePiece and Hugging Face
+// write them), or -1 for any other text.
+int parse_byte_piece(std::string_view text);
+
 class Regex {
   public:
     // Throws InputError(where, ...) with PCRE2's message and offset for a bad pattern.

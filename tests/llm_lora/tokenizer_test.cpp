@@ -164,6 +164,9 @@ TEST(HfTokenizer, MetaspaceByteFallbackAndUnk) {
     EXPECT_EQ(tok->encode("a", true), (std::vector<std::int64_t>{1, 6}));
     // prepend_scheme "first": no ▁ after a special token.
     EXPECT_EQ(tok->encode("<s>a"), (std::vector<std::int64_t>{1, 4}));
+    // A token that only looks like a byte token decodes as its text (std::stoi threw here).
+    j["model"]["vocab"]["<0xZZ>"] = 264;
+    EXPECT_EQ(make_hf_tokenizer(j.dump(), "sp.json")->decode({4, 264}), "a<0xZZ>");
     // Without byte fallback, unknown characters become <unk>, fused when consecutive.
     j["model"]["byte_fallback"] = false;
     EXPECT_EQ(make_hf_tokenizer(j.dump(), "sp.json")->encode("a中中b"),
