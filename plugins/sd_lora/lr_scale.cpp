@@ -22,18 +22,17 @@ void LrScaleImpl::settle() {
     torch::NoGradGuard no_grad;
     if (pending_.item<float>() == 0.0f) return;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-        // before + r·(p − before); p == before (no step since begin_step) stays exactly as it is.
-        const torch::Tensor change = params_[i] - before_[i];
-        params_[i].copy_(before_[i] + ratios_[i] * change);
+        // before + r·(p − before), which is then also the next step's starting value; p == before
+        // (no step since begin_step) stays exactly as it is.
+        before_[i].lerp_(params_[i], ratios_[i]);
+        params_[i].copy_(before_[i]);
     }
     pending_.fill_(0);
 }
 
 void LrScaleImpl::begin_step() {
+    // Settled (or never stepped), the remembered values are the parameters' own.
     settle();
-    torch::NoGradGuard no_grad;
-    for (std::size_t i = 0; i < params_.size(); ++i)
-        before_[i].copy_(params_[i]);
     pending_.fill_(1);
 }
 

@@ -34,15 +34,16 @@ struct LrScaleImpl : torch::nn::Module {
         double ratio = 1;
     };
     explicit LrScaleImpl(const std::vector<Entry>& entries);
-    // Settles the last step, then remembers the current values for the next one.
+    // Settles the last step and marks the next one as pending: the values it starts from are
+    // remembered already (settle() leaves them equal to the parameters, as construction does).
     void begin_step();
-    // Scales the change since begin_step() by each parameter's ratio (once; a second call, or a
-    // call without a step in between, changes nothing).
+    // Scales the change since begin_step() by each parameter's ratio and remembers the result
+    // (once; a second call, or a call without a step in between, changes nothing).
     void settle();
     std::size_t size() const { return params_.size(); }
 
   private:
-    std::vector<torch::Tensor> params_, before_;
+    std::vector<torch::Tensor> params_, before_;  // before_ == params_ unless pending
     std::vector<double> ratios_;
     torch::Tensor pending_;  // 0-d, 1 between begin_step() and settle()
 };
