@@ -350,24 +350,27 @@ class SdLoraTask : public engine::Task {
         base_lr_ = engine::choose_optimizer(
                        cfg.at("optimizer").get<std::string>(), data_->items_per_epoch(),
                        cfg.at("batch").get<int>(), cfg.at("nbs").get<int>(),
-                       cfg.at("epochs").get<int>(), 0, cfg.at("lr0").get<double>(),
+                       cfg.at("epochs").get<int>(), num_classes(), cfg.at("lr0").get<double>(),
                        cfg.at("momentum").get<double>(), cfg.at("warmup_bias_lr").get<double>())
                        .lr;
         auto lr_of = [&](const char* key) {
             return cfg.at(key).is_null() ? base_lr_ : cfg.at(key).get<double>();
         };
+        // Ratios of 1 add nothing (scale_learning_rates skips them), whatever lr0 is.
+        auto ratio_of = [&](double lr) {
+            if (lr == base_lr_) return 1.0;
+            if (!(base_lr_ > 0))
+                throw InputError("lr0", "must be above 0 when unet_lr or text_encoder_lr differ");
+            return lr / base_lr_;
+        };
         unet_lr_ = lr_of("unet_lr");
         text_lr_ = train_text_ ? lr_of("text_encoder_lr") : 0.0;
-        const bool own = unet_lr_ != base_lr_ || (train_text_ && text_lr_ != base_lr_);
-        if (!own) return;
-        if (!(base_lr_ > 0))
-            throw InputError("lr0", "must be above 0 when unet_lr or text_encoder_lr differ");
-        if (cfg.at("ema").get<bool>())
+        unet_ratio_ = ratio_of(unet_lr_);
+        text_ratio_ = train_text_ ? ratio_of(text_lr_) : 1.0;
+        if ((unet_ratio_ != 1.0 || text_ratio_ != 1.0) && cfg.at("ema").get<bool>())
             throw InputError("ema",
                              "is not available with unet_lr / text_encoder_lr other than "
                              "the run's learning rate");
-        unet_ratio_ = unet_lr_ / base_lr_;
-        if (train_text_) text_ratio_ = text_lr_ / base_lr_;
     }
 
     // Text states [B, T, D] of the captions. With the text encoder's LoRA training they change
