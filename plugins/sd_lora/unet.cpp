@@ -13,23 +13,16 @@ namespace crucible::sd {
 
 namespace {
 
-// A ResNet / spatial transformer of a block list, checkpointed when asked (block_checkpoint.h).
-torch::Tensor run_resnet(const std::shared_ptr<torch::nn::Module>& module, const torch::Tensor& h,
-                         const torch::Tensor& temb, bool checkpoint) {
-    auto block = std::dynamic_pointer_cast<ResnetBlockImpl>(module);
-    if (!checkpoint) return block->forward(h, temb);
+// A ResNet (side input: the time embedding) or spatial transformer (side input: the text states)
+// of a block list, checkpointed when asked (block_checkpoint.h).
+template <class Block>
+torch::Tensor run_block(const std::shared_ptr<torch::nn::Module>& module, const torch::Tensor& h,
+                        const torch::Tensor& side, bool checkpoint) {
+    auto block = std::dynamic_pointer_cast<Block>(module);
+    if (!checkpoint) return block->forward(h, side);
     return checkpointed_block(
-        [block](const torch::Tensor& x, const torch::Tensor& e) { return block->forward(x, e); }, h,
-        temb, has_trainable_parameters(*block));
-}
-
-torch::Tensor run_transformer(const std::shared_ptr<torch::nn::Module>& module,
-                              const torch::Tensor& h, const torch::Tensor& ctx, bool checkpoint) {
-    auto block = std::dynamic_pointer_cast<Transformer2DImpl>(module);
-    if (!checkpoint) return block->forward(h, ctx);
-    return checkpointed_block(
-        [block](const torch::Tensor& x, const torch::Tensor& c) { return block->forward(x, c); }, h,
-        ctx, has_trainable_parameters(*block));
+        [block](const torch::Tensor& x, const torch::Tensor& s) { return block->forward(x, s); }, h,
+        side, has_trainable_parameters(*block));
 }
 
 }  // namespace
@@ -65,8 +58,8 @@ struct UNetDownBlockImpl : torch::nn::Module {
     torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
                           std::vector<torch::Tensor>& skips, bool checkpoint) {
         for (std::size_t i = 0; i < resnets->size(); ++i) {
-            h = run_resnet(resnets[i], h, temb, checkpoint);
-            if (attentions) h = run_transformer(attentions[i], h, ctx, checkpoint);
+            h = run_block<ResnetBlockImpl>(resnets[i], h, temb, checkpoint);
+            if (attentions) h = run_block<Transformer2DImpl>(attentions[i], h, ctx, checkpoint);
             skips.push_back(h);
         }
         if (downsamplers) {
@@ -91,9 +84,9 @@ struct UNetMidBlockImpl : torch::nn::Module {
     }
     torch::Tensor forward(torch::Tensor h, const torch::Tensor& temb, const torch::Tensor& ctx,
                           bool checkpoint) {
-        h = run_resnet(resnets[0], h, temb, checkpoint);
-        h = run_transformer(attentions[0], h, ctx, checkpoint);
-        return run_resnet(resnets[1], h, temb, checkpoint);
+        h = run_block<ResnetBlockImpl>(resnets[0], h, temb, checkpoint);
+        h = run_block<Transformer2DImpl>(attentions[0], h, ctx, checkpoint);
+        return run_block<ResnetBlockImpl>(resnets[1], h, temb, checkpoint);
     }
     torch::nn::ModuleList attentions{nullptr}, resnets{nullptr};
 };
@@ -125,8 +118,8 @@ struct UNetUpBlockImpl : torch::nn::Module {
         for (std::size_t i = 0; i < resnets->size(); ++i) {
             h = torch::cat({h, skips.back()}, 1);
             skips.pop_back();
-            h = run_resnet(resnets[i], h, temb, checkpoint);
-            if (attentions) h = run_transformer(attentions[i], h, ctx, checkpoint);
+            h = run_block<ResnetBlockImpl>(resnets[i], h, temb, checkpoint);
+            if (attentions) h = run_block<Transformer2DImpl>(attentions[i], h, ctx, checkpoint);
         }
         if (upsamplers) {
             std::optional<std::vector<std::int64_t>> size;
