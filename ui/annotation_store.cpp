@@ -28,6 +28,7 @@ DatasetContent load_dataset_content(store::Project& project, std::int64_t datase
         img.width = rec.width;
         img.height = rec.height;
         img.boxes = std::move(rec.boxes);
+        img.tags = std::move(rec.tags);
         out.images.push_back(std::move(img));
     }
     return out;

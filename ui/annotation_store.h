@@ -1,10 +1,11 @@
 #pragma once
 // The studio's view of a detection dataset in the project for browsing and editing: images with
-// their row ids, and saving one image's boxes back (one transaction, the dataset's version hash
-// recomputed so runs can tell the data changed). Reads and writes go through core/store's
-// Project database with bound statements.
+// their row ids, boxes and tags (one export of the dataset), and saving one image's boxes back
+// (one transaction, the dataset's version hash recomputed so runs can tell the data changed).
+// Reads and writes go through core/store's Project database with bound statements.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,12 +17,15 @@ class Project;
 
 namespace crucible::ui {
 
+using ImageTags = std::map<std::string, std::string>;  // free-form key=value pairs
+
 struct DatasetImage {
     std::int64_t id = 0;
     std::filesystem::path path;  // absolute
     std::string split;
     int width = 0, height = 0;
     std::vector<data::Box> boxes;
+    ImageTags tags;
 };
 
 struct DatasetContent {

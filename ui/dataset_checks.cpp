@@ -3,29 +3,22 @@
 #include <QObject>
 
 #include "core/data/image_io.h"
-#include "core/store/dataset_store.h"
 
 namespace crucible::ui {
-
-std::vector<ImageTags> read_image_tags(store::Project& project, const DatasetContent& content) {
-    // export_dataset lists images in row order with absolute paths, as load_dataset_content; a
-    // path that differs (the content is older than the project) gets no tags.
-    const data::DetectionDataset ds = store::export_dataset(project, content.dataset_id);
-    std::map<std::filesystem::path, const ImageTags*> by_path;
-    for (const auto& rec : ds.images)
-        by_path[rec.path.is_absolute() ? rec.path : ds.root / rec.path] = &rec.tags;
-    std::vector<ImageTags> out(content.images.size());
-    for (std::size_t i = 0; i < content.images.size(); ++i)
-        if (auto it = by_path.find(content.images[i].path); it != by_path.end())
-            out[i] = *it->second;
-    return out;
-}
 
 QStringList tag_texts(const ImageTags& tags) {
     QStringList out;
     for (const auto& [k, v] : tags)
         out << QString::fromStdString(k + "=" + v);
     return out;
+}
+
+bool has_tag(const ImageTags& tags, std::string_view key_value) {
+    for (const auto& [k, v] : tags)  // an image has a few tags
+        if (key_value.size() == k.size() + 1 + v.size() && key_value.starts_with(k) &&
+            key_value[k.size()] == '=' && key_value.ends_with(v))
+            return true;
+    return false;
 }
 
 std::vector<std::string> check_image_files(const std::vector<std::filesystem::path>& files,

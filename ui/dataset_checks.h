@@ -1,6 +1,6 @@
 #pragma once
 // What the dataset view filters on besides class and split: each image's tags (free-form
-// key=value pairs kept in the project, read through core/store) and its validation problems.
+// key=value pairs kept in the project, DatasetImage::tags) and its validation problems.
 // The project keeps no validation results, so problems are found here with core/data's own
 // checks, the ones `crucible dataset validate` runs: the image file (missing, empty, truncated,
 // over the pixel limit: data::image_file_problem, which reads the whole file and so runs in the
@@ -10,26 +10,18 @@
 #include <QStringList>
 #include <atomic>
 #include <filesystem>
-#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ui/annotation_store.h"
 
-namespace crucible::store {
-class Project;
-}
-
 namespace crucible::ui {
-
-using ImageTags = std::map<std::string, std::string>;
-
-// Tags of every image of `content`, in its order, from the project (empty maps for images the
-// project does not hold any more).
-std::vector<ImageTags> read_image_tags(store::Project& project, const DatasetContent& content);
 
 // "key=value" texts of the tags.
 QStringList tag_texts(const ImageTags& tags);
+// Whether `tags` holds the tag whose "key=value" text is `key_value` (no text built).
+bool has_tag(const ImageTags& tags, std::string_view key_value);
 
 // data::image_file_problem of each file ("" when fine); stops early (rest "") when `stop` is set.
 std::vector<std::string> check_image_files(const std::vector<std::filesystem::path>& files,

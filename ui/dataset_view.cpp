@@ -44,11 +44,6 @@ void DatasetModel::set_filter(int cls, const QString& split) {
     refilter();
 }
 
-void DatasetModel::set_tags(std::vector<ImageTags> tags) {
-    tags_ = std::move(tags);
-    refilter();
-}
-
 void DatasetModel::set_file_problems(std::vector<std::string> problems) {
     file_problems_ = std::move(problems);
     refilter();
@@ -63,12 +58,6 @@ ImageProblems DatasetModel::problems(int i) const {
                           file);
 }
 
-QStringList DatasetModel::tags(int i) const {
-    return i >= 0 && i < static_cast<int>(tags_.size())
-               ? tag_texts(tags_[static_cast<std::size_t>(i)])
-               : QStringList();
-}
-
 void DatasetModel::refilter() {
     beginResetModel();
     rows_.clear();
@@ -76,6 +65,7 @@ void DatasetModel::refilter() {
     cache_->cancel_pending();
     if (content_) {
         const int cls = filter_.cls;
+        const std::string tag = filter_.tag.toStdString();
         for (std::size_t i = 0; i < content_->images.size(); ++i) {
             const auto& img = content_->images[i];
             const int index = static_cast<int>(i);
@@ -84,7 +74,7 @@ void DatasetModel::refilter() {
             if (cls >= 0 && std::none_of(img.boxes.begin(), img.boxes.end(),
                                          [&](const data::Box& b) { return b.cls == cls; }))
                 continue;
-            if (!filter_.tag.isEmpty() && !tags(index).contains(filter_.tag)) continue;
+            if (!tag.empty() && !has_tag(img.tags, tag)) continue;
             if (filter_.problem != ProblemFilter::All && !problems(index).matches(filter_.problem))
                 continue;
             row_of_.insert(file_of(img), static_cast<int>(rows_.size()));
@@ -125,7 +115,7 @@ QVariant DatasetModel::data(const QModelIndex& index, int role) const {
             QString tip = QStringLiteral("%1\n%2 · %3 boxes")
                               .arg(file_of(img), QString::fromStdString(img.split))
                               .arg(img.boxes.size());
-            const QStringList t = tags(i);
+            const QStringList t = tag_texts(img.tags);
             if (!t.isEmpty()) tip += QLatin1Char('\n') + t.join(QStringLiteral(", "));
             const QString p = problems(i).text();
             if (!p.isEmpty()) tip += QLatin1Char('\n') + p;
@@ -253,16 +243,6 @@ void DatasetView::set_filter(const DatasetFilter& filter) {
         std::max(0, problem_filter_->findData(static_cast<int>(filter.problem))));
 }
 
-void DatasetView::load_tags(store::Project& project) {
-    set_tags(read_image_tags(project, *content_));
-}
-
-void DatasetView::set_tags(std::vector<ImageTags> tags) {
-    model_->set_tags(std::move(tags));
-    update_filter_lists();
-    apply_filter();
-}
-
 void DatasetView::check_files() {
     std::vector<std::filesystem::path> files;
     files.reserve(content_->images.size());
@@ -286,7 +266,7 @@ void DatasetView::update_filter_lists() {
     QStringList tags;
     std::size_t any = 0, unreadable = 0, bad_box = 0, no_boxes = 0;
     for (int i = 0; i < static_cast<int>(content_->images.size()); ++i) {
-        for (const auto& t : model_->tags(i))
+        for (const auto& t : tag_texts(content_->images[static_cast<std::size_t>(i)].tags))
             if (!tags.contains(t)) tags << t;
         const ImageProblems p = model_->problems(i);
         any += p.any();

@@ -1,6 +1,7 @@
 #pragma once
 // The dataset view: a thumbnail grid (decoded in the background, cached, so scrolling stays
-// smooth at 10,000 images), filters by class, split, tag and validation problem
+// smooth at 10,000 images), filters by class, split, tag (the tag filter shows only when some
+// image has tags) and validation problem
 // (ui/dataset_checks.h: image files are checked in the background when the view opens), instances
 // per class as a bar chart, and a double click that opens the image in the annotation editor.
 #include <QAbstractListModel>
@@ -17,10 +18,6 @@ class QComboBox;
 class QLabel;
 class QListView;
 class QCustomPlot;
-
-namespace crucible::store {
-class Project;
-}
 
 namespace crucible::ui {
 
@@ -42,12 +39,9 @@ class DatasetModel : public QAbstractListModel {
     // cls -1 = every class; split empty = every split (tag and problem filters unchanged).
     void set_filter(int cls, const QString& split);
     const DatasetFilter& filter() const { return filter_; }
-    // Tags of each image, in content order (see read_image_tags).
-    void set_tags(std::vector<ImageTags> tags);
     // data::image_file_problem of each image, in content order ("" when fine).
     void set_file_problems(std::vector<std::string> problems);
     ImageProblems problems(int image_index) const;
-    QStringList tags(int image_index) const;
     int rowCount(const QModelIndex& parent = {}) const override;
     QVariant data(const QModelIndex& index, int role) const override;
     int image_index(int row) const;  // index into content->images
@@ -62,7 +56,6 @@ class DatasetModel : public QAbstractListModel {
     std::vector<int> rows_;  // image indexes shown
     QHash<QString, int> row_of_;
     DatasetFilter filter_;
-    std::vector<ImageTags> tags_;
     std::vector<std::string> file_problems_;
 };
 
@@ -78,10 +71,6 @@ class DatasetView : public QWidget {
     const std::shared_ptr<DatasetContent>& content() const { return content_; }
     void set_filter(int cls, const QString& split);
     void set_filter(const DatasetFilter& filter);
-    // Reads the images' tags from the project (core/store) for the tag filter, which shows
-    // only when some image has tags.
-    void load_tags(store::Project& project);
-    void set_tags(std::vector<ImageTags> tags);
     // True once the background check of the image files finished.
     bool files_checked() const { return files_checked_; }
     // "12 of 340 images"

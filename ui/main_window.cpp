@@ -457,7 +457,6 @@ DatasetView* MainWindow::open_dataset(std::int64_t dataset_id) {
     try {
         const auto info = store::get_dataset(*project_, dataset_id);
         auto* view = new DatasetView(dataset_content(dataset_id), qs(info.name), tabs_);
-        view->load_tags(*project_);  // one indexed query, like the content read above
         connect(view, &DatasetView::open_image, this,
                 [this, dataset_id](int i) { open_annotation(dataset_id, i); });
         add_tab(view, qs(info.name));

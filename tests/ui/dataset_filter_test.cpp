@@ -1,5 +1,5 @@
 // The dataset view's filters on a small generated project: class, split, tag (tags kept in the
-// project, read through core/store) and validation problem (image files checked in the
+// project, read with the rest of the content) and validation problem (image files checked in the
 // background with core/data's checks; boxes checked as they are), alone and combined, through
 // the API and through the filter lists.
 #include <gtest/gtest.h>
@@ -88,8 +88,12 @@ TEST(DatasetFilters, ClassSplitTagAndProblemShowTheRightThumbnails) {
     auto* tag_list = view.findChild<QComboBox*>("tag_filter");
     auto* problem_list = view.findChild<QComboBox*>("problem_filter");
     ASSERT_TRUE(tag_list && problem_list);
-    EXPECT_FALSE(tag_list->isVisible());  // no tags known yet
-    view.load_tags(*fx.project);
+    // The tags come with the content (one export of the dataset), so the tag list shows at once.
+    ASSERT_EQ(c.images[1].tags.count("light"), 1u);
+    EXPECT_EQ(c.images[1].tags.at("light"), "night");
+    EXPECT_EQ(c.images[0].tags.at("station"), "a");
+    EXPECT_EQ(c.images[1].tags.at("station"), "b");
+    EXPECT_EQ(c.images[0].tags.count("light"), 0u);
     EXPECT_TRUE(tag_list->isVisible());
     EXPECT_EQ(tag_list->count(), 1 + 3);  // any, light=night, station=a, station=b
     ASSERT_TRUE(uitest::wait_for([&] { return view.files_checked(); }, 10000));
