@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <opencv2/imgproc.hpp>
@@ -222,6 +224,48 @@ TEST(Hsv, ZeroGainsChangeNothingGreyStaysGreyAndSeedRepeats) {
     const cv::Vec3b g = grey.at<cv::Vec3b>(3, 3);
     EXPECT_EQ(g[0], g[1]);
     EXPECT_EQ(g[1], g[2]);
+}
+
+// The HSV step as the reference writes it (BGR->HSV, one 256-entry table per channel through
+// cv::LUT on the split planes, HSV->BGR) equals augment_hsv's own table loop, on a whole image
+// and on a view into a wider one (rows not continuous), whose pixels outside stay untouched.
+TEST(Hsv, EqualsPerChannelCvLutOnWholeImagesAndViews) {
+    cv::Mat wide(41, 67, CV_8UC3);
+    cv::randu(wide, cv::Scalar::all(0), cv::Scalar::all(256));
+    for (const cv::Mat& src : {wide, wide(cv::Rect(5, 3, 29, 31))}) {
+        for (std::uint64_t seed : {1u, 2u, 3u}) {
+            Rng draw(seed);
+            const double r0 = draw.uniform(-1, 1) * 0.5 + 1;
+            const double r1 = draw.uniform(-1, 1) * 0.7 + 1;
+            const double r2 = draw.uniform(-1, 1) * 0.4 + 1;
+            cv::Mat lut[3] = {cv::Mat(1, 256, CV_8U), cv::Mat(1, 256, CV_8U),
+                              cv::Mat(1, 256, CV_8U)};
+            for (int x = 0; x < 256; ++x) {
+                lut[0].at<uchar>(x) = static_cast<uchar>(std::fmod(x * r0, 180.0));
+                lut[1].at<uchar>(x) = static_cast<uchar>(std::clamp(x * r1, 0.0, 255.0));
+                lut[2].at<uchar>(x) = static_cast<uchar>(std::clamp(x * r2, 0.0, 255.0));
+            }
+            cv::Mat hsv, planes[3], expected;
+            cv::cvtColor(src, hsv, cv::COLOR_BGR2HSV);
+            cv::split(hsv, planes);
+            for (int c = 0; c < 3; ++c)
+                cv::LUT(planes[c], lut[c], planes[c]);
+            cv::merge(planes, 3, hsv);
+            cv::cvtColor(hsv, expected, cv::COLOR_HSV2BGR);
+
+            cv::Mat host = wide.clone();
+            cv::Mat got = src.isContinuous() ? host : host(cv::Rect(5, 3, 29, 31));
+            Rng rng(seed);
+            augment_hsv(got, 0.5, 0.7, 0.4, rng);
+            EXPECT_EQ(cv::norm(got, expected, cv::NORM_INF), 0) << "seed " << seed;
+            if (!src.isContinuous()) {
+                host(cv::Rect(5, 3, 29, 31)).setTo(0);
+                cv::Mat outside = wide.clone();
+                outside(cv::Rect(5, 3, 29, 31)).setTo(0);
+                EXPECT_EQ(cv::norm(host, outside, cv::NORM_INF), 0) << "seed " << seed;
+            }
+        }
+    }
 }
 
 TEST(Train, CloseMosaicSwitchesMosaicOffForTheLastEpochs) {
