@@ -41,8 +41,9 @@ void set_generator_state(at::Generator& generator, const at::Tensor& state) {
 struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
     // `inputs` are the function's inputs one by one (a TensorList is flattened); `anchor`
     // requires grad so that the output does too even when no input does: the parameters inside
-    // the block are not inputs of this function. Function::apply runs forward with grad mode
-    // off, so the block records no graph here (activation_checkpoint_test checks it).
+    // the block are not inputs of this function. The block runs with grad mode off, so it records
+    // no graph here (activation_checkpoint_test checks it: without this guard it saw grad mode on
+    // inside the block with Debian's LibTorch 1.13, although Function::apply is meant to clear it).
     static torch::Tensor forward(AutogradContext* ctx, at::TensorList inputs,
                                  const torch::Tensor& anchor,
                                  c10::intrusive_ptr<SavedBlock> saved) {
@@ -53,6 +54,7 @@ struct CheckpointFunction : torch::autograd::Function<CheckpointFunction> {
             saved->requires_grad.push_back(x.requires_grad());
         ctx->saved_data["block"] = c10::IValue::make_capsule(std::move(saved));
         auto* block = static_cast<SavedBlock*>(ctx->saved_data["block"].toCapsule().get());
+        torch::NoGradGuard no_grad;
         return block->block(xs);
     }
 
