@@ -10,6 +10,7 @@
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/engine/autocast.h"
+#include "core/engine/cpu_memory.h"
 #include "core/engine/fault.h"
 #include "core/engine/optimizer_factory.h"
 #include "core/engine/step_profile.h"
@@ -133,6 +134,7 @@ void Trainer::Impl::save_weights(const std::string& name) {
 void Trainer::Impl::setup(bool resume) {
     started = std::chrono::steady_clock::now();
     threads = configure_cpu_threads(opt.workers);
+    keep_freed_memory_for_reuse();
     device = choose_device(opt.device);
     amp = opt.amp && device.device.is_cuda();
     scaler = DynamicLossScaler(amp);
