@@ -139,11 +139,7 @@ double ConfusionMatrixPanel::value(int predicted, int truth) const {
     const int n = data_.size();
     if (predicted < 0 || truth < 0 || predicted >= n || truth >= n) return 0;
     const auto p = static_cast<std::size_t>(predicted), t = static_cast<std::size_t>(truth);
-    if (!normalized()) return data_.counts[p][t];
-    double total = 0;
-    for (std::size_t r = 0; r < data_.counts.size(); ++r)
-        if (std::isfinite(data_.counts[r][t])) total += data_.counts[r][t];
-    return total > 0 ? data_.counts[p][t] / total : 0.0;
+    return normalized() ? data_.normalized()[p][t] : data_.counts[p][t];  // as redraw() shows it
 }
 
 double ConfusionMatrixPanel::painted_value(int predicted, int truth) const {
