@@ -4,7 +4,6 @@
 #include <QListWidget>
 #include <QPixmap>
 #include <QVBoxLayout>
-#include <algorithm>
 
 namespace crucible::ui {
 
@@ -26,34 +25,24 @@ SamplesPanel::SamplesPanel(QWidget* parent) : QWidget(parent) {
 
 void SamplesPanel::add(SampleEntry entry) {
     entries_.push_back(std::move(entry));
-    pictures_.emplace_back();
     rebuild();
 }
 
 void SamplesPanel::set_image(const QString& image, const QImage& picture, const QString& problem) {
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (entries_[i].image != image) continue;
-        entries_[i].image_loaded = !picture.isNull();
-        pictures_[i] = picture.isNull() ? QImage()
-                                        : picture.scaled(kThumb, kThumb, Qt::KeepAspectRatio,
-                                                         Qt::SmoothTransformation);
-        if (picture.isNull() && !problem.isEmpty()) entries_[i].text = problem;
+    for (auto& e : entries_) {
+        if (e.image != image) continue;
+        e.picture = picture.isNull() ? QImage()
+                                     : picture.scaled(kThumb, kThumb, Qt::KeepAspectRatio,
+                                                      Qt::SmoothTransformation);
+        if (picture.isNull() && !problem.isEmpty()) e.text = problem;
     }
     rebuild();
 }
 
 void SamplesPanel::drop_after(const QString& run, std::int64_t step) {
-    std::vector<SampleEntry> kept;
-    std::vector<QImage> kept_pictures;
-    for (std::size_t i = 0; i < entries_.size(); ++i) {
-        if (entries_[i].run == run && entries_[i].step > step) continue;
-        kept.push_back(std::move(entries_[i]));
-        kept_pictures.push_back(std::move(pictures_[i]));
-    }
-    if (kept.size() == entries_.size()) return;
-    entries_ = std::move(kept);
-    pictures_ = std::move(kept_pictures);
-    rebuild();
+    const auto superseded = [&](const SampleEntry& e) { return e.run == run && e.step > step; };
+    const auto removed = std::erase_if(entries_, superseded);
+    if (removed > 0) rebuild();
 }
 
 void SamplesPanel::rebuild() {
@@ -65,10 +54,10 @@ void SamplesPanel::rebuild() {
         if (!e.run.isEmpty()) title = e.run + QStringLiteral(" · ") + title;
         QString text = title + QStringLiteral(" · ") + e.prompt;
         if (!e.text.isEmpty()) text += QStringLiteral("\n") + e.text;
-        if (!e.image.isEmpty() && !e.image_loaded && e.text.isEmpty())
+        if (!e.image.isEmpty() && !e.image_loaded() && e.text.isEmpty())
             text += QStringLiteral("\n") + tr("(loading %1…)").arg(e.image);
         auto* item = new QListWidgetItem(text, list_);
-        if (!pictures_[k].isNull()) item->setIcon(QIcon(QPixmap::fromImage(pictures_[k])));
+        if (e.image_loaded()) item->setIcon(QIcon(QPixmap::fromImage(e.picture)));
     }
 }
 

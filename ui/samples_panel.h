@@ -16,8 +16,9 @@ namespace crucible::ui {
 struct SampleEntry {
     std::int64_t step = -1;
     QString run, prompt, text;
-    QString image;  // artifact name (relative to artifacts/), empty for text samples
-    bool image_loaded = false;
+    QString image;   // artifact name (relative to artifacts/), empty for text samples
+    QImage picture;  // its thumbnail once loaded
+    bool image_loaded() const { return !picture.isNull(); }
 };
 
 class SamplesPanel : public QWidget {
@@ -39,7 +40,6 @@ class SamplesPanel : public QWidget {
     void rebuild();
 
     std::vector<SampleEntry> entries_;
-    std::vector<QImage> pictures_;  // parallel to entries_
     QListWidget* list_ = nullptr;
 };
 

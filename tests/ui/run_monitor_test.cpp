@@ -311,12 +311,12 @@ TEST(RunMonitor, SamplesShowTextAndPicturesAndFollowRollbacks) {
     (void)run;
     ASSERT_TRUE(uitest::wait_for([&] {
         return monitor.samples_panel() && monitor.samples_panel()->entries().size() == 3 &&
-               monitor.samples_panel()->entries()[1].image_loaded;
+               monitor.samples_panel()->entries()[1].image_loaded();
     })) << monitor.log_text().toStdString();
     const SamplesPanel& panel = *monitor.samples_panel();
     EXPECT_EQ(panel.entries()[0].text, "A: 4");
     EXPECT_EQ(panel.entries()[0].step, 50);
-    EXPECT_FALSE(panel.entries()[2].image_loaded);
+    EXPECT_FALSE(panel.entries()[2].image_loaded());
     ASSERT_EQ(panel.list()->count(), 3);
     EXPECT_TRUE(panel.list()->item(0)->text().contains("refused"))
         << panel.list()->item(0)->text().toStdString();
