@@ -262,7 +262,7 @@ class DetectTask : public engine::Task {
         // A few validation images with the best model's boxes, announced as samples.
         PredictOptions po;
         po.imgsz = augment_.imgsz;
-        const auto files = write_prediction_images(yolo, dataset_, val_split_, po,
+        const auto files = write_prediction_images(yolo, dataset_, val_split_, po, limits_,
                                                    dir / "val_predictions", kPredictionImages);
         if (!ctx_.emit) return;
         for (const auto& file : files) {

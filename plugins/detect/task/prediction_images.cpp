@@ -10,7 +10,8 @@ namespace crucible::detect {
 
 std::vector<std::filesystem::path> write_prediction_images(
     DetectionModelImpl& model, const data::DetectionDataset& dataset, const std::string& split,
-    const PredictOptions& options, const std::filesystem::path& dir, int count) {
+    const PredictOptions& options, const data::ImageLimits& limits,
+    const std::filesystem::path& dir, int count) {
     std::vector<std::filesystem::path> written;
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -20,7 +21,7 @@ std::vector<std::filesystem::path> write_prediction_images(
         const auto& path = sample.path;
         cv::Mat image;
         try {
-            image = data::read_image(path);
+            image = data::read_image(path, limits);
         } catch (const std::exception&) {
             continue;  // validation already reported it
         }
