@@ -11,6 +11,8 @@
 
 #include <fstream>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -30,6 +32,20 @@
 namespace crucible::sd {
 namespace {
 namespace fs = std::filesystem;
+
+// Expects two safetensors files to hold the same tensors (names and values); returns the names.
+std::vector<std::string> expect_same_tensors(const fs::path& a_file, const fs::path& b_file) {
+    const auto a = engine::load_safetensors(a_file), b = engine::load_safetensors(b_file);
+    EXPECT_EQ(a.size(), b.size()) << path_to_utf8(a_file);
+    std::vector<std::string> names;
+    for (const auto& [name, t] : a) {
+        const auto other = b.find(name);
+        EXPECT_TRUE(other != b.end() && torch::equal(t, other->second))
+            << path_to_utf8(a_file) << ": " << name;
+        names.push_back(name);
+    }
+    return names;
+}
 
 void write_shapes(const fs::path& folder, int count) {
     fs::create_directories(folder);
@@ -178,14 +194,10 @@ TEST(SdLoraTask, ExtendingAFinishedRunEqualsTheLongerRun) {
     ASSERT_EQ(run(dir / "split", options, false), 0);
     options["epochs"] = 2;
     ASSERT_EQ(run(dir / "split", options, true), 0);
-    const auto a =
-        engine::load_safetensors(dir / "whole" / "artifacts" / "weights" / "last.safetensors");
-    const auto b =
-        engine::load_safetensors(dir / "split" / "artifacts" / "weights" / "last.safetensors");
-    ASSERT_EQ(a.size(), b.size());
-    ASSERT_FALSE(a.empty());
-    for (const auto& [name, t] : a)
-        EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+    const auto names =
+        expect_same_tensors(dir / "whole" / "artifacts" / "weights" / "last.safetensors",
+                            dir / "split" / "artifacts" / "weights" / "last.safetensors");
+    ASSERT_FALSE(names.empty());
     fs::remove_all(dir);
 }
 
@@ -295,16 +307,11 @@ TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
     ASSERT_EQ(run(dir / "split", options, true), 0);
     options["epochs"] = 2;
     ASSERT_EQ(run(dir / "split", options, true), 0);
-    const auto a =
-        engine::load_safetensors(dir / "whole" / "artifacts" / "weights" / "last.safetensors");
-    const auto b =
-        engine::load_safetensors(dir / "split" / "artifacts" / "weights" / "last.safetensors");
-    ASSERT_EQ(a.size(), b.size());
     std::size_t te = 0;
-    for (const auto& [name, t] : a) {
-        EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+    for (const auto& name :
+         expect_same_tensors(dir / "whole" / "artifacts" / "weights" / "last.safetensors",
+                             dir / "split" / "artifacts" / "weights" / "last.safetensors"))
         te += name.rfind("lora_te_", 0) == 0 ? 1 : 0;
-    }
     EXPECT_EQ(te, 12u * 2);
     fs::remove_all(dir);
 }
@@ -325,25 +332,15 @@ TEST(SdLoraTask, SamplingDuringTrainingDoesNotChangeTheTrainedAdapters) {
     ASSERT_EQ(run(dir / "sampled", options, false), 0);
     for (const char* name : {"step1_0.png", "step3_0.png"})
         EXPECT_TRUE(fs::exists(dir / "sampled" / "artifacts" / "samples" / name)) << name;
-    const auto a =
-        engine::load_safetensors(dir / "plain" / "artifacts" / "weights" / "last.safetensors");
-    const auto b =
-        engine::load_safetensors(dir / "sampled" / "artifacts" / "weights" / "last.safetensors");
-    ASSERT_EQ(a.size(), b.size());
     std::size_t scaled = 0;
-    for (const auto& [name, t] : a) {
-        ASSERT_TRUE(b.count(name)) << name;
-        EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+    for (const auto& name :
+         expect_same_tensors(dir / "plain" / "artifacts" / "weights" / "last.safetensors",
+                             dir / "sampled" / "artifacts" / "weights" / "last.safetensors"))
         scaled += name.rfind("lr_scale.", 0) == 0 ? 1 : 0;
-    }
     EXPECT_GT(scaled, 0u);
-    for (const char* file : {"lora.safetensors", "lora-best.safetensors"}) {
-        const auto x = engine::load_safetensors(dir / "plain" / "artifacts" / "lora" / file);
-        const auto y = engine::load_safetensors(dir / "sampled" / "artifacts" / "lora" / file);
-        ASSERT_EQ(x.size(), y.size()) << file;
-        for (const auto& [name, t] : x)
-            EXPECT_TRUE(torch::equal(t, y.at(name))) << file << " " << name;
-    }
+    for (const char* file : {"lora.safetensors", "lora-best.safetensors"})
+        expect_same_tensors(dir / "plain" / "artifacts" / "lora" / file,
+                            dir / "sampled" / "artifacts" / "lora" / file);
     fs::remove_all(dir);
 }
 
