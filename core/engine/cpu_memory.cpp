@@ -1,6 +1,5 @@
 #include "core/engine/cpu_memory.h"
 
-#include <cstddef>
 #include <mutex>
 
 #if defined(__GLIBC__)

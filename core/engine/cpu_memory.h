@@ -4,8 +4,8 @@
 // A training step allocates and frees the same large activation and gradient buffers (tens of
 // MB each at batch 16) every step. glibc's defaults return them to the kernel (blocks over its
 // mmap threshold are unmapped on free; the heap top is trimmed), so every step page-faults them
-// in again, zero-filled: about 50,000 faults and half of a yolov8n CPU step (1.09 s -> 0.49 s
-// at 320 px, batch 16, 2 threads, measured with bench_train_detect). Keeping freed memory in the
+// in again, zero-filled: 2.4 million faults in a 2-epoch bench_train_detect run (yolov8n, 320 px,
+// batch 16, 2 threads) and more than half of its step (1.09-1.28 s -> 0.46-0.50 s, measured). Keeping freed memory in the
 // process costs nothing the step does not use again.
 namespace crucible::engine {
 
