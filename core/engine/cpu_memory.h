@@ -5,8 +5,8 @@
 // MB each at batch 16) every step. glibc's defaults return them to the kernel (blocks over its
 // mmap threshold are unmapped on free; the heap top is trimmed), so every step page-faults them
 // in again, zero-filled: 2.4 million faults in a 2-epoch bench_train_detect run (yolov8n, 320 px,
-// batch 16, 2 threads) and more than half of its step (1.09-1.28 s -> 0.46-0.50 s, measured). Keeping freed memory in the
-// process costs nothing the step does not use again.
+// batch 16, 2 threads) and more than half of its step (1.09-1.28 s -> 0.46-0.50 s, measured).
+// Keeping freed memory in the process costs nothing the step does not use again.
 namespace crucible::engine {
 
 // On glibc: blocks up to 32 MiB (the largest threshold glibc accepts) come from the heap, and the
