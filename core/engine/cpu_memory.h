@@ -6,11 +6,13 @@
 // mmap threshold are unmapped on free; the heap top is trimmed), so every step page-faults them
 // in again, zero-filled: 2.4 million faults in a 2-epoch bench_train_detect run (yolov8n, 320 px,
 // batch 16, 2 threads) and more than half of its step (1.09-1.28 s -> 0.46-0.50 s, measured).
-// Keeping freed memory in the process costs nothing the step does not use again.
+// Keeping freed memory in the process costs nothing the step does not use again; the process
+// keeps its peak footprint until it exits (a training or validation worker, not the studio).
 namespace crucible::engine {
 
-// On glibc: blocks up to 32 MiB (the largest threshold glibc accepts) come from the heap, and the
-// heap is never trimmed. Once per process; a no-op elsewhere. Returns whether it changed anything.
+// On glibc: every block comes from the heap (none is mapped on its own, so the 100 MiB maps of a
+// 640 px batch stay too), and the heap is never trimmed. Once per process; a no-op elsewhere.
+// Returns whether it changed anything.
 bool keep_freed_memory_for_reuse();
 
 }  // namespace crucible::engine
