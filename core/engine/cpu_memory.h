@@ -7,12 +7,14 @@
 // in again, zero-filled: 2.4 million faults in a 2-epoch bench_train_detect run (yolov8n, 320 px,
 // batch 16, 2 threads) and more than half of its step (1.09-1.28 s -> 0.46-0.50 s, measured).
 // Keeping freed memory in the process costs nothing the step does not use again; the process
-// keeps its peak footprint until it exits (a training or validation worker, not the studio).
+// keeps its peak footprint until it exits (a training, validation or prediction process; the
+// studio never calls this).
 namespace crucible::engine {
 
-// On glibc: every block comes from the heap (none is mapped on its own, so the 100 MiB maps of a
-// 640 px batch stay too), and the heap is never trimmed. Once per process; a no-op elsewhere.
-// Returns whether it changed anything.
+// On glibc: no block is mapped on its own, and the heap is never trimmed. Lowering the mmap
+// threshold is not enough: glibc caps it at 32 MiB, below the 100 MiB maps of a 640 px batch
+// (12,400 faults a forward + backward there and a 640 px step 2-9% slower, bench_yolo_step,
+// measured). Once per process; a no-op elsewhere. Returns whether it changed anything.
 bool keep_freed_memory_for_reuse();
 
 }  // namespace crucible::engine
