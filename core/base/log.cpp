@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -19,6 +20,16 @@ void init_logging(const LogOptions& options) {
     logger->set_level(spdlog::level::from_str(options.level));
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
     spdlog::set_default_logger(logger);
+}
+
+void log_info(std::string_view message) {
+    spdlog::info("{}", message);
+}
+void log_warn(std::string_view message) {
+    spdlog::warn("{}", message);
+}
+void log_error(std::string_view message) {
+    spdlog::error("{}", message);
 }
 
 }  // namespace crucible

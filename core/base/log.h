@@ -1,9 +1,11 @@
 #pragma once
 // Logging: spdlog to the console and, when a file is given, to a rotating log file.
-#include <spdlog/spdlog.h>
-
+// This header does not include spdlog: LibTorch 2.x ships its own, newer {fmt} in its include
+// folder, which shadows the one Debian's spdlog is built with, so code that sees LibTorch's
+// headers (core/engine, plugins) logs through the functions below instead of spdlog's.
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace crucible {
 
@@ -17,5 +19,10 @@ struct LogOptions {
 
 // Installs the default logger. Safe to call again (replaces the previous one).
 void init_logging(const LogOptions& options);
+
+// One line to the default logger.
+void log_info(std::string_view message);
+void log_warn(std::string_view message);
+void log_error(std::string_view message);
 
 }  // namespace crucible

@@ -1,7 +1,5 @@
 #include "core/engine/job.h"
 
-#include <spdlog/spdlog.h>
-
 #include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
@@ -42,7 +40,7 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
     try {
         spec = resolve_spec(read_json_file(paths.spec()), path_to_utf8(paths.spec()));
     } catch (const std::exception& e) {
-        spdlog::error("{}", e.what());
+        log_error(e.what());
         events.append(make_status("failed", e.what()));
         return kExitFailed;
     }
@@ -50,7 +48,7 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
     std::unique_ptr<Task> task = info.make();
     Trainer trainer(*task, info, spec.config, paths, events);
     const TrainOutcome outcome = trainer.run(options.resume);
-    spdlog::info("job {}: {} ({})", path_to_utf8(job_dir), outcome.state, outcome.reason);
+    log_info("job " + path_to_utf8(job_dir) + ": " + outcome.state + " (" + outcome.reason + ")");
     return outcome.exit_code;
 }
 

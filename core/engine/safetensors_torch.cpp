@@ -13,8 +13,8 @@
 // safetensors data is little-endian; so is every platform Crucible builds for.
 static_assert(std::endian::native == std::endian::little, "big-endian hosts are not supported");
 
-// LibTorch gained dtypes over time: float8 e4m3fn/e5m2 in 2.1, uint16/32/64 in 2.3, float8
-// e8m0fnu in 2.7.
+// Crucible needs LibTorch >= 2.4 (float8 e4m3fn/e5m2 and uint16/32/64 are there); float8
+// e8m0fnu came in 2.7.
 #define CRUCIBLE_TORCH_AT_LEAST(major, minor) \
     (TORCH_VERSION_MAJOR > (major) ||         \
      (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -31,12 +31,8 @@ const std::vector<std::pair<D, torch::ScalarType>>& dtype_pairs() {
             {D::I16, torch::kInt16}, {D::I32, torch::kInt32}, {D::I64, torch::kInt64},
             {D::F16, torch::kFloat16}, {D::BF16, torch::kBFloat16}, {D::F32, torch::kFloat32},
             {D::F64, torch::kFloat64}, {D::C64, torch::kComplexFloat},
-#if CRUCIBLE_TORCH_AT_LEAST(2, 1)
             {D::F8_E5M2, torch::kFloat8_e5m2}, {D::F8_E4M3, torch::kFloat8_e4m3fn},
-#endif
-#if CRUCIBLE_TORCH_AT_LEAST(2, 3)
             {D::U16, torch::kUInt16}, {D::U32, torch::kUInt32}, {D::U64, torch::kUInt64},
-#endif
 #if CRUCIBLE_TORCH_AT_LEAST(2, 7)
             {D::F8_E8M0, torch::kFloat8_e8m0fnu},
 #endif

@@ -1,5 +1,5 @@
-# Every third-party dependency is found here, once. Debian packages on Linux, vcpkg + the
-# official LibTorch zip on Windows (see README "Windows").
+# Every third-party dependency is found here, once. Debian packages (and PyPI's torch wheel) on
+# Linux, vcpkg + the official LibTorch zip on Windows (see README "Windows").
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(spdlog REQUIRED)
@@ -31,7 +31,10 @@ if(NOT TARGET httplib::httplib)
 endif()
 
 # LibTorch: only core/engine, plugins/, the worker and the CLI may link it (DESIGN.md layers).
-find_package(Torch REQUIRED)
+# CRUCIBLE_WITH_TORCH=OFF builds what a workstation needs, the studio and the agent, without it.
+if(CRUCIBLE_WITH_TORCH)
+    include(CrucibleTorch)
+endif()
 
 if(CRUCIBLE_BUILD_STUDIO)
     find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets Network Test PrintSupport)

@@ -25,17 +25,23 @@ endfunction()
 
 # One precompiled LibTorch header shared by every LibTorch target (REUSE_FROM): one PCH per
 # target would cost ~23 s and ~600 MB each.
-add_library(crucible_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/installer/cmake/torch_pch.cpp")
-target_link_libraries(crucible_torch_pch PUBLIC torch)
-target_compile_definitions(crucible_torch_pch PUBLIC CRUCIBLE_VERSION="${PROJECT_VERSION}")
-target_include_directories(crucible_torch_pch PUBLIC "${CMAKE_SOURCE_DIR}")
-crucible_warnings(crucible_torch_pch)
-target_precompile_headers(crucible_torch_pch PRIVATE <torch/torch.h>)
-if(NOT MSVC)
-    target_compile_options(crucible_torch_pch PRIVATE -fPIC)
+if(CRUCIBLE_WITH_TORCH)
+    add_library(crucible_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/installer/cmake/torch_pch.cpp")
+    target_link_libraries(crucible_torch_pch PUBLIC torch)
+    target_compile_definitions(crucible_torch_pch PUBLIC CRUCIBLE_VERSION="${PROJECT_VERSION}")
+    target_include_directories(crucible_torch_pch PUBLIC "${CMAKE_SOURCE_DIR}")
+    crucible_warnings(crucible_torch_pch)
+    target_precompile_headers(crucible_torch_pch PRIVATE <torch/torch.h>)
+    if(NOT MSVC)
+        target_compile_options(crucible_torch_pch PRIVATE -fPIC)
+    endif()
 endif()
 
 function(crucible_use_torch target)
+    if(NOT CRUCIBLE_WITH_TORCH)
+        message(FATAL_ERROR "${target} uses LibTorch, which CRUCIBLE_WITH_TORCH=OFF leaves out: "
+            "guard its folder with crucible_requires_torch()")
+    endif()
     target_link_libraries(${target} PUBLIC torch)
     if(NOT MSVC)
         # Executables get -fPIE, libraries -fPIC; the PCH must see one setting, so force -fPIC.
@@ -44,12 +50,22 @@ function(crucible_use_torch target)
     target_precompile_headers(${target} REUSE_FROM crucible_torch_pch)
 endfunction()
 
+# At the top of a folder whose targets all need LibTorch: nothing there is built without it.
+macro(crucible_requires_torch)
+    if(NOT CRUCIBLE_WITH_TORCH)
+        return()
+    endif()
+endmacro()
+
 # crucible_add_gtest(NAME SOURCES ... LIBS ... [TORCH] [RESOURCE_LOCK cpu] [TIMEOUT s] [LABELS ...])
 # Test executables get CRUCIBLE_FIXTURES_DIR (the reference data in ../shared/fixtures),
 # CRUCIBLE_SOURCE_DIR and CRUCIBLE_BINARY_DIR. Tests that use several threads take the
 # resource lock "cpu" so that ctest -j2 never oversubscribes the two CI cores.
 function(crucible_add_gtest name)
     cmake_parse_arguments(T "TORCH" "RESOURCE_LOCK;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    if(T_TORCH AND NOT CRUCIBLE_WITH_TORCH)
+        return()
+    endif()
     add_executable(${name} ${T_SOURCES})
     target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
     target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
@@ -64,7 +80,9 @@ function(crucible_add_gtest name)
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 300)
     endif()
-    set(props TIMEOUT ${T_TIMEOUT})
+    # Pinned to the CPU: the same suite runs unchanged on a GPU machine (GPU checks live in
+    # tests/gpu/run.sh).
+    set(props TIMEOUT ${T_TIMEOUT} ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
     if(T_RESOURCE_LOCK)
         list(APPEND props RESOURCE_LOCK ${T_RESOURCE_LOCK})
     endif()
@@ -79,7 +97,7 @@ endfunction()
 # by the scripts under tests/bench.
 function(crucible_add_benchmark name)
     cmake_parse_arguments(B "TORCH" "" "SOURCES;LIBS" ${ARGN})
-    if(NOT CRUCIBLE_BUILD_BENCHMARKS)
+    if(NOT CRUCIBLE_BUILD_BENCHMARKS OR (B_TORCH AND NOT CRUCIBLE_WITH_TORCH))
         return()
     endif()
     add_executable(${name} ${B_SOURCES})

