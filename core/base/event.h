@@ -27,6 +27,13 @@ inline constexpr const char* kAlarm = "alarm";
 inline constexpr const char* kRollback = "rollback";
 }  // namespace event_kind
 
+// Metric values the agent reads back from a worker's events (metric event "values").
+namespace metric_key {
+// The CUDA caching allocator's allocated / reserved memory, GiB (GPU runs only).
+inline constexpr const char* kGpuMemAllocatedGib = "gpu/mem_allocated_gib";
+inline constexpr const char* kGpuMemReservedGib = "gpu/mem_reserved_gib";
+}  // namespace metric_key
+
 // True for the kinds DESIGN.md lists.
 bool is_known_event_kind(const std::string& kind);
 

@@ -1,5 +1,7 @@
 #include "core/engine/loss_scaler.h"
 
+#include "core/engine/host_read.h"
+
 namespace crucible::engine {
 
 DynamicLossScaler::DynamicLossScaler(bool enabled, double initial_scale, double growth,
@@ -17,15 +19,17 @@ torch::Tensor DynamicLossScaler::scale_loss(const torch::Tensor& loss) const {
 bool DynamicLossScaler::unscale(const std::vector<torch::Tensor>& params) {
     if (!enabled_) return true;
     torch::NoGradGuard no_grad;
-    bool finite = true;
-    const double inv = 1.0 / scale_;
-    for (const auto& p : params) {
-        torch::Tensor g = p.grad();
-        if (!g.defined()) continue;
-        g.mul_(inv);
-        if (finite && !torch::isfinite(g).all().item<bool>()) finite = false;
-    }
-    return finite;
+    std::vector<torch::Tensor> grads;
+    for (const auto& p : params)
+        if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty()) return true;
+    const auto on = torch::TensorOptions().dtype(torch::kFloat32).device(grads.front().device());
+    torch::Tensor found_inf = torch::zeros({1}, on);
+    const torch::Tensor inv_scale = torch::full({1}, 1.0 / scale_, on);
+    // Multiplies every gradient by inv_scale and sets found_inf where one is inf or NaN; the
+    // kernel wants all tensors on one device, which the trainer's parameters are.
+    at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale);
+    return !host_bool(found_inf.gt(0));
 }
 
 void DynamicLossScaler::update(bool found_inf) {

@@ -1,7 +1,8 @@
 #pragma once
-// Dynamic loss scaling for fp16 training (LibTorch 1.13 has no C++ GradScaler): the loss is
+// Dynamic loss scaling for fp16 training (LibTorch has no C++ GradScaler): the loss is
 // multiplied by `scale` before backward; before the optimizer step the gradients are divided by
-// it and checked; a non-finite gradient skips the step and halves the scale; after
+// it and checked, all in one fused kernel, with one host read of the result per step (not one
+// per parameter); a non-finite gradient skips the step and halves the scale; after
 // `growth_interval` good steps in a row the scale doubles. Disabled, it is the identity.
 #include <torch/torch.h>
 
@@ -20,7 +21,7 @@ class DynamicLossScaler {
     bool enabled() const { return enabled_; }
     double scale() const { return scale_; }
     torch::Tensor scale_loss(const torch::Tensor& loss) const;
-    // Divides the gradients by the scale; returns false when any is inf or NaN.
+    // Divides the gradients by the scale; returns false when any is inf or NaN. One host read.
     bool unscale(const std::vector<torch::Tensor>& params);
     // After a step attempt: found_inf → backoff, else count towards growth.
     void update(bool found_inf);

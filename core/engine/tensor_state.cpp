@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "core/base/error.h"
@@ -20,8 +21,10 @@ std::string archive_bytes(torch::serialize::OutputArchive& archive) {
     return std::move(out).str();
 }
 
-void load_archive(torch::serialize::InputArchive& archive, const std::string& bytes) {
-    archive.load_from(bytes.data(), bytes.size());
+// `device`: where the archive's tensors land (else where they were saved).
+void load_archive(torch::serialize::InputArchive& archive, const std::string& bytes,
+                  std::optional<torch::Device> device = std::nullopt) {
+    archive.load_from(bytes.data(), bytes.size(), device);
 }
 
 // "p12": built with append, not operator+ (GCC 12 -Wstringop-overflow false positive).
@@ -87,8 +90,16 @@ std::string optimizer_to_bytes(torch::optim::Optimizer& optimizer) {
 }
 
 void optimizer_from_bytes(torch::optim::Optimizer& optimizer, const std::string& bytes) {
+    // The state (momentum, Adam's moments) lands on the parameters' device, which need not be
+    // the one it was saved from: a run checkpointed on a GPU may resume on another or the CPU.
+    std::optional<torch::Device> device;
+    for (const auto& group : optimizer.param_groups())
+        if (!group.params().empty()) {
+            device = group.params().front().device();
+            break;
+        }
     torch::serialize::InputArchive archive;
-    load_archive(archive, bytes);
+    load_archive(archive, bytes, device);
     optimizer.load(archive);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Byte images of training state for checkpoints, through LibTorch's own archives
-// (torch::serialize::OutputArchive / InputArchive, available in 1.13 and 2.x): module parameters
+// (torch::serialize::OutputArchive / InputArchive): module parameters
 // and buffers, optimizer state (momentum buffers, Adam moments and step counts), pending
 // gradients, and the random generators.
 #include <torch/torch.h>
@@ -14,6 +14,7 @@ std::string module_to_bytes(torch::nn::Module& module);
 void module_from_bytes(torch::nn::Module& module, const std::string& bytes);
 
 std::string optimizer_to_bytes(torch::optim::Optimizer& optimizer);
+// The state is placed on the device of the optimizer's parameters.
 void optimizer_from_bytes(torch::optim::Optimizer& optimizer, const std::string& bytes);
 
 // Gradients of the module's parameters (those defined), for checkpoints taken in the middle of

@@ -37,7 +37,16 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
         "ema", d.ema, "keep an exponential moving average of the weights (validated and saved)",
         optim));
     schema.add(boolean_option(
-        "amp", d.amp, "mixed precision (fp16 autocast + dynamic loss scaling) on CUDA", train));
+        "amp", d.amp, "mixed precision on CUDA (autocast; fp16 adds dynamic loss scaling)", train));
+    OptionSpec amp_dtype = text_option(
+        "amp_dtype", "fp16", "precision of amp: fp16, or bf16 (Ampere and newer; no loss scaling)",
+        train, OptionType::Choice);
+    amp_dtype.choices = {"fp16", "bf16"};
+    schema.add(amp_dtype);
+    schema.add(boolean_option("deterministic", false,
+                              "bit-identical GPU runs (deterministic kernels, no cuDNN autotuning; "
+                              "slower)",
+                              train));
     schema.add(integer_option("seed", 0, 0, 4294967295.0,
                               "random seed (data order, augmentation, initialization)", train));
     schema.add(text_option(
@@ -99,6 +108,8 @@ TrainOptions TrainOptions::from_config(const Json& c) {
     flag("cos_lr", o.cos_lr);
     num("grad_clip", o.grad_clip);
     flag("amp", o.amp);
+    str("amp_dtype", o.amp_dtype);
+    flag("deterministic", o.deterministic);
     flag("ema", o.ema);
     flag("val", o.val);
     if (c.contains("seed") && c["seed"].is_number()) o.seed = c["seed"].get<std::int64_t>();

@@ -43,6 +43,8 @@ struct TrainOptions {
     bool cos_lr = false;
     double grad_clip = 10.0;
     bool amp = true;
+    std::string amp_dtype = "fp16";  // fp16 | bf16
+    bool deterministic = false;      // configure_algorithms()
     std::int64_t seed = 0;
     std::string device;
     int workers = 0;  // CPU threads for LibTorch (0: all cores)

@@ -1,18 +1,21 @@
 #include "core/engine/trainer.h"
 
-#include <spdlog/spdlog.h>
-
 #include <cmath>
 #include <cstdio>
 
 #include "core/base/error.h"
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
+#include "core/base/log.h"
 #include "core/base/sha256.h"
+#include "core/engine/algorithms.h"
 #include "core/engine/autocast.h"
 #include "core/engine/cpu_memory.h"
+#include "core/engine/device_memory.h"
 #include "core/engine/fault.h"
+#include "core/engine/grad_clip.h"
 #include "core/engine/optimizer_factory.h"
+#include "core/engine/out_of_memory.h"
 #include "core/engine/step_profile.h"
 #include "core/engine/threads.h"
 #include "core/engine/trainer_impl.h"
@@ -26,12 +29,6 @@ namespace {
 struct NonFiniteLoss : Error {
     using Error::Error;
 };
-
-bool is_out_of_memory(const std::string& what) {
-    return what.find("out of memory") != std::string::npos ||
-           what.find("can't allocate memory") != std::string::npos ||
-           what.find("not enough memory") != std::string::npos;
-}
 
 std::string format_duration(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -88,17 +85,17 @@ void Trainer::Impl::drain_inbox() {
     try {
         drain_job_inbox(paths.dir, events);
     } catch (const std::exception& e) {
-        spdlog::warn("job inbox: {}", e.what());  // a full disk: the files wait for later
+        log_warn(std::string("job inbox: ") + e.what());  // a full disk: the files wait for later
     }
 }
 
 void Trainer::Impl::log(const std::string& level, const std::string& message) {
     if (level == "error")
-        spdlog::error("{}", message);
+        log_error(message);
     else if (level == "warning")
-        spdlog::warn("{}", message);
+        log_warn(message);
     else
-        spdlog::info("{}", message);
+        log_info(message);
     log_tail.push_back(message);
     while (log_tail.size() > 20)
         log_tail.pop_front();
@@ -135,9 +132,12 @@ void Trainer::Impl::setup(bool resume) {
     started = std::chrono::steady_clock::now();
     threads = configure_cpu_threads(opt.workers);
     keep_freed_memory_for_reuse();
+    configure_algorithms(opt.deterministic);  // before any CUDA work
     device = choose_device(opt.device);
-    amp = opt.amp && device.device.is_cuda();
-    scaler = DynamicLossScaler(amp);
+    amp = AutocastMode{opt.amp && device.device.is_cuda(), c10::DeviceType::CUDA,
+                       opt.amp_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat16};
+    // bf16 has fp32's exponent range: its gradients do not underflow, nothing to scale.
+    scaler = DynamicLossScaler(amp.enabled && amp.dtype == torch::kFloat16);
     torch::manual_seed(static_cast<std::uint64_t>(opt.seed));
     if (device.device.is_cuda()) torch::cuda::manual_seed_all(static_cast<std::uint64_t>(opt.seed));
 
@@ -214,14 +214,16 @@ void Trainer::Impl::setup(bool resume) {
     results = ResultsTable(columns);
     s.loss_sum.assign(loss_names.size(), 0.0);
 
-    log("info", std::string(info.id) + " on " + device.describe() + (amp ? " (AMP)" : "") + ", " +
-                    std::to_string(threads) + " CPU threads; optimizer " + choice.name + "(lr=" +
-                    std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
-                    ") with " + std::to_string(groups.weights.size()) +
-                    " weight(decay=" + std::to_string(weight_decay) + "), " +
-                    std::to_string(groups.norm_weights.size()) + " norm weight(decay=0), " +
-                    std::to_string(groups.biases.size()) + " bias(decay=0); accumulate " +
-                    std::to_string(accumulate) + ", " + std::to_string(nb) + " batches per epoch");
+    log("info",
+        std::string(info.id) + " on " + device.describe() +
+            (amp.enabled ? (amp.dtype == torch::kBFloat16 ? " (AMP bf16)" : " (AMP fp16)") : "") +
+            ", " + std::to_string(threads) + " CPU threads; optimizer " + choice.name +
+            "(lr=" + std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
+            ") with " + std::to_string(groups.weights.size()) +
+            " weight(decay=" + std::to_string(weight_decay) + "), " +
+            std::to_string(groups.norm_weights.size()) + " norm weight(decay=0), " +
+            std::to_string(groups.biases.size()) + " bias(decay=0); accumulate " +
+            std::to_string(accumulate) + ", " + std::to_string(nb) + " batches per epoch");
     store.remove_stale_temp_files();
     if (resume) {
         if (!resume_from_checkpoint()) {
@@ -248,7 +250,7 @@ void Trainer::Impl::optimizer_step() {
     {
         PhaseTimer timer("optimizer");
         finite = scaler.unscale(params);
-        if (finite && opt.grad_clip > 0) torch::nn::utils::clip_grad_norm_(params, opt.grad_clip);
+        if (finite && opt.grad_clip > 0) clip_grad_norm(params, opt.grad_clip);
         if (finite) optimizer->step();
         scaler.update(!finite);
         optimizer->zero_grad();
@@ -268,18 +270,12 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
         AutocastGuard autocast(amp);
         out = task.compute_loss(*model, batch);
     }
-    const double total = out.total.detach().to(torch::kCPU, torch::kDouble).item<double>();
-    if (!std::isfinite(total))
-        throw NonFiniteLoss("non-finite loss (" + std::to_string(total) + ") at epoch " +
-                            std::to_string(s.epoch + 1) + ", step " + std::to_string(s.step + 1));
+    // Summed on the device; a non-finite loss is found when the sums are read (sync_losses).
+    loss_sums.add(out.total, out.items, s.step);
     {
         PhaseTimer timer("backward");
         scaler.scale_loss(out.total).backward();
     }
-    const torch::Tensor items = out.items.detach().to(torch::kCPU, torch::kDouble).contiguous();
-    for (std::size_t k = 0; k < s.loss_sum.size() && k < static_cast<std::size_t>(items.numel());
-         ++k)
-        s.loss_sum[k] += items.data_ptr<double>()[k];
     if (ni - s.last_opt_step >= accumulate) {
         optimizer_step();
         s.last_opt_step = ni;
@@ -289,11 +285,20 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
     StepProfile::current().count_step();
 }
 
+void Trainer::Impl::sync_losses() {
+    const auto bad = loss_sums.read(s.loss_sum);
+    if (!bad) return;
+    throw NonFiniteLoss("non-finite loss (" + std::to_string(bad->value) + ") at epoch " +
+                        std::to_string(bad->step / std::max<std::int64_t>(nb, 1) + 1) + ", step " +
+                        std::to_string(bad->step + 1));
+}
+
 void Trainer::Impl::report_step(std::int64_t batch_items) {
     window_items += batch_items;
     window_steps += 1;
     const std::int64_t total_steps = nb * opt.epochs;
     if (s.step % opt.log_steps != 0 && s.index != nb) return;
+    sync_losses();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
     const double items_per_s = secs > 0 ? static_cast<double>(window_items) / secs : 0.0;
@@ -311,12 +316,22 @@ void Trainer::Impl::report_step(std::int64_t batch_items) {
     }
     for (int j = 0; j < 3; ++j)
         values["lr/pg" + std::to_string(j)] = s.lr[static_cast<std::size_t>(j)];
+    if (auto memory = device_memory(device.device)) {
+        memory->seconds_per_step = seconds_per_step;
+        values[metric_key::kGpuMemAllocatedGib] =
+            static_cast<double>(memory->allocated) / (1u << 30);
+        values[metric_key::kGpuMemReservedGib] = static_cast<double>(memory->reserved) / (1u << 30);
+        if (auto alarm = memory_watch.observe(*memory)) {
+            emit(make_alarm(alarm->alarm, alarm->message));
+            log("warning", alarm->message);
+        }
+    }
     emit(make_metric(s.epoch + 1, s.step, values));
     emit(make_progress(s.step, total_steps, s.epoch + 1, opt.epochs, items_per_s, eta));
     char tail[96];
     std::snprintf(tail, sizeof tail, "  %.1f items/s  ETA %s", items_per_s,
                   format_duration(eta).c_str());
-    spdlog::info("{}{}", line, tail);
+    log_info(line + tail);
     window_items = 0;
     window_steps = 0;
     window_start = std::chrono::steady_clock::now();
@@ -328,6 +343,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     fault_point("during_validation", epoch, 0);
     EvalResult eval;
     const bool validated = opt.val || final_epoch;
+    sync_losses();
     std::vector<double> loss_means;
     for (double sum : s.loss_sum)
         loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(nb, 1)));
@@ -381,6 +397,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     s.epoch = epoch + 1;
     s.index = 0;
     std::fill(s.loss_sum.begin(), s.loss_sum.end(), 0.0);
+    loss_sums.reset(s.loss_sum, device.device);
     save_weights("last");
     if (improved) {
         // The same weights as last.safetensors: a second name, not a second write.
@@ -421,6 +438,7 @@ TrainOutcome Trainer::Impl::finish(const std::string& state, const std::string& 
 
 TrainOutcome Trainer::Impl::loop() {
     emit(make_status("running"));
+    loss_sums.reset(s.loss_sum, device.device);
     StepProfile::current().reset();
     window_start = std::chrono::steady_clock::now();
     while (s.epoch < opt.epochs) {
@@ -482,6 +500,12 @@ TrainOutcome Trainer::Impl::loop() {
 
 TrainOutcome Trainer::run(bool resume) {
     Impl& m = *impl_;
+    const auto out_of_memory = [&m](const std::string& what) {
+        const std::string reason = "out of memory at batch size " + std::to_string(m.opt.batch) +
+                                   " on " + m.device.describe() + ": " + what;
+        m.emit(make_alarm("out_of_memory", reason));
+        return m.finish("failed", reason, kExitFailed);
+    };
     try {
         m.setup(resume);
         return m.loop();
@@ -489,20 +513,12 @@ TrainOutcome Trainer::run(bool resume) {
         m.emit(make_alarm("non_finite_loss", e.what()));
         return m.finish("failed", e.what(), kExitFailed);
     } catch (const c10::Error& e) {
+        if (is_out_of_memory(e)) return out_of_memory(first_line(e.what()));
         const std::string what = first_line(e.what());
-        if (is_out_of_memory(e.what())) {
-            const std::string reason = "out of memory at batch size " +
-                                       std::to_string(m.opt.batch) + " on " + m.device.describe() +
-                                       ": " + what;
-            m.emit(make_alarm("out_of_memory", reason));
-            return m.finish("failed", reason, kExitFailed);
-        }
         m.log("error", "LibTorch error: " + what);
         return m.finish("failed", "LibTorch error: " + what, kExitFailed);
-    } catch (const std::bad_alloc&) {
-        const std::string reason = "out of memory at batch size " + std::to_string(m.opt.batch);
-        m.emit(make_alarm("out_of_memory", reason));
-        return m.finish("failed", reason, kExitFailed);
+    } catch (const std::bad_alloc& e) {
+        return out_of_memory(e.what());
     } catch (const std::exception& e) {
         m.log("error", e.what());
         return m.finish("failed", e.what(), kExitFailed);

@@ -1,8 +1,8 @@
 // Saving and restoring the whole training state (issue [4/10] "Checkpoints" and "Resume").
-#include <spdlog/spdlog.h>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/log.h"
 #include "core/engine/step_profile.h"
 #include "core/engine/tensor_state.h"
 #include "core/engine/trainer_impl.h"
@@ -10,6 +10,7 @@
 namespace crucible::engine {
 
 std::string Trainer::Impl::encode_state() {
+    sync_losses();
     CheckpointData data;
     data.meta = {{"format", 1},
                  {"crucible_version", CRUCIBLE_VERSION},
@@ -65,7 +66,7 @@ void Trainer::Impl::report_checkpoints(const std::vector<CheckpointWriter::Outco
                               o.error.find("disk full") != std::string::npos;
             emit(make_alarm(full ? "disk_full" : "checkpoint_failed",
                             o.error + "; the previous checkpoint is kept and training goes on"));
-            spdlog::warn("{}", o.error);
+            log_warn(o.error);
             continue;
         }
         last_checkpoint_step = std::max(last_checkpoint_step, o.step);

@@ -12,11 +12,14 @@
 #include <vector>
 
 #include "core/base/event.h"
+#include "core/engine/autocast.h"
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/checkpoint_writer.h"
 #include "core/engine/device.h"
+#include "core/engine/device_loss_sums.h"
 #include "core/engine/ema.h"
 #include "core/engine/loss_scaler.h"
+#include "core/engine/memory_spill.h"
 #include "core/engine/results_csv.h"
 #include "core/engine/schedule.h"
 #include "core/engine/stop_control.h"
@@ -53,7 +56,7 @@ struct Trainer::Impl {
     std::string config_sha;
 
     DeviceChoice device;
-    bool amp = false;
+    AutocastMode amp;
     int threads = 1;
     std::unique_ptr<BatchSource> data;
     std::int64_t nb = 0;
@@ -72,6 +75,7 @@ struct Trainer::Impl {
     CheckpointWriter writer;  // after `store`, which it writes to
     StopControl control;
     LoopState s;
+    DeviceLossSums loss_sums;  // s.loss_sum as the device has it, read by sync_losses()
     std::int64_t last_checkpoint_step = -1;
     std::deque<std::string> log_tail;
     std::chrono::steady_clock::time_point started;
@@ -79,6 +83,7 @@ struct Trainer::Impl {
     std::int64_t window_steps = 0;
     std::chrono::steady_clock::time_point window_start;
     double seconds_per_step = 0;
+    MemorySpillWatch memory_watch;  // GPU memory past the card (Windows spills into RAM)
 
     // trainer.cpp
     void log(const std::string& level, const std::string& message);
@@ -87,6 +92,9 @@ struct Trainer::Impl {
     void setup(bool resume);
     TrainOutcome loop();
     void train_step(const Batch& batch, std::int64_t i);
+    // Reads the loss sums from the device into s.loss_sum (one host read); throws when a step's
+    // loss was not finite. Called when the host needs them, never inside a step.
+    void sync_losses();
     void optimizer_step();
     void apply_schedule(std::int64_t ni);
     void report_step(std::int64_t batch_items);

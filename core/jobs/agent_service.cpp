@@ -192,6 +192,9 @@ void AgentService::watch_gpus(AlarmMonitor& monitor) {
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     for (auto& alarm : monitor.check(report, running, now)) {
         alarm.event.t = unix_time_now();
+        if (alarm.event.fields.value("alarm", std::string()) == "gpu_memory")
+            alarm.event.fields["message"] = alarm.event.fields.value("message", std::string()) +
+                                            allocator_note(registry_.folder(alarm.job_id));
         spdlog::warn("job {}: alarm {}: {}", alarm.job_id,
                      alarm.event.fields.value("alarm", std::string()),
                      alarm.event.fields.value("message", std::string()));

@@ -126,6 +126,30 @@ TEST(AlarmThresholds, ReadFromAgentJsonAndHostileValuesNamed) {
     }
 }
 
+// The VRAM alarm shows NVML's figure (reserved memory plus the CUDA context) beside what the
+// worker's caching allocator last reported, read from the end of the job's events.
+TEST(AllocatorNote, TheLastMemoryReportOfTheWorker) {
+    const auto dir = fresh_dir("allocator_note");
+    EXPECT_EQ(jobs::allocator_note(dir), "");  // no events yet
+    {
+        std::ofstream events(dir / "events.jsonl");
+        events << R"({"seq":0,"t":1,"kind":"status","state":"running"})"
+               << "\n"
+               << R"({"seq":1,"t":2,"kind":"metric","epoch":1,"step":10,"values":)"
+               << R"({"gpu/mem_allocated_gib":10.25,"gpu/mem_reserved_gib":12.0}})"
+               << "\n"
+               << R"({"seq":2,"t":3,"kind":"metric","epoch":1,"step":20,"values":)"
+               << R"({"gpu/mem_allocated_gib":20.14,"gpu/mem_reserved_gib":22.43}})"
+               << "\n"
+               << R"({"seq":3,"t":4,"kind":"metric","epoch":1,"step":20,"values":{"x":1}})"
+               << "\n"
+               << "{not json\n";
+    }
+    EXPECT_EQ(jobs::allocator_note(dir),
+              " (the job's allocator: allocated 20.1 GiB, reserved 22.4 GiB)");
+    std::filesystem::remove_all(dir);
+}
+
 TEST(JobInbox, PostedEventsAreAppendedInOrderByTheOwnerOfTheLog) {
     auto dir = fresh_dir("inbox");
     {

@@ -8,6 +8,8 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/engine/ema.h"
+#include "core/engine/grad_clip.h"
+#include "core/engine/host_read.h"
 #include "core/engine/loss_scaler.h"
 #include "core/engine/optimizer_factory.h"
 #include "core/engine/param_groups.h"
@@ -113,6 +115,55 @@ TEST(LossScaler, BackoffOnInfAndGrowthAfterInterval) {
     EXPECT_DOUBLE_EQ(restored.scale(), 1024.0);
     DynamicLossScaler off(false);
     EXPECT_TRUE(off.unscale({p}));  // identity when disabled
+}
+
+// The check of all gradients is one fused kernel and one host read, however many parameters:
+// on CUDA each host read is a device synchronisation.
+TEST(LossScaler, OneHostReadPerStepForAnyNumberOfParameters) {
+    DynamicLossScaler scaler(true, 256.0);
+    std::vector<torch::Tensor> params;
+    torch::Tensor loss = torch::zeros({});
+    for (int i = 0; i < 40; ++i) {
+        params.push_back(torch::full({3, 5}, 0.5 + i, torch::requires_grad()));
+        loss = loss + (params.back() * params.back()).sum();
+    }
+    params.push_back(torch::ones({2}, torch::requires_grad()));  // no gradient: skipped
+    scaler.scale_loss(loss).backward();
+    const auto before = host_read_count();
+    EXPECT_TRUE(scaler.unscale(params));
+    EXPECT_EQ(host_read_count() - before, 1u);
+    for (int i = 0; i < 40; ++i)  // d(x^2)/dx = 2x, exactly, after unscaling a power of two
+        EXPECT_TRUE(torch::equal(params[i].grad(), params[i].detach() * 2)) << i;
+    {
+        torch::NoGradGuard g;
+        params[17].mutable_grad()[1][2] = std::numeric_limits<float>::quiet_NaN();
+    }
+    const auto again = host_read_count();
+    EXPECT_FALSE(scaler.unscale(params));
+    EXPECT_EQ(host_read_count() - again, 1u);
+    scaler.update(true);
+    EXPECT_DOUBLE_EQ(scaler.scale(), 128.0);
+}
+
+TEST(GradClip, EqualsLibTorchsClipGradNormBitForBitWithoutAHostRead) {
+    for (double max_norm : {0.5, 1e6}) {  // clipping, and a no-op
+        torch::manual_seed(3);
+        std::vector<torch::Tensor> a, b;
+        for (int i = 0; i < 5; ++i) {
+            a.push_back(torch::randn({4, 3}, torch::requires_grad()));
+            b.push_back(a.back().detach().clone().requires_grad_());
+            const auto g = torch::randn({4, 3}) * (i + 1);
+            a.back().mutable_grad() = g.clone();
+            b.back().mutable_grad() = g.clone();
+        }
+        const double want = torch::nn::utils::clip_grad_norm_(a, max_norm);
+        const auto reads = host_read_count();
+        const torch::Tensor norm = clip_grad_norm(b, max_norm);
+        EXPECT_EQ(host_read_count(), reads);
+        EXPECT_DOUBLE_EQ(norm.item<double>(), want);
+        for (std::size_t i = 0; i < a.size(); ++i)
+            EXPECT_TRUE(torch::equal(a[i].grad(), b[i].grad())) << max_norm << " " << i;
+    }
 }
 
 TEST(Results, UltralyticsLayout) {

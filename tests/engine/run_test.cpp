@@ -9,6 +9,7 @@
 #include "core/base/file_io.h"
 #include "core/engine/checkpoint_file.h"
 #include "core/engine/checkpoint_store.h"
+#include "core/engine/host_read.h"
 #include "core/engine/schedule.h"
 #include "core/engine/stop_control.h"
 #include "core/engine/trainer.h"
@@ -230,6 +231,42 @@ TEST(EngineRun, NonFiniteLossFailsWithAlarm) {
     EXPECT_NE(status.fields["reason"].get<std::string>().find("non-finite loss"),
               std::string::npos);
     EXPECT_TRUE(status.fields["log_tail"].is_array());
+    std::filesystem::remove_all(dir);
+}
+
+// A step never waits for the device: loss values are read once per report, epoch end or
+// checkpoint (each read is a device synchronisation on CUDA), not once per step.
+TEST(EngineRun, HostReadsArePerReportNotPerStep) {
+    const auto dir = fresh_dir("host_reads");
+    Json o = base_options();
+    o["samples"] = 96;  // 12 steps an epoch
+    o["epochs"] = 2;
+    o["log_steps"] = 1000;
+    o["grad_clip"] = 10.0;
+    write_toy_spec(dir, o);
+    const auto before = host_read_count();
+    EXPECT_EQ(run_in_process(dir), kExitSucceeded);
+    const auto reads = host_read_count() - before;
+    // Per epoch: its last step's report, the epoch's results row and its checkpoint.
+    EXPECT_LE(reads, 3u * 2u) << "24 steps";
+    EXPECT_GE(reads, 2u);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, OutOfMemoryFailsTheRunWithAnAlarm) {
+    const auto dir = fresh_dir("oom");
+    Json o = base_options();
+    o["oom_at_step"] = 2;
+    write_toy_spec(dir, o);
+    EXPECT_EQ(run_in_process(dir), kExitFailed);
+    const auto events = events_of(dir);
+    const auto alarms = of_kind(events, "alarm");
+    ASSERT_EQ(alarms.size(), 1u);
+    EXPECT_EQ(alarms[0].fields["alarm"], "out_of_memory");
+    const auto status = last_status(events);
+    EXPECT_EQ(status.fields["state"], "failed");
+    const std::string reason = status.fields["reason"].get<std::string>();
+    EXPECT_NE(reason.find("out of memory at batch size 8 on cpu"), std::string::npos) << reason;
     std::filesystem::remove_all(dir);
 }
 

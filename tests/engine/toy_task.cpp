@@ -112,7 +112,15 @@ class ToyTask : public Task {
         OptionSpec nan_at{
             "nan_at_step", OptionType::Integer, -1, -1, 1e9, {}, "make the loss NaN at this step",
             "test"};
-        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at);
+        OptionSpec oom_at{"oom_at_step",
+                          OptionType::Integer,
+                          -1,
+                          -1,
+                          1e9,
+                          {},
+                          "ask the allocator for an impossible tensor at this step",
+                          "test"};
+        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at).add(oom_at);
         return s;
     }
     void setup(const TaskContext& c) override {
@@ -128,6 +136,7 @@ class ToyTask : public Task {
         batch_ = c.config["batch"].get<int>();
         fitness_ = c.config["fitness"].get<std::string>();
         nan_at_ = c.config["nan_at_step"].get<long long>();
+        oom_at_ = c.config["oom_at_step"].get<long long>();
         c.log("info", "toy task: " + std::to_string(n) + " samples");
     }
     std::unique_ptr<BatchSource> train_data() override {
@@ -145,6 +154,8 @@ class ToyTask : public Task {
         torch::Tensor loss = torch::mse_loss(mlp.forward(x), y);
         if (nan_at_ >= 0 && steps_ == nan_at_)
             loss = loss * std::numeric_limits<float>::quiet_NaN();
+        // 2^60 floats: the allocator itself fails and throws its own out-of-memory error.
+        if (oom_at_ >= 0 && steps_ == oom_at_) loss = loss + torch::empty({1LL << 60}).sum();
         return {loss, loss.detach().reshape({1})};
     }
     std::vector<std::string> eval_columns() const override {
@@ -167,7 +178,7 @@ class ToyTask : public Task {
     Data train_, val_;
     int dim_ = 4, batch_ = 8;
     std::string fitness_;
-    long long nan_at_ = -1, steps_ = 0;
+    long long nan_at_ = -1, oom_at_ = -1, steps_ = 0;
     int evals_ = 0;
 };
 

@@ -1,0 +1,18 @@
+// POSIX half of environment.h. The Windows twin is environment_windows.cpp.
+#ifndef _WIN32
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/base/environment.h"
+#include "core/base/error.h"
+
+namespace crucible {
+
+void set_environment_variable(const std::string& name, const std::string& value, bool overwrite) {
+    if (::setenv(name.c_str(), value.c_str(), overwrite ? 1 : 0) != 0)
+        throw Error("cannot set " + name + ": " + std::strerror(errno));
+}
+
+}  // namespace crucible
+#endif
