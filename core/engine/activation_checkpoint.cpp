@@ -21,7 +21,7 @@ struct SavedBlock : torch::CustomClassHolder {
     std::vector<bool> requires_grad;
     at::Generator generator;
     at::Tensor rng_state;
-    bool autocast = false;
+    AutocastMode autocast;
 };
 
 at::Generator default_generator_of(const torch::Device& device) {
@@ -101,7 +101,7 @@ torch::Tensor checkpointed(CheckpointedMultiBlock block, const std::vector<torch
     saved->block = std::move(block);
     saved->generator = default_generator_of(inputs.front().device());
     saved->rng_state = generator_state(saved->generator);
-    saved->autocast = cuda_autocast_active();
+    saved->autocast = current_autocast();
     static const torch::Tensor anchor = torch::empty({0}, torch::requires_grad());
     return CheckpointFunction::apply(at::TensorList(inputs), anchor, saved);
 }

@@ -1,21 +1,38 @@
 #pragma once
-// RAII fp16 autocast on CUDA, across LibTorch versions (1.13: at::autocast::set_enabled;
-// 2.4+: set_autocast_enabled(device, on)). A no-op when `enabled` is false.
+// RAII autocast: inside a guard, LibTorch runs matrix products and convolutions in a reduced
+// precision (fp16 or bf16) and keeps precision-sensitive ops (losses, reductions; on CUDA also
+// softmax) in fp32. fp16 training pairs it with DynamicLossScaler; bf16 needs no scaling.
+#include <c10/core/DeviceType.h>
+#include <c10/core/ScalarType.h>
+
 namespace crucible::engine {
 
-// Whether CUDA autocast is on for this thread now (a recomputation in backward repeats it).
+struct AutocastMode {
+    bool enabled = false;
+    c10::DeviceType device = c10::DeviceType::CUDA;
+    c10::ScalarType dtype = c10::ScalarType::Half;
+
+    // fp16 on CUDA, the default of training and inference on a GPU.
+    static AutocastMode cuda_fp16(bool enabled) { return {enabled}; }
+};
+
+// The autocast this thread runs under now, CUDA's if on, else the CPU's (a recomputation in
+// backward repeats it).
+AutocastMode current_autocast();
+// Whether CUDA autocast is on for this thread now.
 bool cuda_autocast_active();
 
 class AutocastGuard {
   public:
-    explicit AutocastGuard(bool enabled);
+    explicit AutocastGuard(AutocastMode mode);
     ~AutocastGuard();
     AutocastGuard(const AutocastGuard&) = delete;
     AutocastGuard& operator=(const AutocastGuard&) = delete;
 
   private:
-    bool enabled_;
-    bool previous_ = false;
+    AutocastMode mode_;
+    bool previous_enabled_ = false;
+    c10::ScalarType previous_dtype_ = c10::ScalarType::Half;
 };
 
 }  // namespace crucible::engine

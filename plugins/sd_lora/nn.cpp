@@ -2,8 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <torch/version.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -144,33 +142,12 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
 
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask) {
-#if TORCH_VERSION_MAJOR >= 2
-    if (!mask.defined() || mask.dtype() == q.dtype())
-        return at::scaled_dot_product_attention(
-            q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt);
-#endif
-    const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-    // Scores for all queries at once can be huge (SD at 512 px: 4096² per head); queries go in
-    // chunks of at most ~1M scores, which also keeps allocations small enough to be reused.
-    constexpr std::int64_t kMaxScores = 1 << 20;
-    const std::int64_t nq = q.size(-2), nk = k.size(-2);
-    const std::int64_t batch_heads = q.numel() / std::max<std::int64_t>(1, nq * q.size(-1));
-    const std::int64_t rows =
-        std::max<std::int64_t>(1, kMaxScores / std::max<std::int64_t>(1, batch_heads * nk));
-    const torch::Tensor kt = k.transpose(-1, -2);
-    std::vector<torch::Tensor> outs;
-    for (std::int64_t start = 0; start < nq; start += rows) {
-        const std::int64_t len = std::min(rows, nq - start);
-        const torch::Tensor qc = rows >= nq ? q : q.narrow(-2, start, len);
-        torch::Tensor scores = torch::matmul(qc, kt) * scale;
-        if (mask.defined())
-            scores = scores + (mask.dim() >= 2 && mask.size(-2) == nq && rows < nq
-                                   ? mask.narrow(-2, start, len)
-                                   : mask);
-        const torch::Tensor probs = torch::softmax(scores.to(torch::kFloat32), -1).to(v.dtype());
-        outs.push_back(torch::matmul(probs, v));
-    }
-    return outs.size() == 1 ? outs[0] : torch::cat(outs, -2);
+    // One fused kernel for every precision (flash or memory-efficient attention on CUDA, a
+    // blocked kernel on the CPU: the 4096² scores of SD at 512 px never exist at once). An
+    // additive mask takes the queries' dtype, so a fp32 mask beside half queries (autocast, or
+    // fp16 weights) is used as it is instead of sending the call down another path.
+    if (!mask.defined()) return at::scaled_dot_product_attention(q, k, v);
+    return at::scaled_dot_product_attention(q, k, v, mask.to(q.scalar_type()));
 }
 
 torch::Tensor split_heads(const torch::Tensor& x, std::int64_t heads) {

@@ -92,8 +92,9 @@ struct EmbeddingImpl : torch::nn::Module {
 };
 TORCH_MODULE(Embedding);
 
-// softmax(q k^T / sqrt(d)) v for [B, heads, N, d] tensors, softmax in fp32; `mask` (additive,
-// broadcastable to [B, heads, Nq, Nk]) may be undefined.
+// softmax(q k^T / sqrt(d)) v for [B, heads, N, d] tensors in one fused kernel (it accumulates in
+// fp32 for half inputs); `mask` (additive, broadcastable to [B, heads, Nq, Nk], any float dtype)
+// may be undefined.
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& mask = {});
 

@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/engine/autocast.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
@@ -124,12 +125,23 @@ TEST(LlamaModel, FusedAndPlainAttentionAgreeWithGqaAndBias) {
     m->kernel = AttentionKernel::Plain;
     const auto plain = m->forward(tokens);
     EXPECT_EQ(plain.sizes(), (std::vector<std::int64_t>{2, 9, 50}));
-    if (fused_attention_available()) {
-        m->kernel = AttentionKernel::Fused;
-        EXPECT_LT((m->forward(tokens) - plain).abs().max().item<double>(), 1e-5);
-    } else {
-        m->kernel = AttentionKernel::Fused;
-        EXPECT_THROW(m->forward(tokens), Error);
+    m->kernel = AttentionKernel::Fused;
+    EXPECT_LT((m->forward(tokens) - plain).abs().max().item<double>(), 1e-5);
+    // With a KV cache (an explicit mask for the new queries) and one query at a time.
+    {
+        KvCache cache;
+        const auto first = m->forward(tokens.narrow(1, 0, 5), &cache);
+        const auto rest = m->forward(tokens.narrow(1, 5, 3), &cache);
+        const auto last = m->forward(tokens.narrow(1, 8, 1), &cache);
+        const auto joined = torch::cat({first, rest, last}, 1);
+        EXPECT_LT((joined - plain).abs().max().item<double>(), 1e-5);
+    }
+    // Under bf16 autocast the fused kernel stays near the fp32 plain formula.
+    {
+        engine::AutocastGuard autocast({true, c10::DeviceType::CPU, torch::kBFloat16});
+        const auto low = m->forward(tokens).to(torch::kFloat32);
+        EXPECT_LT((low - plain).abs().max().item<double>(),
+                  5e-2 * plain.abs().max().item<double>());
     }
     // Position 0 only sees itself: changing later tokens leaves its logits alone (causality).
     m->kernel = AttentionKernel::Plain;

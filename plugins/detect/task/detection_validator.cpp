@@ -65,7 +65,7 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model) {
         const torch::Tensor images = batch_images(*batch, device);
         DetectionOutput out;
         {
-            engine::AutocastGuard autocast(device.is_cuda());
+            engine::AutocastGuard autocast(engine::AutocastMode::cuda_fp16(device.is_cuda()));
             out = model.forward(images);
         }
         const auto losses =

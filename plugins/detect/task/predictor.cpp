@@ -36,7 +36,7 @@ std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& b
     torch::NoGradGuard no_grad;
     DetectionOutput out;
     {
-        engine::AutocastGuard autocast(device.is_cuda());
+        engine::AutocastGuard autocast(engine::AutocastMode::cuda_fp16(device.is_cuda()));
         out = model.forward(x);
     }
     const auto kept = non_max_suppression(out.decoded.to(torch::kFloat32), options.nms).at(0);
