@@ -7,6 +7,7 @@
 
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/base/gpu_ref.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/worker_control.h"
 
@@ -195,6 +196,8 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
     for (int g : gpus)
         visible += (visible.empty() ? "" : ",") + std::to_string(g);
     co.env["CUDA_VISIBLE_DEVICES"] = visible;  // empty = no GPU for a CPU job
+    // The indices above are NVML's; without this CUDA would number the GPUs fastest first.
+    co.env[kCudaDeviceOrderVariable] = kCudaDeviceOrderPciBus;
     clear_worker_request(dir);
     try {
         auto child = ChildProcess::start(co);

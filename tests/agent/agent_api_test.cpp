@@ -505,6 +505,10 @@ TEST(AgentGpus, RequestedGpuIsTheOneAssigned) {
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + first)["state"] == "running"; }));
     EXPECT_EQ(c.get("/v1/jobs/" + first)["gpu_ids"], Json::array({1}));
+    // The worker sees only its GPU, numbered as NVML numbers them (PCI bus order).
+    const auto gpu_env = data / "jobs" / first / "gpu_env";
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpu_env); }));
+    EXPECT_EQ(read_file_bytes(gpu_env), "CUDA_VISIBLE_DEVICES=1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
     const std::string second =
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
     std::this_thread::sleep_for(std::chrono::milliseconds(500));

@@ -11,6 +11,8 @@ events="$dir/events.jsonl"
 steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); steps=${steps:-20}
 delay=$(sed -n 's/.*"delay_ms": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); delay=${delay:-30}
 seq=0; [ -f "$events" ] && seq=$(grep -c . "$events")
+# What the agent told CUDA about GPUs, for the tests to read.
+echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-unset} CUDA_DEVICE_ORDER=${CUDA_DEVICE_ORDER-unset}" > "$dir/gpu_env"
 emit() { echo "{\"seq\":$seq,\"t\":$(date +%s.%N),\"kind\":\"$1\",$2}" >> "$events"; seq=$((seq+1)); }
 start=1
 if [ "$resume" = --resume ] && [ -f "$dir/checkpoints/last" ]; then
