@@ -1,7 +1,5 @@
 #include "plugins/llm_lora/llama_model.h"
 
-#include <torch/version.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,12 +9,6 @@
 
 namespace crucible::llm {
 namespace {
-
-#if TORCH_VERSION_MAJOR >= 2
-constexpr bool kHasFusedAttention = true;
-#else
-constexpr bool kHasFusedAttention = false;
-#endif
 
 std::int64_t int_field(const Json& json, const char* name, std::int64_t fallback,
                        const std::string& where) {
@@ -56,10 +48,6 @@ torch::Tensor repeat_kv(const torch::Tensor& x, std::int64_t rep) {
 }
 
 }  // namespace
-
-bool fused_attention_available() {
-    return kHasFusedAttention;
-}
 
 void LlamaConfig::validate(const std::string& where) const {
     auto positive = [&](std::int64_t v, const char* name) {
@@ -121,13 +109,24 @@ LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where
         !json["sliding_window"].is_null() &&
         int_field(json, "sliding_window", 0, where) < c.max_position_embeddings)
         throw InputError(where, "sliding-window attention is not supported");
-    if (json.contains("rope_scaling") && !json["rope_scaling"].is_null()) {
-        const Json& rs = json["rope_scaling"];
-        if (!rs.is_object()) throw InputError(where, "field 'rope_scaling': expected an object");
+    // transformers 5 writes the rotary settings as one object, "rope_parameters" (rope_type,
+    // rope_theta and the scaling fields); 4.x wrote "rope_theta" and "rope_scaling".
+    const char* rope_field = nullptr;
+    for (const char* name : {"rope_parameters", "rope_scaling"})
+        if (rope_field == nullptr && json.contains(name) && !json[name].is_null())
+            rope_field = name;
+    if (rope_field != nullptr) {
+        const Json& rs = json[rope_field];
+        if (!rs.is_object())
+            throw InputError(where, std::string("field '") + rope_field + "': expected an object");
+        c.rope_theta = number_field(rs, "rope_theta", c.rope_theta, where);
+        if (number_field(rs, "partial_rotary_factor", 1.0, where) != 1.0)
+            throw InputError(where, std::string(rope_field) +
+                                        ": partial_rotary_factor other than 1 is not supported");
         std::string type = rs.value("rope_type", rs.value("type", std::string()));
         if (type != "llama3" && type != "default")
-            throw InputError(
-                where, "rope_scaling type '" + type + "' is not supported (supported: llama3)");
+            throw InputError(where, std::string(rope_field) + " type '" + type +
+                                        "' is not supported (supported: llama3)");
         if (type == "llama3") {
             c.rope_scaling.type = type;
             c.rope_scaling.factor = number_field(rs, "factor", 8.0, where);
@@ -244,15 +243,12 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Attentio
     k = repeat_kv(k, rep);
     v = repeat_kv(v, rep);
     torch::Tensor out;
-#if TORCH_VERSION_MAJOR >= 2
     if (ctx.fused) {
         // Without a cache the kernel's own causal flag is the mask.
         out = ctx.mask.defined()
                   ? at::scaled_dot_product_attention(q, k, v, ctx.mask.logical_not(), 0.0, false)
                   : at::scaled_dot_product_attention(q, k, v, {}, 0.0, ctx.past == 0 && time > 1);
-    }
-#endif
-    if (!out.defined()) {
+    } else {
         torch::Tensor scores =
             torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(d));
         if (ctx.mask.defined())
@@ -323,10 +319,7 @@ torch::Tensor LlamaForCausalLmImpl::forward(const torch::Tensor& tokens, KvCache
     ctx.cos = emb.cos().to(h.scalar_type());
     ctx.sin = emb.sin().to(h.scalar_type());
     ctx.past = past;
-    ctx.fused =
-        kernel == AttentionKernel::Fused || (kernel == AttentionKernel::Auto && kHasFusedAttention);
-    if (ctx.fused && !kHasFusedAttention)
-        throw Error("fused attention needs LibTorch 2.0 or newer");
+    ctx.fused = kernel != AttentionKernel::Plain;
     // Query i sits at position past + i and sees keys 0 .. past + i. The fused kernel needs no
     // mask without a cache (its causal flag), and a single query sees every key.
     if (time > 1 && (!ctx.fused || past > 0))

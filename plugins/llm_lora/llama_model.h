@@ -60,10 +60,10 @@ struct KvCache {
     std::int64_t length() const { return keys.empty() || !keys[0].defined() ? 0 : keys[0].size(2); }
 };
 
-// Attention implementation: the fused kernel (LibTorch >= 2.0's scaled_dot_product_attention)
-// or the plain softmax(QK^T/sqrt(d))V. Auto picks the fused kernel when this build has it.
+// Attention implementation: the fused kernel (scaled_dot_product_attention: flash or
+// memory-efficient attention on CUDA) or the plain softmax(QK^T/sqrt(d))V in fp32, kept as the
+// reference the fused one is tested against. Auto is the fused kernel.
 enum class AttentionKernel { Auto, Fused, Plain };
-bool fused_attention_available();
 
 struct RmsNormImpl : torch::nn::Module {
     RmsNormImpl(std::int64_t dim, double eps);
@@ -78,7 +78,7 @@ struct AttentionContext {
     torch::Tensor cos, sin;  // rotary [T, head], in the model's dtype
     torch::Tensor mask;      // causal, true = hidden, [T, past + T]; undefined when not needed
     std::int64_t past = 0;   // tokens already in the KV cache
-    bool fused = false;      // the fused kernel (LibTorch 2.x)
+    bool fused = true;       // the fused kernel, else the plain formula
 };
 
 struct LlamaAttentionImpl : torch::nn::Module {

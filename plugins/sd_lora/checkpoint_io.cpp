@@ -109,6 +109,22 @@ std::map<std::string, torch::Tensor> text_tensors(const SafetensorsFile& file,
     return out;
 }
 
+// Text-encoder tensors under Hugging Face's CLIPTextModel names (text_model.*). Tensors without
+// that level are moved under it: older single-file checkpoints drop it, and transformers 5's
+// CLIPTextModel has no text_model submodule (its files name embeddings.*, encoder.*,
+// final_layer_norm.*).
+std::map<std::string, torch::Tensor> under_text_model(
+    std::map<std::string, torch::Tensor> tensors) {
+    bool flat = !tensors.empty();
+    for (const auto& [name, t] : tensors)
+        if (name.rfind("text_model.", 0) == 0) flat = false;
+    if (!flat) return tensors;
+    std::map<std::string, torch::Tensor> renamed;
+    for (auto& [name, t] : tensors)
+        renamed["text_model." + name] = std::move(t);
+    return renamed;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ldm_name_map(const UNetConfig& uc, const VaeConfig& vc) {
@@ -149,7 +165,7 @@ SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
         m.text_encoder =
             ClipTextModel(ClipTextConfig::from_hf_json(read_config(folder, "text_encoder"), where));
         const auto file = SafetensorsFile::open(weights_file(folder, "text_encoder", "model"));
-        load_state_dict(*m.text_encoder, text_tensors(file, ""), file.where());
+        load_state_dict(*m.text_encoder, under_text_model(text_tensors(file, "")), file.where());
     }
     const fs::path tok = folder / "tokenizer";
     if (fs::exists(tok / "vocab.json") && fs::exists(tok / "merges.txt"))
@@ -181,19 +197,9 @@ SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const L
     }
     if (parts.text_encoder) {
         m.text_encoder = ClipTextModel(c.text);
-        // Older files drop the "text_model." level of the Hugging Face names.
-        std::string prefix = kLdmTextPrefix;
-        auto tensors = text_tensors(file, prefix);
-        bool flat = !tensors.empty();
-        for (const auto& [name, t] : tensors)
-            if (name.rfind("text_model.", 0) == 0) flat = false;
-        if (flat) {
-            std::map<std::string, torch::Tensor> renamed;
-            for (auto& [name, t] : tensors)
-                renamed["text_model." + name] = t;
-            tensors = std::move(renamed);
-        }
-        load_state_dict(*m.text_encoder, tensors, file.where() + " (" + prefix + "*)");
+        const std::string prefix = kLdmTextPrefix;
+        load_state_dict(*m.text_encoder, under_text_model(text_tensors(file, prefix)),
+                        file.where() + " (" + prefix + "*)");
     }
     return m;
 }

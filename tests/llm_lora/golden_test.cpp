@@ -1,0 +1,135 @@
+// The Llama-family decoder, its Hugging Face loader and PEFT adapters against golden references
+// made by the real implementations (tests/fixtures/golden, written by
+// tests/fixtures/make_golden.py with transformers and peft; versions in its README): logits of
+// tiny Llama 2-style, Llama 3-style and Qwen2 folders as transformers 5 saves them, and one LoRA
+// training step (loss and adapter gradients) on a PEFT adapter file. fp32 on the CPU.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "core/engine/safetensors_torch.h"
+#include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/llama_model.h"
+#include "plugins/llm_lora/peft_adapter.h"
+
+namespace crucible::llm {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Largest difference relative to the reference's scale (its largest magnitude): the bound of
+// every comparison here.
+constexpr double kTolerance = 1e-4;
+
+fs::path golden(const std::string& name) {
+    return fs::path(CRUCIBLE_SOURCE_DIR) / "tests/fixtures/golden" / name;
+}
+
+// max |got - want| / max |want|, printed with both figures so that a run records the margins.
+double relative_diff(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
+    EXPECT_EQ(got.sizes(), want.sizes()) << what;
+    if (got.sizes() != want.sizes()) return 1.0;
+    const double diff =
+        (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
+    const double scale = want.abs().max().item<double>();
+    std::cout << "[golden] " << what << ": max |diff| " << diff << ", max |ref| " << scale
+              << ", relative " << diff / std::max(scale, 1e-30) << "\n";
+    return diff / std::max(scale, 1e-30);
+}
+
+std::map<std::string, torch::Tensor> load_case(const std::string& file) {
+    return engine::load_safetensors(golden(file));
+}
+
+class GoldenLlm : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenLlm, LogitsMatchTransformers) {
+    const std::string name = GetParam();
+    auto model = load_base_model(golden(name));
+    model->eval();
+    const auto c = load_case(name + "_case.safetensors");
+    const torch::Tensor tokens = c.at("tokens"), want = c.at("logits");
+    torch::NoGradGuard no_grad;
+    for (auto kernel : {AttentionKernel::Plain, AttentionKernel::Auto}) {
+        model->kernel = kernel;
+        const std::string what =
+            name + (kernel == AttentionKernel::Plain ? " logits (plain)" : " logits (auto)");
+        EXPECT_LE(relative_diff(model->forward(tokens), want, what), kTolerance);
+    }
+    // The KV-cache path: a 9-token prompt, then one token at a time.
+    KvCache cache;
+    std::vector<torch::Tensor> parts{model->forward(tokens.narrow(1, 0, 9), &cache)};
+    for (std::int64_t i = 9; i < tokens.size(1); ++i)
+        parts.push_back(model->forward(tokens.narrow(1, i, 1), &cache));
+    EXPECT_LE(relative_diff(torch::cat(parts, 1), want, name + " logits (KV cache)"), kTolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transformers, GoldenLlm,
+                         ::testing::Values("llama2_tiny", "llama3_tiny", "qwen2_tiny"));
+
+TEST(GoldenLlmConfig, Transformers5ConfigsAreReadWithTheirRopeParameters) {
+    // transformers 5 writes rope_theta and the scaling inside "rope_parameters".
+    const auto llama3 = load_base_model(golden("llama3_tiny"))->config;
+    EXPECT_EQ(llama3.rope_theta, 500000.0);
+    EXPECT_EQ(llama3.rope_scaling.type, "llama3");
+    EXPECT_EQ(llama3.rope_scaling.factor, 8.0);
+    EXPECT_EQ(llama3.rope_scaling.original_max_position_embeddings, 64);
+    EXPECT_EQ(llama3.num_key_value_heads, 2);
+    EXPECT_TRUE(llama3.tie_word_embeddings);
+    const auto llama2 = load_base_model(golden("llama2_tiny"))->config;
+    EXPECT_EQ(llama2.rope_theta, 10000.0);
+    EXPECT_EQ(llama2.rope_scaling.type, "");
+    EXPECT_FALSE(llama2.tie_word_embeddings);
+    const auto qwen2 = load_base_model(golden("qwen2_tiny"))->config;
+    EXPECT_EQ(qwen2.rope_theta, 1000000.0);
+    EXPECT_TRUE(qwen2.attention_bias);
+    EXPECT_EQ(qwen2.rms_norm_eps, 1e-6);
+}
+
+TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
+    auto model = load_base_model(golden("llama3_tiny"));
+    const LoraSpec spec = load_peft_adapter(*model, golden("llama3_tiny_lora"));
+    EXPECT_EQ(spec.r, 4);
+    EXPECT_EQ(spec.alpha, 8.0);
+    EXPECT_EQ(spec.targets, lora_target_names());
+    model->train();
+    const auto c = load_case("llama3_tiny_lora_step.safetensors");
+    const torch::Tensor tokens = c.at("tokens"), labels = c.at("labels");
+    {
+        torch::NoGradGuard no_grad;
+        EXPECT_LE(relative_diff(model->forward(tokens), c.at("logits"), "lora logits"), kTolerance);
+    }
+    const torch::Tensor loss = model->loss(tokens, labels);
+    EXPECT_LE(relative_diff(loss.detach(), c.at("loss"), "lora loss"), kTolerance);
+    loss.backward();
+    int compared = 0;
+    double worst = 0;
+    for (auto& [name, proj] : model->projections()) {
+        ASSERT_TRUE(proj->has_adapter()) << name;
+        for (const char* part : {"lora_A", "lora_B"}) {
+            const std::string key = "base_model.model." + name + "." + part + ".weight";
+            const auto it = c.find("grad." + key);
+            ASSERT_NE(it, c.end()) << "no reference gradient for " << key;
+            const auto& linear = std::string(part) == "lora_A" ? proj->lora_A : proj->lora_B;
+            const torch::Tensor grad = linear->weight.grad();
+            ASSERT_TRUE(grad.defined()) << "no gradient for " << key;
+            const double rel = relative_diff(grad, it->second, "grad " + key);
+            EXPECT_LE(rel, kTolerance) << key;
+            worst = std::max(worst, rel);
+            ++compared;
+        }
+    }
+    const auto references = std::count_if(
+        c.begin(), c.end(), [](const auto& item) { return item.first.rfind("grad.", 0) == 0; });
+    EXPECT_EQ(compared, references);
+    std::cout << "[golden] lora gradients: " << compared << " tensors, worst relative " << worst
+              << "\n";
+}
+
+}  // namespace
+}  // namespace crucible::llm
