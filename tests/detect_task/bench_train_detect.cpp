@@ -23,6 +23,8 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/data/synth/synth.h"
+#include "core/engine/device.h"
+#include "core/engine/device_memory.h"
 #include "core/engine/job.h"
 #include "core/engine/step_profile.h"
 #include "core/engine/threads.h"
@@ -124,13 +126,32 @@ int main(int argc, char** argv) {
     }
     const int threads = engine::configure_cpu_threads(config["workers"].get<int>());
     const std::string model = config["model"].get<std::string>();
-    const double pure_ms = pure_forward_backward_ms(model, imgsz, batch, so.classes);
     const double img_s = batch / (step_ms / 1000.0);
-    const double ref_img_s = batch / kReferenceSecondsPerIteration;
-    std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads\n",
-                model.c_str(), imgsz, batch, so.train, threads);
+    const auto device = engine::choose_device(config["device"].get<std::string>());
+    std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads, %s%s\n",
+                model.c_str(), imgsz, batch, so.train, threads, device.describe().c_str(),
+                config["amp"].get<bool>() && device.device.is_cuda()
+                    ? (" AMP " + config["amp_dtype"].get<std::string>()).c_str()
+                    : "");
     std::printf("time per step in epoch %d: %s\n", config["epochs"].get<int>(),
                 last.summary().c_str());
+    Json result = {{"device", device.describe()},
+                   {"imgsz", imgsz},
+                   {"batch", batch},
+                   {"step_ms", step_ms},
+                   {"img_s", img_s},
+                   {"threads", threads},
+                   {"amp", config["amp"]},
+                   {"amp_dtype", config["amp_dtype"]}};
+    if (const auto memory = engine::device_memory(device.device)) {
+        result["peak_reserved_gib"] = static_cast<double>(memory->peak_reserved) / (1u << 30);
+        std::printf("step %.1f ms = %.1f img/s; peak GPU memory reserved %s\n", step_ms, img_s,
+                    engine::format_gib(memory->peak_reserved).c_str());
+        std::printf("RESULT %s\n", result.dump().c_str());
+        return 0;
+    }
+    const double pure_ms = pure_forward_backward_ms(model, imgsz, batch, so.classes);
+    const double ref_img_s = batch / kReferenceSecondsPerIteration;
     std::printf("step %.1f ms = %.1f img/s; reference %.0f ms = %.1f img/s; ratio %.2fx\n", step_ms,
                 img_s, kReferenceSecondsPerIteration * 1000, ref_img_s, img_s / ref_img_s);
     std::printf("pure forward+backward %.1f ms; step / pure = %.2f (goal: at most about 1.2)\n",
@@ -147,5 +168,7 @@ int main(int argc, char** argv) {
         scaled_reference_ms / step_ms);
     std::printf("checkpoint share of training time at the default cadence: %.2f%%\n",
                 100.0 * checkpoint_ms / step_ms);
+    result["pure_ms"] = pure_ms;
+    std::printf("RESULT %s\n", result.dump().c_str());
     return 0;
 }

@@ -7,6 +7,10 @@
 // checkpointed / plain measured in the same run, the cases alternating.
 //
 //   bench_sd_lora [steps=5] [rounds=2] [threads=2] [train=1 (0: only the VAE encode)]
+//                 [device=cpu|cuda] [precision=fp32|fp16|bf16] [unet=tiny|sd15] [px=N]
+// On CUDA (the GPU check): frozen weights in `precision` under autocast, adapters fp32, memory
+// the caching allocator's peak reserved bytes, at `px` only (default 512 for sd15), plain and
+// checkpointed; the last line, "RESULT {json}", is for scripts.
 #include <torch/torch.h>
 
 #include <c10/core/CPUAllocator.h>
@@ -23,6 +27,9 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/base/json.h"
+#include "core/engine/autocast.h"
+#include "core/engine/device_memory.h"
 #include "plugins/sd_lora/lora.h"
 #include "plugins/sd_lora/scheduler.h"
 #include "plugins/sd_lora/unet.h"
@@ -40,7 +47,7 @@ class CountingAllocator final : public c10::Allocator {
         : base_(base), base_free_(base->raw_deleter()) {
         if (!base_free_) std::abort();
     }
-    c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr allocate(size_t n) override {
         c10::DataPtr inner = base_->allocate(n);
         const c10::Device device = inner.device();
         void* p = inner.release_context();
@@ -51,6 +58,9 @@ class CountingAllocator final : public c10::Allocator {
             if (live_ > peak_) peak_ = live_;
         }
         return {p, p, &CountingAllocator::release, device};
+    }
+    void copy_data(void* dest, const void* src, std::size_t count) const override {
+        default_copy_data(dest, src, count);
     }
     c10::DeleterFnPtr raw_deleter() const override { return &CountingAllocator::release; }
 
@@ -101,10 +111,20 @@ struct Result {
     double peak_mb = 0, step_mb = 0;
 };
 
+struct Setup {
+    torch::Device device{torch::kCPU};
+    torch::ScalarType precision = torch::kFloat32;
+    bool sd15 = false;
+};
+Setup g_setup;
+
 Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     auto& counter = CountingAllocator::instance();
     torch::manual_seed(0);
-    UNet unet(UNetConfig::tiny());
+    const UNetConfig config = g_setup.sd15 ? UNetConfig::sd15() : UNetConfig::tiny();
+    UNet unet(config);
+    const bool gpu = g_setup.device.is_cuda();
+    if (gpu) unet->to(g_setup.device, g_setup.precision);
     for (auto& p : unet->parameters())
         p.set_requires_grad(false);
     unet->gradient_checkpointing = checkpointing;
@@ -112,29 +132,45 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     net->install();
     torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4));
     NoiseSchedule schedule;
-    const std::int64_t side = px / 2;  // the tiny VAE downsamples by 2
-    const auto latents = torch::randn({1, 4, side, side});
-    const auto ctx = torch::randn({1, 77, 32});
+    // The tiny VAE downsamples by 2, SD's by 8.
+    const std::int64_t side = px / (g_setup.sd15 ? 8 : 2);
+    const auto on = torch::TensorOptions().device(g_setup.device);
+    const auto latents = torch::randn({1, 4, side, side}, on);
+    const auto ctx = torch::randn({1, 77, config.cross_attention_dim}, on);
+    const crucible::engine::AutocastMode autocast{gpu && g_setup.precision != torch::kFloat32,
+                                                  c10::DeviceType::CUDA, g_setup.precision};
     auto step = [&] {
         const auto noise = torch::randn_like(latents);
-        const auto t = torch::randint(0, 1000, {1}, torch::kLong);
-        const auto pred = unet->forward(schedule.add_noise(latents, noise, t), t, ctx);
-        const auto loss = torch::mse_loss(pred, noise);
+        const auto t = torch::randint(0, 1000, {1}, on.dtype(torch::kLong));
+        torch::Tensor loss;
+        {
+            crucible::engine::AutocastGuard guard(autocast);
+            const auto pred = unet->forward(schedule.add_noise(latents, noise, t), t, ctx);
+            loss = torch::mse_loss(pred.to(torch::kFloat32), noise);
+        }
         opt.zero_grad();
         loss.backward();
         opt.step();
-        return loss.item<float>();
+    };
+    auto wait = [&] {
+        if (gpu) torch::cuda::synchronize();
     };
     step();  // warm-up; creates the optimizer state
     opt.zero_grad();
+    wait();
     const std::size_t before = counter.live();
     counter.reset_peak();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i)
         step();
+    wait();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     Result r;
     r.it_per_s = static_cast<double>(steps) / s;
+    if (const auto memory = crucible::engine::device_memory(g_setup.device)) {
+        r.peak_mb = static_cast<double>(memory->peak_reserved) / (1u << 20);
+        return r;
+    }
     r.peak_mb = mb(counter.peak());
     r.step_mb = mb(counter.peak() - before);
     return r;
@@ -170,6 +206,32 @@ int arg(int argc, char** argv, const char* key, int def) {
     return def;
 }
 
+std::string text_arg(int argc, char** argv, const char* key, const char* def) {
+    const std::string k = std::string(key) + "=";
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]).rfind(k, 0) == 0) return argv[i] + k.size();
+    return def;
+}
+
+// The GPU check's case: one size, plain and checkpointed, one JSON line.
+int run_on_gpu(int steps, std::int64_t px) {
+    const Result plain = train_iterations(px, false, steps);
+    const Result ckpt = train_iterations(px, true, steps);
+    std::printf(
+        "%lld px on %s: plain %.2f it/s (peak reserved %.0f MB), checkpointed %.2f it/s "
+        "(%.0f MB)\n",
+        static_cast<long long>(px), g_setup.sd15 ? "SD 1.5 UNet" : "tiny UNet", plain.it_per_s,
+        plain.peak_mb, ckpt.it_per_s, ckpt.peak_mb);
+    const crucible::Json result = {{"unet", g_setup.sd15 ? "sd15" : "tiny"},
+                                   {"px", px},
+                                   {"it_s", plain.it_per_s},
+                                   {"peak_mb", plain.peak_mb},
+                                   {"checkpointed_it_s", ckpt.it_per_s},
+                                   {"checkpointed_peak_mb", ckpt.peak_mb}};
+    std::printf("RESULT %s\n", result.dump().c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +247,15 @@ int main(int argc, char** argv) {
     const int steps = arg(argc, argv, "steps", 5), threads = arg(argc, argv, "threads", 2);
     const int rounds = arg(argc, argv, "rounds", 2), train = arg(argc, argv, "train", 1);
     torch::set_num_threads(threads);
+    g_setup.sd15 = text_arg(argc, argv, "unet", "tiny") == "sd15";
+    const std::string precision = text_arg(argc, argv, "precision", "fp32");
+    g_setup.precision = precision == "fp16"   ? torch::kFloat16
+                        : precision == "bf16" ? torch::kBFloat16
+                                              : torch::kFloat32;
+    if (text_arg(argc, argv, "device", "cpu") == "cuda") {
+        g_setup.device = torch::Device(torch::kCUDA, 0);
+        return run_on_gpu(steps, arg(argc, argv, "px", g_setup.sd15 ? 512 : 128));
+    }
     std::printf(
         "tiny SD UNet (channels 32, 64), LoRA r=8 on 72 modules, batch 1, AdamW; %d steps "
         "per case, best of %d rounds, %d threads\n",

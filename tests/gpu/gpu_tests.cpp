@@ -1,0 +1,141 @@
+// Checks that need a CUDA GPU, run by tests/gpu/run.sh on a GPU machine (never by ctest, which
+// pins the suite to the CPU): the golden YOLO loss cases on CUDA against the CPU, autocast fp16
+// and bf16 on CUDA, fused attention on CUDA against the plain formula, optimizer state moving
+// between CUDA and the CPU on resume, the device order against NVML, and an out-of-memory on
+// CUDA recognised by its type. Without a GPU every test says so and fails: run.sh does not run
+// this binary then.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/base/json.h"
+#include "core/base/safetensors.h"
+#include "core/engine/autocast.h"
+#include "core/engine/device.h"
+#include "core/engine/device_memory.h"
+#include "core/engine/tensor_state.h"
+#include "core/jobs/gpu_inventory.h"
+#include "plugins/detect/loss/detection_loss.h"
+#include "plugins/sd_lora/nn.h"
+
+namespace {
+
+using namespace crucible;
+
+std::filesystem::path fixtures() {
+    const char* env = std::getenv("CRUCIBLE_GPU_FIXTURES");
+    return env ? std::filesystem::path(env) : std::filesystem::path(CRUCIBLE_FIXTURES_DIR);
+}
+
+class Gpu : public ::testing::Test {
+  protected:
+    void SetUp() override { ASSERT_TRUE(torch::cuda::is_available()) << "no CUDA device"; }
+};
+
+torch::Tensor read_f32(const SafetensorsFile& file, const std::string& name) {
+    const auto& info = file.at(name);
+    auto t = torch::empty(info.shape, torch::kFloat);
+    const auto bytes = file.data(info);
+    std::memcpy(t.data_ptr<float>(), bytes.data(), bytes.size());
+    return t;
+}
+
+TEST_F(Gpu, GoldenYoloLossCasesOnCudaEqualTheCpu) {
+    for (const std::string stem : {"loss_case", "loss_case2"}) {
+        const auto file =
+            SafetensorsFile::open(fixtures() / "yolov8" / (stem + "_inputs.safetensors"));
+        std::vector<torch::Tensor> levels{read_f32(file, "feats_p3"), read_f32(file, "feats_p4"),
+                                          read_f32(file, "feats_p5")};
+        detect::DetectionTargets targets;
+        targets.batch_index = read_f32(file, "batch_idx");
+        targets.classes = read_f32(file, "cls");
+        targets.boxes = read_f32(file, "bboxes_xywhn");
+        detect::DetectionLoss loss{detect::DetectionLossOptions(4)};
+        const auto cpu = loss(levels, targets).items;
+        for (auto& l : levels)
+            l = l.to(torch::kCUDA);
+        const auto cuda = loss(levels, targets);  // targets move inside
+        EXPECT_TRUE(cuda.total.is_cuda());
+        const auto diff = (cuda.items.cpu() - cpu).abs() / cpu.abs().clamp_min(1e-6);
+        EXPECT_LT(diff.max().item<double>(), 1e-4) << stem << ": " << cuda.items << " vs " << cpu;
+        const Json expected = read_json_file(fixtures() / "yolov8" / (stem + "_expected.json"));
+        EXPECT_NEAR(cuda.items[0].item<double>(), expected["loss_box"].get<double>(),
+                    1e-4 * expected["loss_box"].get<double>());
+    }
+}
+
+TEST_F(Gpu, AutocastOnCudaRunsProductsInHalfAndKeepsSoftmaxAndLossesFp32) {
+    const auto x = torch::randn({8, 16}, torch::kCUDA), w = torch::randn({4, 16}, torch::kCUDA);
+    for (const auto dtype : {torch::kFloat16, torch::kBFloat16}) {
+        engine::AutocastGuard autocast({true, c10::DeviceType::CUDA, dtype});
+        const auto y = torch::nn::functional::linear(x, w);
+        EXPECT_EQ(y.scalar_type(), dtype);
+        EXPECT_EQ(torch::softmax(y, -1).scalar_type(), torch::kFloat32);
+        EXPECT_EQ(torch::binary_cross_entropy_with_logits(y, torch::rand_like(y)).scalar_type(),
+                  torch::kFloat32);
+    }
+}
+
+TEST_F(Gpu, FusedAttentionOnCudaEqualsThePlainFormula) {
+    const auto q = torch::randn({2, 8, 1024, 40}, torch::kCUDA);
+    const auto k = torch::randn({2, 8, 77, 40}, torch::kCUDA);
+    const auto v = torch::randn({2, 8, 77, 40}, torch::kCUDA);
+    const auto plain = torch::matmul(
+        torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(40.0), -1), v);
+    EXPECT_LT((sd::attention(q, k, v) - plain).abs().max().item<double>(), 1e-4);
+    engine::AutocastGuard autocast(engine::AutocastMode::cuda_fp16(true));
+    const auto low = sd::attention(q.to(torch::kHalf), k.to(torch::kHalf), v.to(torch::kHalf));
+    EXPECT_LT((low.to(torch::kFloat32) - plain).abs().max().item<double>(), 1e-2);
+}
+
+TEST_F(Gpu, OptimizerStateMovesBetweenCudaAndTheCpuOnResume) {
+    torch::nn::Linear on_gpu(8, 4);
+    on_gpu->to(torch::kCUDA);
+    torch::optim::AdamW opt_gpu(on_gpu->parameters());
+    on_gpu(torch::randn({3, 8}, torch::kCUDA)).sum().backward();
+    opt_gpu.step();
+    torch::nn::Linear on_cpu(8, 4);
+    torch::optim::AdamW opt_cpu(on_cpu->parameters());
+    engine::optimizer_from_bytes(opt_cpu, engine::optimizer_to_bytes(opt_gpu));
+    for (const auto& [key, state] : opt_cpu.state())
+        EXPECT_TRUE(static_cast<const torch::optim::AdamWParamState&>(*state).exp_avg().is_cpu());
+    // And back: CPU state onto a CUDA model.
+    torch::optim::AdamW again(on_gpu->parameters());
+    engine::optimizer_from_bytes(again, engine::optimizer_to_bytes(opt_cpu));
+    for (const auto& [key, state] : again.state())
+        EXPECT_TRUE(static_cast<const torch::optim::AdamWParamState&>(*state).exp_avg().is_cuda());
+    on_gpu(torch::randn({3, 8}, torch::kCUDA)).sum().backward();
+    again.step();  // would throw on mixed devices
+}
+
+TEST_F(Gpu, CudaNumbersTheGpusAsNvmlDoes) {
+    ASSERT_STREQ(std::getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID") << "run.sh sets it, as the agent";
+    const auto report = jobs::GpuInventory::open()->read();
+    ASSERT_TRUE(report.nvml) << report.note;
+    const auto uuids = engine::cuda_device_uuids();
+    ASSERT_EQ(uuids.size(), report.gpus.size());
+    for (std::size_t i = 0; i < uuids.size(); ++i) {
+        if (report.gpus[i].mig_enabled) continue;  // CUDA lists the MIG slices instead
+        EXPECT_EQ(uuids[i], report.gpus[i].uuid) << "CUDA device " << i;
+        EXPECT_EQ(engine::choose_device(std::to_string(report.gpus[i].index)).device.index(),
+                  static_cast<int>(i));
+        EXPECT_EQ(engine::choose_device(report.gpus[i].uuid).device.index(), static_cast<int>(i));
+    }
+}
+
+TEST_F(Gpu, OutOfMemoryOnCudaIsItsOwnTypeAndTheAllocatorSaysHowFull) {
+    const auto before = engine::device_memory(torch::Device(torch::kCUDA, 0));
+    ASSERT_TRUE(before.has_value());
+    EXPECT_GT(before->dedicated, 0u);
+    EXPECT_THROW((void)torch::empty({1LL << 50}, torch::kCUDA), c10::OutOfMemoryError);
+    const auto big = torch::empty({1LL << 28}, torch::kCUDA);  // 1 GiB
+    EXPECT_EQ(big.nbytes(), 1ull << 30);
+    const auto after = engine::device_memory(torch::Device(torch::kCUDA, 0));
+    EXPECT_GE(after->allocated, before->allocated + (1ull << 30));
+    EXPECT_GE(after->reserved, after->allocated);
+}
+
+}  // namespace
