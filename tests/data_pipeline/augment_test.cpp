@@ -273,6 +273,13 @@ TEST(Train, CloseMosaicSwitchesMosaicOffForTheLastEpochs) {
     EXPECT_TRUE(mosaic_active(o, 0, 100));
     EXPECT_TRUE(mosaic_active(o, 89, 100));
     EXPECT_FALSE(mosaic_active(o, 90, 100));
+    // Runs no longer than close_mosaic (10): the reference closes mosaic at epoch epochs - 10,
+    // which a shorter run never reaches, and at once when epochs == 10.
+    EXPECT_TRUE(mosaic_active(o, 0, 3));
+    EXPECT_TRUE(mosaic_active(o, 2, 3));
+    EXPECT_FALSE(mosaic_active(o, 0, 10));
+    EXPECT_TRUE(mosaic_active(o, 0, 11));
+    EXPECT_FALSE(mosaic_active(o, 1, 11));
     o.close_mosaic = 0;
     EXPECT_TRUE(mosaic_active(o, 99, 100));
     o.mosaic = 0;

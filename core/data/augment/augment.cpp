@@ -41,7 +41,11 @@ void validate_augment_options(const AugmentOptions& o) {
 
 bool mosaic_active(const AugmentOptions& options, int epoch, int epochs) {
     if (options.mosaic <= 0) return false;
-    return epoch < epochs - options.close_mosaic;
+    // As the reference trainer: mosaic closes at epoch (epochs - close_mosaic) and stays closed;
+    // a run no longer than close_mosaic epochs has no such epoch and keeps mosaic throughout
+    // (only epochs == close_mosaic closes it at the first epoch).
+    const int close_at = epochs - options.close_mosaic;
+    return close_at < 0 || epoch < close_at;
 }
 
 std::vector<PixelBox> to_pixel_boxes(const std::vector<Box>& boxes, int width, int height) {

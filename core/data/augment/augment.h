@@ -40,7 +40,8 @@ struct AugmentOptions {
 // Checks ranges; throws InputError naming the option.
 void validate_augment_options(const AugmentOptions& options);
 
-// True when mosaic is used in `epoch` (0-based) of `epochs`: off for the last close_mosaic.
+// True when mosaic is used in `epoch` (0-based) of `epochs`: off for the last close_mosaic, in
+// runs longer than that (a shorter run keeps it on throughout, as the reference's does).
 bool mosaic_active(const AugmentOptions& options, int epoch, int epochs);
 
 // A box in pixel corners (x1 <= x2, y1 <= y2) with its class.
