@@ -5,6 +5,7 @@
 // another run's weights.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -83,6 +84,31 @@ void print_train_usage() {
     std::printf("\n'crucible-worker describe' prints every option of every task as JSON.\n");
 }
 
+// `crucible train detect --help`: the task's options by group (in the order the groups first
+// appear), with defaults and choices.
+void print_task_options(const engine::TaskInfo& info, const OptionSchema& schema) {
+    std::printf("usage: crucible train %s key=value ... [cfg=FILE.yaml|json]\n\n%s options:\n",
+                info.id.c_str(), info.title.c_str());
+    std::vector<std::string> groups;
+    for (const auto& o : schema.options())
+        if (std::find(groups.begin(), groups.end(), o.group) == groups.end())
+            groups.push_back(o.group);
+    for (const auto& group : groups) {
+        std::printf("\n  [%s]\n", group.c_str());
+        for (const auto& o : schema.options()) {
+            if (o.group != group) continue;
+            std::string value = o.required ? "(required)" : o.default_value.dump();
+            if (!o.choices.empty()) {
+                std::string choices;
+                for (const auto& c : o.choices)
+                    choices += (choices.empty() ? "" : "|") + c;
+                value += "  {" + choices + "}";
+            }
+            std::printf("  %-18s %-22s %s\n", o.name.c_str(), value.c_str(), o.help.c_str());
+        }
+    }
+}
+
 void merge_into(Json& target, const Json& source) {
     for (const auto& [k, v] : source.items())
         target[k] = v;
@@ -137,6 +163,11 @@ int run_train(const std::vector<std::string>& args) {
         throw InputError("task", "name a task first, e.g. 'crucible train detect data=...'");
     const auto& info = engine::TaskRegistry::instance().get(task_name);
     const auto schema = info.make()->schema();
+    for (const auto& w : words)
+        if (w == "--help" || w == "-h") {
+            print_task_options(info, schema);
+            return 0;
+        }
     Json options = Json::object();
     if (!cfg.empty()) merge_into(options, read_config_file(cfg));
     merge_into(options, schema.parse_key_values(words));
