@@ -16,41 +16,25 @@
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
 #include "plugins/llm_lora/peft_adapter.h"
+#include "tests/fixtures/golden_compare.h"
 
 namespace crucible::llm {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Largest difference relative to the reference's scale (its largest magnitude): the bound of
-// every comparison here.
-constexpr double kTolerance = 1e-4;
-
-fs::path golden(const std::string& name) {
-    return fs::path(CRUCIBLE_SOURCE_DIR) / "tests/fixtures/golden" / name;
-}
-
-// max |got - want| / max |want|, printed with both figures so that a run records the margins.
-double relative_diff(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
-    EXPECT_EQ(got.sizes(), want.sizes()) << what;
-    if (got.sizes() != want.sizes()) return 1.0;
-    const double diff =
-        (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
-    const double scale = want.abs().max().item<double>();
-    std::cout << "[golden] " << what << ": max |diff| " << diff << ", max |ref| " << scale
-              << ", relative " << diff / std::max(scale, 1e-30) << "\n";
-    return diff / std::max(scale, 1e-30);
-}
+using golden::kTolerance;
+using golden::relative_diff;
 
 std::map<std::string, torch::Tensor> load_case(const std::string& file) {
-    return engine::load_safetensors(golden(file));
+    return engine::load_safetensors(golden::path(file));
 }
 
 class GoldenLlm : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GoldenLlm, LogitsMatchTransformers) {
     const std::string name = GetParam();
-    auto model = load_base_model(golden(name));
+    auto model = load_base_model(golden::path(name));
     model->eval();
     const auto c = load_case(name + "_case.safetensors");
     const torch::Tensor tokens = c.at("tokens"), want = c.at("logits");
@@ -74,26 +58,26 @@ INSTANTIATE_TEST_SUITE_P(Transformers, GoldenLlm,
 
 TEST(GoldenLlmConfig, Transformers5ConfigsAreReadWithTheirRopeParameters) {
     // transformers 5 writes rope_theta and the scaling inside "rope_parameters".
-    const auto llama3 = load_base_model(golden("llama3_tiny"))->config;
+    const auto llama3 = load_base_model(golden::path("llama3_tiny"))->config;
     EXPECT_EQ(llama3.rope_theta, 500000.0);
     EXPECT_EQ(llama3.rope_scaling.type, "llama3");
     EXPECT_EQ(llama3.rope_scaling.factor, 8.0);
     EXPECT_EQ(llama3.rope_scaling.original_max_position_embeddings, 64);
     EXPECT_EQ(llama3.num_key_value_heads, 2);
     EXPECT_TRUE(llama3.tie_word_embeddings);
-    const auto llama2 = load_base_model(golden("llama2_tiny"))->config;
+    const auto llama2 = load_base_model(golden::path("llama2_tiny"))->config;
     EXPECT_EQ(llama2.rope_theta, 10000.0);
     EXPECT_EQ(llama2.rope_scaling.type, "");
     EXPECT_FALSE(llama2.tie_word_embeddings);
-    const auto qwen2 = load_base_model(golden("qwen2_tiny"))->config;
+    const auto qwen2 = load_base_model(golden::path("qwen2_tiny"))->config;
     EXPECT_EQ(qwen2.rope_theta, 1000000.0);
     EXPECT_TRUE(qwen2.attention_bias);
     EXPECT_EQ(qwen2.rms_norm_eps, 1e-6);
 }
 
 TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
-    auto model = load_base_model(golden("llama3_tiny"));
-    const LoraSpec spec = load_peft_adapter(*model, golden("llama3_tiny_lora"));
+    auto model = load_base_model(golden::path("llama3_tiny"));
+    const LoraSpec spec = load_peft_adapter(*model, golden::path("llama3_tiny_lora"));
     EXPECT_EQ(spec.r, 4);
     EXPECT_EQ(spec.alpha, 8.0);
     EXPECT_EQ(spec.targets, lora_target_names());

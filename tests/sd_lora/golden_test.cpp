@@ -6,41 +6,21 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <filesystem>
-#include <iostream>
 #include <map>
 #include <string>
 
 #include "core/engine/safetensors_torch.h"
 #include "plugins/sd_lora/checkpoint_io.h"
+#include "tests/fixtures/golden_compare.h"
 
 namespace crucible::sd {
 namespace {
 
-namespace fs = std::filesystem;
-
-// Largest difference relative to the reference's scale (its largest magnitude).
-constexpr double kTolerance = 1e-4;
-
-fs::path golden(const std::string& name) {
-    return fs::path(CRUCIBLE_SOURCE_DIR) / "tests/fixtures/golden" / name;
-}
-
-// max |got - want| / max |want|, printed with both figures so that a run records the margins.
-double relative_diff(const torch::Tensor& got, const torch::Tensor& want, const std::string& what) {
-    EXPECT_EQ(got.sizes(), want.sizes()) << what;
-    if (got.sizes() != want.sizes()) return 1.0;
-    const double diff =
-        (got.to(torch::kFloat64) - want.to(torch::kFloat64)).abs().max().item<double>();
-    const double scale = want.abs().max().item<double>();
-    std::cout << "[golden] " << what << ": max |diff| " << diff << ", max |ref| " << scale
-              << ", relative " << diff / std::max(scale, 1e-30) << "\n";
-    return diff / std::max(scale, 1e-30);
-}
+using golden::kTolerance;
+using golden::relative_diff;
 
 TEST(GoldenSd, DiffusersUNetGivesTheReferenceOutputs) {
-    SdModels m = load_sd_models(golden("sd_tiny"),
+    SdModels m = load_sd_models(golden::path("sd_tiny"),
                                 LoadParts{.unet = true, .vae = false, .text_encoder = false});
     ASSERT_TRUE(m.unet);
     EXPECT_EQ(m.unet->config.block_out_channels, (std::vector<std::int64_t>{8, 16}));
@@ -48,7 +28,7 @@ TEST(GoldenSd, DiffusersUNetGivesTheReferenceOutputs) {
     EXPECT_EQ(m.unet->config.attention_heads, 2);
     EXPECT_EQ(m.unet->config.norm_num_groups, 4);
     m.unet->eval();
-    const auto c = engine::load_safetensors(golden("sd_tiny_unet_case.safetensors"));
+    const auto c = engine::load_safetensors(golden::path("sd_tiny_unet_case.safetensors"));
     torch::NoGradGuard no_grad;
     const torch::Tensor out =
         m.unet->forward(c.at("sample"), c.at("timesteps"), c.at("encoder_hidden_states"));
@@ -60,13 +40,13 @@ TEST(GoldenSd, DiffusersUNetGivesTheReferenceOutputs) {
 }
 
 TEST(GoldenSd, Transformers5ClipTextEncoderGivesTheReferenceHiddenStates) {
-    SdModels m = load_sd_models(golden("sd_tiny"),
+    SdModels m = load_sd_models(golden::path("sd_tiny"),
                                 LoadParts{.unet = false, .vae = false, .text_encoder = true});
     ASSERT_TRUE(m.text_encoder);
     EXPECT_EQ(m.text_encoder->config.num_hidden_layers, 3);
     EXPECT_TRUE(m.text_encoder->config.quick_gelu);
     m.text_encoder->eval();
-    const auto c = engine::load_safetensors(golden("sd_tiny_clip_case.safetensors"));
+    const auto c = engine::load_safetensors(golden::path("sd_tiny_clip_case.safetensors"));
     torch::NoGradGuard no_grad;
     const torch::Tensor ids = c.at("input_ids");
     EXPECT_LE(
