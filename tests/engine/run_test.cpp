@@ -218,20 +218,29 @@ TEST(EngineRun, EarlyStoppingAfterPatienceEpochs) {
     std::filesystem::remove_all(dir);
 }
 
-TEST(EngineRun, NonFiniteLossFailsWithAlarm) {
-    const auto dir = fresh_dir("nan");
+// Runs the toy task with `option` = `step` (a planted failure) and checks that the run failed
+// with exactly one `alarm`, a reason containing `reason`, and its log tail.
+void expect_failure_with_alarm(const std::string& name, const char* option, int step,
+                               const std::string& alarm, const std::string& reason) {
+    const auto dir = fresh_dir(name);
     Json o = base_options();
-    o["nan_at_step"] = 3;
+    o[option] = step;
     write_toy_spec(dir, o);
     EXPECT_EQ(run_in_process(dir), kExitFailed);
     const auto events = events_of(dir);
-    EXPECT_EQ(of_kind(events, "alarm").at(0).fields["alarm"], "non_finite_loss");
+    const auto alarms = of_kind(events, "alarm");
+    ASSERT_EQ(alarms.size(), 1u);
+    EXPECT_EQ(alarms[0].fields["alarm"], alarm);
     const auto status = last_status(events);
     EXPECT_EQ(status.fields["state"], "failed");
-    EXPECT_NE(status.fields["reason"].get<std::string>().find("non-finite loss"),
-              std::string::npos);
+    const std::string text = status.fields["reason"].get<std::string>();
+    EXPECT_NE(text.find(reason), std::string::npos) << text;
     EXPECT_TRUE(status.fields["log_tail"].is_array());
     std::filesystem::remove_all(dir);
+}
+
+TEST(EngineRun, NonFiniteLossFailsWithAlarm) {
+    expect_failure_with_alarm("nan", "nan_at_step", 3, "non_finite_loss", "non-finite loss");
 }
 
 // A step never waits for the device: loss values are read once per report, epoch end or
@@ -254,20 +263,8 @@ TEST(EngineRun, HostReadsArePerReportNotPerStep) {
 }
 
 TEST(EngineRun, OutOfMemoryFailsTheRunWithAnAlarm) {
-    const auto dir = fresh_dir("oom");
-    Json o = base_options();
-    o["oom_at_step"] = 2;
-    write_toy_spec(dir, o);
-    EXPECT_EQ(run_in_process(dir), kExitFailed);
-    const auto events = events_of(dir);
-    const auto alarms = of_kind(events, "alarm");
-    ASSERT_EQ(alarms.size(), 1u);
-    EXPECT_EQ(alarms[0].fields["alarm"], "out_of_memory");
-    const auto status = last_status(events);
-    EXPECT_EQ(status.fields["state"], "failed");
-    const std::string reason = status.fields["reason"].get<std::string>();
-    EXPECT_NE(reason.find("out of memory at batch size 8 on cpu"), std::string::npos) << reason;
-    std::filesystem::remove_all(dir);
+    expect_failure_with_alarm("oom", "oom_at_step", 2, "out_of_memory",
+                              "out of memory at batch size 8 on cpu");
 }
 
 TEST(EngineRun, BadOptionFailsNamingTheOption) {
