@@ -128,11 +128,13 @@ int main(int argc, char** argv) {
     const std::string model = config["model"].get<std::string>();
     const double img_s = batch / (step_ms / 1000.0);
     const auto device = engine::choose_device(config["device"].get<std::string>());
+    // AMP runs on CUDA only (the trainer's rule): on the CPU the run was fp32 whatever amp says.
+    const std::string amp = config["amp"].get<bool>() && device.device.is_cuda()
+                                ? config["amp_dtype"].get<std::string>()
+                                : "off";
     std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads, %s%s\n",
                 model.c_str(), imgsz, batch, so.train, threads, device.describe().c_str(),
-                config["amp"].get<bool>() && device.device.is_cuda()
-                    ? (" AMP " + config["amp_dtype"].get<std::string>()).c_str()
-                    : "");
+                amp == "off" ? "" : (" AMP " + amp).c_str());
     std::printf("time per step in epoch %d: %s\n", config["epochs"].get<int>(),
                 last.summary().c_str());
     Json result = {{"device", device.describe()},
@@ -141,8 +143,7 @@ int main(int argc, char** argv) {
                    {"step_ms", step_ms},
                    {"img_s", img_s},
                    {"threads", threads},
-                   {"amp", config["amp"]},
-                   {"amp_dtype", config["amp_dtype"]}};
+                   {"amp", amp}};
     if (const auto memory = engine::device_memory(device.device)) {
         result["peak_reserved_gib"] = static_cast<double>(memory->peak_reserved) / (1u << 30);
         std::printf("step %.1f ms = %.1f img/s; peak GPU memory reserved %s\n", step_ms, img_s,
