@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU check. On a GPU machine (which builds nothing and may have no apt): run from the
-# repository root with the bundle that `bash tests/gpu/pack.sh` made here (.gpu-bundle/, carried
-# to that machine: binaries built with CUDA, the libraries they need beyond LibTorch, fixtures,
-# the Ultralytics wheel). LibTorch comes from that machine's own torch 2.11 (python3).
+# repository root with the bundle that `bash tests/gpu/pack.sh` made here (.gpu-bundle.tar.xz,
+# carried to that machine and unpacked here: binaries built with CUDA, the libraries they need
+# beyond LibTorch, fixtures, the Ultralytics wheel). LibTorch comes from that machine's own
+# torch 2.11 (python3).
 #
 #   bash tests/gpu/run.sh            # prints one table, writes $OUT/gpu_check.json (else ./)
 #
@@ -25,6 +26,10 @@ started=$(date +%s)
 
 # --- where the binaries and LibTorch are -------------------------------------------------------
 bundle="${CRUCIBLE_GPU_BUNDLE:-$root/.gpu-bundle}"
+if [ ! -d "$bundle" ] && [ -f "$root/.gpu-bundle.tar.xz" ]; then  # as carried (pack.sh)
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+        "$root/.gpu-bundle.tar.xz" "$root" || { echo "cannot unpack .gpu-bundle.tar.xz"; exit 2; }
+fi
 if [ -f "$bundle/bin/gpu_tests" ]; then
     bin="$bundle/bin"
     fixtures="$bundle/fixtures"
@@ -134,16 +139,21 @@ if [ "$gpu" = 1 ]; then
         "$python" -m pip install -q --no-index --no-deps --no-compile --target "$site" \
             "$bundle"/wheels/*.whl >"$work/pip.log" 2>&1
     fi
+    # Ours at fp16 and bf16, Ultralytics beside it on the same synthetic images (its AMP is fp16
+    # only, so bf16 has no reference).
     for dtype in fp16 bf16; do
         log="$work/detect_$dtype.log"
-        "$bin/bench_train_detect" imgsz=640 batch=16 epochs=3 device=0 amp=true amp_dtype=$dtype \
-            workers=8 >"$log" 2>&1
+        mkdir -p "$work/detect_$dtype"
+        TMPDIR="$work/detect_$dtype" "$bin/bench_train_detect" train=256 imgsz=640 batch=16 epochs=3 \
+            device=0 amp=true amp_dtype=$dtype workers=8 >"$log" 2>&1
         ours=$(result "$log")
+        data="$work/detect_$dtype/crucible_bench_train_detect/data/data.yaml"
         ref_json=""
-        if [ -d "$site" ]; then
-            ref_json=$(PYTHONPATH="$site" YOLO_OFFLINE=1 timeout 150 "$python" \
-                "$root/tests/bench/reference/detect_reference.py" --mode speed --imgsz 640 \
-                --batch 16 --device 0 --amp "$dtype" --json 2>>"$work/ultralytics_$dtype.log" | tail -1)
+        if [ "$dtype" = fp16 ] && [ -d "$site" ] && [ -f "$data" ]; then
+            ref_json=$(PYTHONPATH="$site" timeout 240 "$python" \
+                "$root/tests/bench/reference/detect_reference.py" speed --data "$data" --imgsz 640 \
+                --batch 16 --epochs 3 --threads 8 --workers 8 --cache ram --device 0 --amp fp16 \
+                --work "$work/ultralytics" 2>>"$work/ultralytics_$dtype.log" | tail -1)
         fi
         row "detect 640 AMP $dtype img/s" "$(field "$ours" img_s)" "$(field "$ref_json" img_s)" \
             "$(ratio "$(field "$ours" img_s)" "$(field "$ref_json" img_s)")" \

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The reference side of the detection benchmarks: Ultralytics YOLOv8n (from yolov8n.yaml, no
-weights) on a Crucible synthetic dataset, on the CPU. Prints one JSON object per line.
+weights) on a Crucible synthetic dataset, on the CPU (or, for the GPU check, on `--device N` with
+`--amp fp16`). Prints one JSON object per line.
 
   detect_reference.py speed  --data D/data.yaml [--imgsz 320] [--batch 16] [--epochs 3]
                              [--threads 2] [--workers 1] [--close-mosaic 0] [--cache ram]
@@ -46,6 +47,9 @@ def parse_args():
     p.add_argument("--val", choices=["true", "false"], default=None, help="validate every epoch (default: map only)")
     p.add_argument("--deterministic", choices=["true", "false"], default=None,
                    help="torch.use_deterministic_algorithms (default: false for speed, Ultralytics' true for map)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or a CUDA index (the GPU check)")
+    p.add_argument("--amp", choices=["off", "fp16"], default="off",
+                   help="mixed precision on a GPU; Ultralytics' AMP is fp16 only (it has no bf16 option)")
     p.add_argument("--seconds", type=float, default=4.0, help="loader: time per case")
     p.add_argument("--work", default=None, help="folder for runs, settings and the dataset copy (default: a temp dir)")
     p.add_argument("--verbose", action="store_true", help="keep Ultralytics' own log")
@@ -61,7 +65,11 @@ WORK = os.path.abspath(ARGS.work or tempfile.mkdtemp(prefix="detect_reference_")
 os.makedirs(WORK, exist_ok=True)
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)  # ultralytics sets 1 when unset
 os.environ["MKL_NUM_THREADS"] = str(ARGS.threads)
-os.environ["CUDA_VISIBLE_DEVICES"] = ""
+ON_GPU = ARGS.device != "cpu"
+if not ON_GPU:
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+elif ARGS.mode != "speed":
+    sys.exit("detect_reference.py: --device is for the speed mode (the GPU check) only")
 os.environ["YOLO_OFFLINE"] = "1"
 os.environ["YOLO_CONFIG_DIR"] = os.path.join(WORK, "ultralytics_config")  # private settings.json
 if not ARGS.verbose:
@@ -91,6 +99,25 @@ def _forbid_internet():
 
 _forbid_internet()
 
+
+def _polars_if_missing():
+    """The GPU machine has no polars (a 54 MB wheel, too big to carry). Ultralytics only reads its
+    own results.csv back with it, inside a try; a module whose readers raise keeps that path."""
+    try:
+        import polars  # noqa: F401
+    except ImportError:
+        import types
+
+        def missing(*_a, **_k):
+            raise RuntimeError("polars is not installed")
+
+        shim = types.ModuleType("polars")
+        shim.read_csv = shim.DataFrame = missing
+        sys.modules["polars"] = shim
+
+
+_polars_if_missing()
+
 import torch  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
@@ -104,13 +131,20 @@ from ultralytics.utils import SETTINGS  # noqa: E402
 ul_torch_utils.NUM_THREADS = ARGS.threads
 # check_det_dataset() looks for Arial.ttf and downloads it when missing (plots only).
 ul_data_utils.check_font = lambda *a, **k: None
+if ON_GPU:
+    # check_amp() downloads a YOLO checkpoint to compare fp16 with fp32; offline it cannot.
+    import ultralytics.engine.trainer as ul_trainer  # noqa: E402
+
+    ul_trainer.check_amp = lambda *a, **k: True
 SETTINGS.update({k: False for k in ("sync", "clearml", "comet", "dvc", "hub", "mlflow", "neptune", "raytune",
                                     "tensorboard", "wandb") if k in SETTINGS})
 
 
 def emit(obj):
     obj = {"side": "reference", "impl": f"ultralytics {ultralytics.__version__}",
-           "torch": torch.__version__, **obj}
+           "torch": torch.__version__, "device": ARGS.device, "amp": ARGS.amp, **obj}
+    if ON_GPU:
+        obj["peak_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 3)
     print(json.dumps(obj), flush=True)
 
 
@@ -171,9 +205,9 @@ def train(data, imgsz, epochs, seed, workers, cache, close_mosaic, val, name, de
     model.add_callback("on_train_epoch_end", on_epoch_end)
     t0 = time.perf_counter()
     model.train(trainer=make_trainer_class(workers), data=data, epochs=epochs, imgsz=imgsz, batch=ARGS.batch,
-                workers=workers, cache=cache, close_mosaic=close_mosaic, val=val, plots=False, device="cpu",
+                workers=workers, cache=cache, close_mosaic=close_mosaic, val=val, plots=False, device=ARGS.device,
                 seed=seed, deterministic=deterministic, project=os.path.join(WORK, "runs"), name=name,
-                exist_ok=True, amp=False)
+                exist_ok=True, amp=ARGS.amp == "fp16")
     wall = time.perf_counter() - t0
     return model.trainer, epochs_seen, wall
 
