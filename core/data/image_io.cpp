@@ -243,13 +243,42 @@ std::string image_bytes_problem(std::string_view b, const ImageLimits& limits) {
     return "";
 }
 
-cv::Mat decode_image(std::string_view bytes, const std::string& where, const ImageLimits& limits) {
+int jpeg_decode_scale(int width, int height, int min_long_side) {
+    const int long_side = std::max(width, height);
+    if (min_long_side <= 0) return 1;
+    int scale = 1;
+    // libjpeg rounds the scaled size up: ceil(long_side / scale).
+    while (scale < 8 && (long_side + 2 * scale - 1) / (2 * scale) >= min_long_side)
+        scale *= 2;
+    return scale;
+}
+
+cv::Mat decode_image(std::string_view bytes, const std::string& where, const ImageLimits& limits,
+                     int min_long_side) {
     const std::string problem = image_bytes_problem(bytes, limits);
     if (!problem.empty()) throw InputError(where, problem);
     const cv::Mat raw(1, int(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
+    int flags = cv::IMREAD_COLOR;
+    if (min_long_side > 0 && bytes.size() >= 3 && u8(bytes[0]) == 0xFF && u8(bytes[1]) == 0xD8) {
+        if (const auto header = peek_image_header(bytes)) {
+            switch (jpeg_decode_scale(header->width, header->height, min_long_side)) {
+                case 2:
+                    flags = cv::IMREAD_REDUCED_COLOR_2;
+                    break;
+                case 4:
+                    flags = cv::IMREAD_REDUCED_COLOR_4;
+                    break;
+                case 8:
+                    flags = cv::IMREAD_REDUCED_COLOR_8;
+                    break;
+                default:
+                    break;
+            }
+        }
+    }
     cv::Mat image;
     try {
-        image = cv::imdecode(raw, cv::IMREAD_COLOR);
+        image = cv::imdecode(raw, flags);
     } catch (const cv::Exception& e) {
         throw InputError(where, std::string("cannot decode image: ") + e.what());
     }
@@ -258,9 +287,10 @@ cv::Mat decode_image(std::string_view bytes, const std::string& where, const Ima
     return image;
 }
 
-cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits) {
+cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits,
+                   int min_long_side) {
     const std::string bytes = read_file_bytes_limited(path, limits.max_file_bytes);
-    return decode_image(bytes, path_to_utf8(path), limits);
+    return decode_image(bytes, path_to_utf8(path), limits, min_long_side);
 }
 
 std::optional<ImageHeader> read_image_header(const std::filesystem::path& path) {

@@ -40,9 +40,17 @@ std::string image_bytes_problem(std::string_view bytes, const ImageLimits& limit
 std::string image_file_problem(const std::filesystem::path& path, const ImageLimits& limits = {});
 
 // Decodes to 8-bit BGR. Throws InputError naming `where` on any problem above or a failed decode.
+// With min_long_side > 0, a JPEG whose long side is at least twice that is decoded at the
+// smallest of 1/2, 1/4 and 1/8 scale (libjpeg's DCT scaling, several times faster than a full
+// decode and then a resize) whose long side is still >= min_long_side; other formats and smaller
+// JPEGs decode at full size.
 cv::Mat decode_image(std::string_view bytes, const std::string& where,
-                     const ImageLimits& limits = {});
-cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits = {});
+                     const ImageLimits& limits = {}, int min_long_side = 0);
+cv::Mat read_image(const std::filesystem::path& path, const ImageLimits& limits = {},
+                   int min_long_side = 0);
+
+// The JPEG scale decode_image uses: 1, 2, 4 or 8 (the image is decoded at 1/scale).
+int jpeg_decode_scale(int width, int height, int min_long_side);
 
 // Encodes (".jpg", ".png") and writes atomically; works with non-ASCII paths.
 void write_image(const std::filesystem::path& path, const cv::Mat& image, int jpeg_quality = 95);

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <string_view>
+#include <vector>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "tests/data_formats/test_util.h"
@@ -115,6 +121,59 @@ TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
     EXPECT_EQ(header->width, image.cols);
     EXPECT_EQ(header->height, image.rows);
     EXPECT_EQ(header->width, 20);
+}
+
+TEST(ImageIo, ExifRotatedJpegDecodesReducedWithItsOrientation) {
+    const auto jpeg = encoded(".jpg", 60, 20);
+    std::string tiff("II*\0\x08\0\0\0", 8);
+    tiff += std::string("\x01\x00", 2) +
+            std::string("\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00\x00\x00", 12) +
+            std::string(4, '\0');
+    const std::string payload = std::string("Exif\0\0", 6) + tiff;
+    const std::size_t length = payload.size() + 2;
+    const std::string app1 =
+        std::string("\xFF\xE1", 2) + char(length >> 8) + char(length & 0xFF) + payload;
+    const cv::Mat image = decode_image(jpeg.substr(0, 2) + app1 + jpeg.substr(2), "r.jpg", {}, 30);
+    EXPECT_EQ(image.cols, 10);
+    EXPECT_EQ(image.rows, 30);
+}
+
+TEST(ImageIo, JpegDecodeScaleIsTheSmallestAboveTheTarget) {
+    struct Case {
+        int width, height, min_long_side, scale;
+    };
+    const Case cases[] = {
+        {1280, 960, 640, 2}, {1279, 960, 640, 2},  // ceil(1279 / 2) = 640
+        {1278, 960, 640, 1}, {960, 1278, 640, 1},  {2560, 1440, 640, 4},
+        {100, 3000, 640, 4}, {5120, 3840, 640, 8}, {20000, 10, 640, 8},  // never below 1/8
+        {640, 480, 640, 1},  {1280, 960, 0, 1},    {1280, 960, -5, 1}};
+    for (const Case& c : cases)
+        EXPECT_EQ(jpeg_decode_scale(c.width, c.height, c.min_long_side), c.scale)
+            << c.width << "x" << c.height << " for " << c.min_long_side;
+}
+
+TEST(ImageIo, LargeJpegsDecodeReducedAndCloseToAFullDecodeAndResize) {
+    // A smooth picture (a DCT-scaled decode is an area average, as INTER_AREA is).
+    cv::Mat picture(960, 1280, CV_8UC3);
+    for (int y = 0; y < picture.rows; ++y)
+        for (int x = 0; x < picture.cols; ++x)
+            picture.at<cv::Vec3b>(y, x) =
+                cv::Vec3b(static_cast<uchar>(x / 5), static_cast<uchar>(y / 4),
+                          static_cast<uchar>((x + y) / 9));
+    std::vector<uchar> jpeg, png;
+    cv::imencode(".jpg", picture, jpeg, {cv::IMWRITE_JPEG_QUALITY, 95});
+    cv::imencode(".png", picture, png);
+    const std::string_view jpeg_bytes(reinterpret_cast<const char*>(jpeg.data()), jpeg.size());
+    const cv::Mat reduced = decode_image(jpeg_bytes, "big.jpg", {}, 640);
+    ASSERT_EQ(reduced.size(), cv::Size(640, 480));
+    cv::Mat full_then_resized;
+    cv::resize(decode_image(jpeg_bytes, "big.jpg"), full_then_resized, reduced.size(), 0, 0,
+               cv::INTER_AREA);
+    EXPECT_LT(cv::norm(reduced, full_then_resized, cv::NORM_L1) / double(reduced.total() * 3), 2.0);
+    EXPECT_EQ(decode_image(jpeg_bytes, "big.jpg", {}, 641).size(), cv::Size(1280, 960));
+    // Other formats always decode at full size.
+    const std::string_view png_bytes(reinterpret_cast<const char*>(png.data()), png.size());
+    EXPECT_EQ(decode_image(png_bytes, "big.png", {}, 640).size(), cv::Size(1280, 960));
 }
 
 TEST(ImageIo, HeaderAfterLargeMetadataIsFound) {

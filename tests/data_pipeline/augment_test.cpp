@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <vector>
 
 #include <opencv2/imgproc.hpp>
 
@@ -304,12 +306,13 @@ TEST(Train, FullTransformIsSeededAndKeepsBoxesInside) {
     };
     AugmentOptions o;
     o.imgsz = 64;
+    const std::vector<std::int64_t> all = {0, 1, 2, 3, 4, 5};
     int with_boxes = 0;
     for (bool mosaic : {true, false}) {
         for (int i = 0; i < 5; ++i) {
             Rng a(100 + i), b(100 + i);
-            const auto x = augment_train_sample(i, 6, load, o, mosaic, a);
-            const auto y = augment_train_sample(i, 6, load, o, mosaic, b);
+            const auto x = augment_train_sample(i, all, load, o, mosaic, a);
+            const auto y = augment_train_sample(i, all, load, o, mosaic, b);
             ASSERT_EQ(x.image.size(), cv::Size(64, 64));
             EXPECT_EQ(cv::norm(x.image, y.image, cv::NORM_INF), 0);
             ASSERT_EQ(x.boxes.size(), y.boxes.size());
@@ -323,7 +326,7 @@ TEST(Train, FullTransformIsSeededAndKeepsBoxesInside) {
             with_boxes += !x.boxes.empty();
         }
         Rng r(1);
-        EXPECT_TRUE(augment_train_sample(5, 6, load, o, mosaic, r).image.empty());
+        EXPECT_TRUE(augment_train_sample(5, all, load, o, mosaic, r).image.empty());
     }
     EXPECT_GT(with_boxes, 5);
     // The resized source images were never written into.
@@ -331,6 +334,32 @@ TEST(Train, FullTransformIsSeededAndKeepsBoxesInside) {
     EXPECT_EQ(
         cv::norm(resize_long_side(s0.image, s0.boxes, 64).image, resized[0].image, cv::NORM_INF),
         0);
+}
+
+TEST(Train, MosaicPartnersAreDrawnFromTheGivenPool) {
+    SynthOptions so;
+    so.imgsz = 64;
+    const SynthSample s = make_synth_sample(so, "train", 0);
+    const LabeledImage resized = resize_long_side(s.image, s.boxes, 64);
+    std::set<std::int64_t> loaded;
+    const SampleSource load = [&](std::int64_t i, LabeledImage& out) {
+        loaded.insert(i);
+        out = resized;
+        return true;
+    };
+    AugmentOptions o;
+    o.imgsz = 64;
+    o.mosaic = 1.0;
+    const std::vector<std::int64_t> pool = {7, 9};
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+        Rng rng(seed);
+        augment_train_sample(3, pool, load, o, /*use_mosaic=*/true, rng);
+    }
+    EXPECT_EQ(loaded, (std::set<std::int64_t>{3, 7, 9}));
+    loaded.clear();
+    Rng rng(1);
+    augment_train_sample(3, {}, load, o, /*use_mosaic=*/true, rng);  // no pool: itself
+    EXPECT_EQ(loaded, std::set<std::int64_t>{3});
 }
 
 TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {

@@ -117,6 +117,35 @@ TEST_F(Loader, BatchesAreIdenticalForAnyThreadCountAndWithCache) {
     EXPECT_NE(run_epochs(reseeded, 1), std::vector<std::uint64_t>(ref.begin(), ref.begin() + 4));
 }
 
+TEST_F(Loader, UncachedTrainingDecodesEachImageAboutOnce) {
+    // Mosaic partners come from the samples just before in the epoch's order, which are still
+    // decoded: an epoch reads each image once, not once per mosaic it appears in (about 4x).
+    BatchLoader serial(*samples_, options(0));
+    run_epochs(serial, 1);
+    EXPECT_EQ(serial.stats().decoded, kImages);
+    // A window smaller than the dataset: batch 1 draws from the last 8 samples. 4 copies of the
+    // images are 56 samples; partners drawn from all of them would decode about 3 times as often.
+    std::vector<LoaderSample> copies;
+    for (int k = 0; k < 4; ++k)
+        copies.insert(copies.end(), samples_->begin(), samples_->end());
+    const auto n = static_cast<std::int64_t>(copies.size());
+    LoaderOptions narrow = options(0);
+    narrow.batch_size = 1;
+    ASSERT_EQ(mosaic_partner_window(n, narrow.batch_size), 8);
+    BatchLoader one_by_one(copies, narrow);
+    run_epochs(one_by_one, 1);
+    EXPECT_GE(one_by_one.stats().decoded, n);
+    EXPECT_LE(one_by_one.stats().decoded, n + n / 10);
+    // Two threads may decode the same partner at once, rarely.
+    BatchLoader two(copies, options(2));
+    run_epochs(two, 1);
+    EXPECT_LE(two.stats().decoded, n + n / 2);
+    // The window rule (the reference's buffer size).
+    EXPECT_EQ(mosaic_partner_window(14, 4), 14);
+    EXPECT_EQ(mosaic_partner_window(10000, 16), 128);
+    EXPECT_EQ(mosaic_partner_window(10000, 256), 1000);
+}
+
 TEST_F(Loader, OrderIsAPermutationFromSeedAndEpoch) {
     BatchLoader a(*samples_, options(0)), b(*samples_, options(2));
     const auto o0 = a.epoch_order(0);

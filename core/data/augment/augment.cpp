@@ -407,16 +407,20 @@ void flip_vertical(LabeledImage& img) {
     }
 }
 
-LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const SampleSource& load,
-                                  const AugmentOptions& o, bool use_mosaic, Rng& rng) {
+LabeledImage augment_train_sample(std::int64_t index, std::span<const std::int64_t> partners,
+                                  const SampleSource& load, const AugmentOptions& o,
+                                  bool use_mosaic, Rng& rng) {
     const int s = o.imgsz;
     LabeledImage out;
     const bool mosaic = use_mosaic && rng.chance(o.mosaic);
     if (mosaic) {
         LabeledImage parts[4];
-        std::int64_t ids[4] = {index, 0, 0, 0};
-        for (int k = 1; k < 4; ++k)
-            ids[k] = rng.uniform_int(0, count - 1);
+        std::int64_t ids[4] = {index, index, index, index};
+        const auto last = static_cast<std::int64_t>(partners.size()) - 1;
+        for (int k = 1; k < 4; ++k) {
+            const std::int64_t pick = rng.uniform_int(0, std::max<std::int64_t>(last, 0));
+            if (last >= 0) ids[k] = partners[static_cast<std::size_t>(pick)];
+        }
         if (!load(ids[0], parts[0])) return {};
         for (int k = 1; k < 4; ++k)
             if (!load(ids[k], parts[k])) parts[k] = {};

@@ -5,6 +5,7 @@
 // draw comes from the Rng passed in, which the loader seeds from (seed, epoch, sample index), so
 // results never depend on thread scheduling.
 #include <functional>
+#include <span>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -121,12 +122,14 @@ void flip_vertical(LabeledImage& img);
 
 // The whole training transform for one sample. `load(i, out)` fills the resized (long side
 // imgsz) image of dataset index i with its pixel boxes, or returns false for an unusable image;
-// `count` is the dataset size (mosaic partners are drawn from it by rng). Output: imgsz x imgsz
-// BGR and its pixel boxes; an empty image when the sample itself could not be loaded (a bad
-// mosaic partner only leaves its quadrant empty).
+// the 3 mosaic partners are drawn uniformly by rng from the dataset indices in `partners` (the
+// loader passes the samples just before this one in the epoch's order; empty: the sample
+// itself). Output: imgsz x imgsz BGR and its pixel boxes; an empty image when the sample itself
+// could not be loaded (a bad mosaic partner only leaves its quadrant empty).
 using SampleSource = std::function<bool(std::int64_t index, LabeledImage& out)>;
-LabeledImage augment_train_sample(std::int64_t index, std::int64_t count, const SampleSource& load,
-                                  const AugmentOptions& options, bool use_mosaic, Rng& rng);
+LabeledImage augment_train_sample(std::int64_t index, std::span<const std::int64_t> partners,
+                                  const SampleSource& load, const AugmentOptions& options,
+                                  bool use_mosaic, Rng& rng);
 
 // Validation transform: letterbox to imgsz x imgsz.
 LabeledImage prepare_val_sample(const LabeledImage& resized, const AugmentOptions& options);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include <opencv2/core.hpp>
@@ -40,6 +41,14 @@ BatchLoader::BatchLoader(std::vector<LoaderSample> samples, LoaderOptions option
     if (options_.cache) {
         cache_.resize(samples_.size());
         cache_state_.assign(samples_.size(), 0);
+    } else if (options_.augment) {
+        // The partner window plus the samples of the batches being made at the same time; at most
+        // 1 GiB of pixels (a miss only costs a decode).
+        const auto in_flight = static_cast<std::size_t>(options_.prefetch + options_.workers + 1) *
+                               static_cast<std::size_t>(options_.batch_size);
+        const auto window =
+            static_cast<std::size_t>(mosaic_partner_window(sample_count(), options_.batch_size));
+        recent_ = std::make_unique<RecentImages>(window + in_flight, std::size_t{1} << 30);
     }
 }
 
@@ -57,6 +66,11 @@ void BatchLoader::stop_workers() {
     for (auto& t : threads_)
         if (t.joinable()) t.join();
     threads_.clear();
+}
+
+std::int64_t mosaic_partner_window(std::int64_t samples, int batch_size) {
+    return std::max<std::int64_t>(
+        1, std::min({samples, std::int64_t{8} * batch_size, std::int64_t{1000}}));
 }
 
 std::vector<std::int64_t> BatchLoader::epoch_order(int epoch) const {
@@ -81,6 +95,7 @@ LoaderStats BatchLoader::stats() const {
     LoaderStats s;
     s.batches = batches_.load();
     s.images = images_.load();
+    s.decoded = decoded_.load();
     s.skipped = skipped_.load();
     s.bad_images = bad_images_.load();
     return s;
@@ -96,10 +111,19 @@ bool BatchLoader::load_resized(std::int64_t sample, LabeledImage& out) {
         }
         if (cache_state_[i] == 2) return false;
     }
+    if (recent_) {
+        if (auto kept = recent_->find(sample)) {
+            out = std::move(*kept);
+            return true;
+        }
+    }
     bool good = true;
     try {
-        const cv::Mat image = read_image(samples_[i].path, options_.limits);
-        out = resize_long_side(image, samples_[i].boxes, options_.augment_options.imgsz);
+        const int imgsz = options_.augment_options.imgsz;
+        ++decoded_;
+        const cv::Mat image = read_image(samples_[i].path, options_.limits, imgsz);
+        out = resize_long_side(image, samples_[i].boxes, imgsz);
+        if (recent_) recent_->put(sample, out);
     } catch (const std::exception& e) {
         good = false;
         out = {};
@@ -119,14 +143,29 @@ bool BatchLoader::load_resized(std::int64_t sample, LabeledImage& out) {
 }
 
 LabeledImage BatchLoader::make_sample(int epoch, std::int64_t sample) {
+    if (sample < 0 || sample >= sample_count())
+        throw InputError("sample", std::to_string(sample) + " is out of range");
+    const std::vector<std::int64_t> order = epoch_order(epoch);
+    const auto at = std::find(order.begin(), order.end(), sample);
+    return make_sample_at(epoch, order, at - order.begin());
+}
+
+LabeledImage BatchLoader::make_sample_at(int epoch, const std::vector<std::int64_t>& order,
+                                         std::int64_t position) {
     const AugmentOptions& ao = options_.augment_options;
+    const std::int64_t sample = order[static_cast<std::size_t>(position)];
     Rng rng(derive_seed(
         {options_.seed, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(sample)}));
     if (options_.augment) {
         const SampleSource load = [this](std::int64_t k, LabeledImage& out) {
             return load_resized(k, out);
         };
-        return augment_train_sample(sample, sample_count(), load, ao,
+        const auto n = static_cast<std::int64_t>(order.size());
+        const std::int64_t window = std::min(n, mosaic_partner_window(n, options_.batch_size));
+        const std::int64_t first = std::max<std::int64_t>(0, position - window + 1);
+        const std::span<const std::int64_t> partners(order.data() + first,
+                                                     static_cast<std::size_t>(window));
+        return augment_train_sample(sample, partners, load, ao,
                                     mosaic_active(ao, epoch, options_.epochs), rng);
     }
     LabeledImage one;
@@ -166,7 +205,7 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
         const std::int64_t sample = order[static_cast<std::size_t>(p)];
         LabeledImage img;
         try {
-            img = make_sample(epoch, sample);
+            img = make_sample_at(epoch, order, p);
         } catch (const std::exception& e) {
             // Anything an odd image makes the transforms throw: that sample is bad, not the run.
             img = {};

@@ -22,6 +22,7 @@
 #include "core/data/augment/augment.h"
 #include "core/data/detection_types.h"
 #include "core/data/image_io.h"
+#include "core/data/loader/recent_images.h"
 
 namespace crucible::data {
 
@@ -108,9 +109,17 @@ struct BadSample {
 struct LoaderStats {
     std::int64_t batches = 0;
     std::int64_t images = 0;
+    std::int64_t decoded = 0;     // image files read and decoded (mosaic partners included)
     std::int64_t skipped = 0;     // samples left out of batches because their image was bad
     std::int64_t bad_images = 0;  // distinct unreadable images seen (also mosaic partners)
 };
+
+// How many samples up to the current one in the epoch's order its mosaic partners are drawn
+// from, as the reference draws them from its buffer of the images it decoded last:
+// min(dataset size, 8 x batch, 1000). Most partners are then still decoded (RecentImages), so a
+// sample costs about one decode instead of four. The first samples of an epoch draw from its
+// first window.
+std::int64_t mosaic_partner_window(std::int64_t samples, int batch_size);
 
 class BatchLoader {
   public:
@@ -145,6 +154,9 @@ class BatchLoader {
     LabeledImage make_sample(int epoch, std::int64_t sample);
 
   private:
+    // The sample at `position` of the epoch's order (its mosaic partners depend on where it is).
+    LabeledImage make_sample_at(int epoch, const std::vector<std::int64_t>& order,
+                                std::int64_t position);
     bool load_resized(std::int64_t sample, LabeledImage& out);
     Batch make_batch(int epoch, std::int64_t first, const std::vector<std::int64_t>& order,
                      std::int64_t batch_index);
@@ -163,11 +175,13 @@ class BatchLoader {
     std::vector<std::uint8_t> cache_state_;  // 0 empty, 1 good, 2 bad; guarded by cache_mutex_
     std::mutex cache_mutex_;
     std::vector<std::atomic<bool>> reported_;
+    // Without the RAM cache, in training: the images decoded last, for mosaic partners.
+    std::unique_ptr<RecentImages> recent_;
 
     std::mutex pool_mutex_;
     std::vector<PixelBuffer> pool_;  // recycled pixel buffers
 
-    std::atomic<std::int64_t> skipped_{0}, bad_images_{0}, batches_{0}, images_{0};
+    std::atomic<std::int64_t> skipped_{0}, bad_images_{0}, batches_{0}, images_{0}, decoded_{0};
 
     // Epoch state, guarded by mutex_.
     std::mutex mutex_;

@@ -68,9 +68,13 @@ S = {
     "map_train": 32 if QUICK else 256,
     "map_val": 16 if QUICK else 64,
     "map_epochs": 2 if QUICK else 40,
-    "loader_images": 32 if QUICK else 256,
+    # More images than the loader keeps decoded (RecentImages, ~250 at 640), so that "cache off"
+    # really reads from disk on both sides.
+    "loader_images": 32 if QUICK else 1024,
     "loader_seconds": 1.0 if QUICK else 4.0,
     "loader_threads": [1] if QUICK else [1, 2],
+    # Source JPEG sizes: at 640 nothing is scaled; at 1280 Crucible decodes at 1/2 DCT scale.
+    "loader_sources": [640] if QUICK else [640, 1280],
     "llm": {"steps": 1, "batch": 1, "seq": 64} if QUICK else {"steps": 5, "batch": 4, "seq": 256},
     "sd_steps": 1 if QUICK else 5,
 }
@@ -260,46 +264,50 @@ PIPE_RE = re.compile(r"full pipeline, cache (on|off)\s*, (\d+) threads?\s+wall\s
 
 def loader():
     raw = RESULTS["raw"].setdefault("loader", [])
-    data_dir = os.path.join(WORK, "pipeline_data")
-    ours, theirs = {}, {}
     workers = sorted(set([0] + S["loader_threads"]))
-    for r in range(ROUNDS):
-        out, _ = run(f"crucible_pipeline_r{r}",
-                     [EXE["bench_pipeline"], "--images", str(S["loader_images"]), "--seconds",
-                      str(S["loader_seconds"]), "--threads", " ".join(map(str, S["loader_threads"])), "--dir", data_dir])
-        found = PIPE_RE.findall(out)
-        if not found:
-            raise RuntimeError(f"no 'full pipeline' lines in bench_pipeline's output:\n{out[-2000:]}")
-        for cache, threads, wall, cpu in found:
-            key = ("ram" if cache == "on" else "off", int(threads))
-            ours.setdefault(key, []).append({"img_s": float(wall), "img_per_cpu_s": float(cpu)})
-            raw.append({"side": "crucible", "round": r, "cache": key[0], "threads": key[1], "img_s": float(wall),
-                        "img_per_cpu_s": float(cpu)})
-        out, _ = run(f"reference_loader_r{r}",
-                     [PY, os.path.join(HERE, "detect_reference.py"), "loader", "--data",
-                      os.path.join(data_dir, "data.yaml"), "--imgsz", "640", "--batch", "16", "--workers",
-                      *map(str, workers), "--cache", "off", "ram", "--seconds", str(S["loader_seconds"]),
-                      "--threads", "1", "--work", os.path.join(WORK, "ref_loader")])
-        for x in json_lines(out):
-            theirs.setdefault((x["cache"], x["workers"]), []).append(x)
-            raw.append({"round": r, **x})
-    for cache in ("off", "ram"):
-        for threads in S["loader_threads"]:
-            o = [x["img_s"] for x in ours.get((cache, threads), [])]
-            cru_label = "cache " + ("on" if cache == "ram" else "off")
-            for w in ([threads, 0] if threads == 1 else [threads]):
-                t = [x["img_s"] for x in theirs.get((cache, w), [])]
-                buf = theirs.get((cache, w), [{}])[0].get("mosaic_buffer")
-                note = (f"imgsz 640, batch 16, mosaic, {S['loader_images']} JPEGs; Crucible {threads} loader "
-                        f"thread(s), Ultralytics {w} worker process(es)" + (" (in the main process)" if w == 0 else "")
-                        + (f"; Ultralytics' mosaic buffer keeps {buf} decoded images" if cache == "off" and buf else ""))
-                row(f"loader {cru_label}, {threads} thread{'s' if threads > 1 else ''} vs {w} workers", "img/s",
-                    "higher", best(o, "higher"), best(t, "higher"), o, t, note)
-            o = [x["img_per_cpu_s"] for x in ours.get((cache, threads), [])]
-            t = [x["img_per_cpu_s"] for x in theirs.get((cache, threads), [])]
-            row(f"loader {cru_label}, {threads} thread{'s' if threads > 1 else ''}, per CPU-second", "img/CPU-s",
-                "higher", best(o, "higher"), best(t, "higher"), o, t,
-                "CPU time of the process (Crucible) / main process + workers (Ultralytics)")
+    for source in S["loader_sources"]:
+        data_dir = os.path.join(WORK, f"pipeline_data_{source}")
+        ours, theirs = {}, {}
+        for r in range(ROUNDS):
+            out, _ = run(f"crucible_pipeline_{source}_r{r}",
+                         [EXE["bench_pipeline"], "--images", str(S["loader_images"]), "--seconds",
+                          str(S["loader_seconds"]), "--threads", " ".join(map(str, S["loader_threads"])),
+                          "--source", str(source), "--dir", data_dir])
+            found = PIPE_RE.findall(out)
+            if not found:
+                raise RuntimeError(f"no 'full pipeline' lines in bench_pipeline's output:\n{out[-2000:]}")
+            for cache, threads, wall, cpu in found:
+                key = ("ram" if cache == "on" else "off", int(threads))
+                ours.setdefault(key, []).append({"img_s": float(wall), "img_per_cpu_s": float(cpu)})
+                raw.append({"side": "crucible", "round": r, "source_px": source, "cache": key[0],
+                            "threads": key[1], "img_s": float(wall), "img_per_cpu_s": float(cpu)})
+            out, _ = run(f"reference_loader_{source}_r{r}",
+                         [PY, os.path.join(HERE, "detect_reference.py"), "loader", "--data",
+                          os.path.join(data_dir, "data.yaml"), "--imgsz", "640", "--batch", "16", "--workers",
+                          *map(str, workers), "--cache", "off", "ram", "--seconds", str(S["loader_seconds"]),
+                          "--threads", "1", "--work", os.path.join(WORK, f"ref_loader_{source}")])
+            for x in json_lines(out):
+                theirs.setdefault((x["cache"], x["workers"]), []).append(x)
+                raw.append({"round": r, "source_px": source, **x})
+        for cache in ("off", "ram"):
+            for threads in S["loader_threads"]:
+                o = [x["img_s"] for x in ours.get((cache, threads), [])]
+                cru_label = f"{source} px JPEGs, cache " + ("on" if cache == "ram" else "off")
+                for w in ([threads, 0] if threads == 1 else [threads]):
+                    t = [x["img_s"] for x in theirs.get((cache, w), [])]
+                    buf = theirs.get((cache, w), [{}])[0].get("mosaic_buffer")
+                    note = (f"imgsz 640, batch 16, mosaic, {S['loader_images']} JPEGs of {source} px; Crucible "
+                            f"{threads} loader thread(s), Ultralytics {w} worker process(es)"
+                            + (" (in the main process)" if w == 0 else "")
+                            + (f"; both draw mosaic partners from the last {buf} images" if cache == "off" and buf
+                               else ""))
+                    row(f"loader {cru_label}, {threads} thread{'s' if threads > 1 else ''} vs {w} workers",
+                        "img/s", "higher", best(o, "higher"), best(t, "higher"), o, t, note)
+                o = [x["img_per_cpu_s"] for x in ours.get((cache, threads), [])]
+                t = [x["img_per_cpu_s"] for x in theirs.get((cache, threads), [])]
+                row(f"loader {cru_label}, {threads} thread{'s' if threads > 1 else ''}, per CPU-second",
+                    "img/CPU-s", "higher", best(o, "higher"), best(t, "higher"), o, t,
+                    "CPU time of the process (Crucible) / main process + workers (Ultralytics)")
 
 
 # --- LLM LoRA step --------------------------------------------------------------------------
