@@ -16,6 +16,7 @@
 #include "core/engine/autocast.h"
 #include "core/engine/device.h"
 #include "core/engine/device_memory.h"
+#include "core/engine/device_upload.h"
 #include "core/engine/tensor_state.h"
 #include "core/jobs/gpu_inventory.h"
 #include "plugins/detect/loss/detection_loss.h"
@@ -136,6 +137,25 @@ TEST_F(Gpu, OutOfMemoryOnCudaIsItsOwnTypeAndTheAllocatorSaysHowFull) {
     const auto after = engine::device_memory(torch::Device(torch::kCUDA, 0));
     EXPECT_GE(after->allocated, before->allocated + (1ull << 30));
     EXPECT_GE(after->reserved, after->allocated);
+}
+
+TEST_F(Gpu, BatchUploadGoesThroughPinnedMemoryOnASideStreamAndArrivesIntact) {
+    engine::DeviceUpload upload(torch::Device(torch::kCUDA, 0));
+    const auto host = torch::randint(0, 255, {4, 3, 64, 64}, torch::kUInt8);
+    const auto boxes = torch::rand({5, 6});
+    // Batch k is in use on the compute stream while batch k+1 is sent.
+    const auto busy = torch::rand({2048, 2048}, torch::kCUDA);
+    const auto work = busy.matmul(busy);
+    const auto pixels = upload.start(host);
+    const auto table = upload.start(boxes);
+    upload.hand_over({pixels, table});
+    EXPECT_TRUE(pixels.is_cuda());
+    EXPECT_TRUE(torch::equal(pixels.cpu(), host));
+    EXPECT_TRUE(torch::equal(table.cpu(), boxes));
+    EXPECT_TRUE(torch::isfinite(work).all().item<bool>());
+    // On the CPU nothing is copied.
+    engine::DeviceUpload on_cpu(torch::Device(torch::kCPU));
+    EXPECT_EQ(on_cpu.start(host).data_ptr(), host.data_ptr());
 }
 
 }  // namespace

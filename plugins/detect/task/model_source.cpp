@@ -113,7 +113,7 @@ LoadedDetectionModel load_detection_model(const std::string& model,
 LoadedDetectionModel load_for_inference(const std::string& model, const torch::Device& device) {
     LoadedDetectionModel loaded = load_detection_model(model, std::nullopt);
     loaded.model->to(device);
-    if (device.is_cpu()) loaded.model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    loaded.model->set_memory_format(torch::MemoryFormat::ChannelsLast);  // as in training
     loaded.model->eval();
     return loaded;
 }
