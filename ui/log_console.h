@@ -10,7 +10,7 @@ class LogConsole : public QPlainTextEdit {
     Q_OBJECT
   public:
     explicit LogConsole(QWidget* parent = nullptr);
-    // level: "info", "warn", "error", "debug".
+    // level: log_level_name() of core/base/log.h ("info", "warning", "error", "debug").
     void append_line(const QString& level, const QString& message);
     int line_count() const { return blockCount(); }
 };

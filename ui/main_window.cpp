@@ -30,6 +30,7 @@
 #include <optional>
 
 #include "core/base/file_io.h"
+#include "core/base/log.h"
 #include "core/base/secret_store.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
@@ -260,15 +261,15 @@ bool MainWindow::open_project(const QString& file) {
         close_project();
         project_ = std::move(p);
         if (!project_->stale_lock_taken_over().empty())
-            log(QStringLiteral("warn"),
+            log(QString(log_level_name(LogLevel::Warning)),
                 tr("took over the lock of %1").arg(qs(project_->stale_lock_taken_over())));
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"),
+        log(QString(log_level_name(LogLevel::Error)),
             tr("cannot open %1: %2").arg(file, QString::fromUtf8(e.what())));
         return false;
     }
     add_recent(file);
-    log(QStringLiteral("info"), tr("opened %1").arg(file));
+    log(QString(log_level_name(LogLevel::Info)), tr("opened %1").arg(file));
     refresh_tree();
     return true;
 }
@@ -279,12 +280,12 @@ bool MainWindow::new_project(const QString& file) {
         close_project();
         project_ = std::move(p);
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"),
+        log(QString(log_level_name(LogLevel::Error)),
             tr("cannot create %1: %2").arg(file, QString::fromUtf8(e.what())));
         return false;
     }
     add_recent(file);
-    log(QStringLiteral("info"), tr("created %1").arg(file));
+    log(QString(log_level_name(LogLevel::Info)), tr("created %1").arg(file));
     refresh_tree();
     return true;
 }
@@ -302,7 +303,8 @@ void MainWindow::close_project() {
 
 void MainWindow::set_task_schemas(const Json& tasks) {
     tasks_ = tasks.is_array() ? tasks : Json::array();
-    log(QStringLiteral("info"), tr("%1 task schemas available").arg(tasks_.size()));
+    log(QString(log_level_name(LogLevel::Info)),
+        tr("%1 task schemas available").arg(tasks_.size()));
 }
 
 QString MainWindow::status_text() const {
@@ -346,7 +348,7 @@ void MainWindow::refresh_tree() {
             item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(s.id));
         }
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
     tree_->expandAll();
 }
@@ -373,7 +375,7 @@ net::RemoteEndpoint MainWindow::endpoint_for(const store::ServerInfo& server) co
         return ui::endpoint_for(server);
     } catch (const std::exception& e) {
         log_->append_line(
-            QStringLiteral("warn"),
+            QString(log_level_name(LogLevel::Warning)),
             tr("no token for %1: %2").arg(qs(server.url), QString::fromUtf8(e.what())));
     }
     net::RemoteEndpoint ep;
@@ -418,7 +420,7 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             }
         }
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
@@ -438,7 +440,8 @@ void MainWindow::compare_selected_runs() {
         if (item->data(0, kKindRole).toString() == QLatin1String("run"))
             ids.push_back(item->data(0, kIdRole).toLongLong());
     if (ids.empty()) {
-        log(QStringLiteral("info"), tr("select runs in the project tree to compare them"));
+        log(QString(log_level_name(LogLevel::Info)),
+            tr("select runs in the project tree to compare them"));
         return;
     }
     open_runs(ids);
@@ -462,7 +465,7 @@ DatasetView* MainWindow::open_dataset(std::int64_t dataset_id) {
         add_tab(view, qs(info.name));
         return view;
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return nullptr;
     }
 }
@@ -474,7 +477,7 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
         auto* editor = new AnnotationEditor(*project_, dataset_content(dataset_id), tabs_);
         editor->open_image(image_index);
         connect(editor, &AnnotationEditor::failed, this,
-                [this](const QString& m) { log(QStringLiteral("error"), m); });
+                [this](const QString& m) { log(QString(log_level_name(LogLevel::Error)), m); });
         connect(editor, &AnnotationEditor::edited, this, [this, dataset_id] {
             // Grids of the same dataset show the new boxes.
             for (int i = 0; i < tabs_->count(); ++i)
@@ -485,7 +488,7 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
         editor->canvas()->setFocus();
         return editor;
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return nullptr;
     }
 }
@@ -494,27 +497,29 @@ RunSetupView* MainWindow::open_run_setup() {
     auto* view = new RunSetupView(project_.get(), tasks_, tabs_);
     if (local_agent_ && local_agent_->ready()) view->set_local_endpoint(local_agent_->endpoint());
     connect(view, &RunSetupView::run_created, this, [this](std::int64_t id) {
-        log(QStringLiteral("info"), tr("run %1 created").arg(id));
+        log(QString(log_level_name(LogLevel::Info)), tr("run %1 created").arg(id));
         refresh_tree();
     });
     connect(view, &RunSetupView::run_submitted, this, [this](std::int64_t id, const QString& job) {
-        log(QStringLiteral("info"), tr("run %1 submitted as job %2").arg(id).arg(job));
+        log(QString(log_level_name(LogLevel::Info)),
+            tr("run %1 submitted as job %2").arg(id).arg(job));
         refresh_tree();
         open_run(id);
     });
     connect(view, &RunSetupView::submit_failed, this,
-            [this](const QString& m) { log(QStringLiteral("error"), m); });
+            [this](const QString& m) { log(QString(log_level_name(LogLevel::Error)), m); });
     add_tab(view, tr("New run"));
     return view;
 }
 
 void MainWindow::import_dataset(const QString& source) {
     if (!project_) {
-        log(QStringLiteral("error"), tr("open or create a project before importing a dataset"));
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("open or create a project before importing a dataset"));
         return;
     }
     if (busy_) {
-        log(QStringLiteral("warn"), tr("an import is already running"));
+        log(QString(log_level_name(LogLevel::Warning)), tr("an import is already running"));
         return;
     }
     busy_ = true;
@@ -562,15 +567,16 @@ void MainWindow::import_dataset(const QString& source) {
             tabs_->setEnabled(true);
             dialog->close();
             if (!error.isEmpty()) {
-                log(QStringLiteral("error"), tr("import of %1 failed: %2").arg(source, error));
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("import of %1 failed: %2").arg(source, error));
                 return;
             }
             for (const auto& p : out.problems)
-                log(QStringLiteral("warn"), qs(p));
-            log(QStringLiteral("info"), tr("imported %1: %2 images, %3 boxes")
-                                            .arg(source)
-                                            .arg(out.result.images)
-                                            .arg(out.result.boxes));
+                log(QString(log_level_name(LogLevel::Warning)), qs(p));
+            log(QString(log_level_name(LogLevel::Info)), tr("imported %1: %2 images, %3 boxes")
+                                                             .arg(source)
+                                                             .arg(out.result.images)
+                                                             .arg(out.result.boxes));
             refresh_tree();
         });
 }
@@ -591,7 +597,7 @@ void MainWindow::check_server(std::int64_t server_id) {
                 error = tr("the server answered no JSON object");
             if (!error.isEmpty()) {
                 connection_label_->setText(tr("%1: offline").arg(name));
-                log(QStringLiteral("error"), tr("%1: %2").arg(name, error));
+                log(QString(log_level_name(LogLevel::Error)), tr("%1: %2").arg(name, error));
                 return;
             }
             try {
@@ -612,7 +618,7 @@ void MainWindow::check_server(std::int64_t server_id) {
                                                    : tr("GPU: ") + gpus.join(QStringLiteral("; ")));
                 if (tasks_.empty()) set_task_schemas(info.value("tasks", Json::array()));
             } catch (const std::exception& e) {
-                log(QStringLiteral("error"),
+                log(QString(log_level_name(LogLevel::Error)),
                     tr("%1: unexpected answer: %2").arg(name, QString::fromUtf8(e.what())));
             }
         });
@@ -620,7 +626,8 @@ void MainWindow::check_server(std::int64_t server_id) {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (busy_) {
-        log(QStringLiteral("warn"), tr("wait for the import to finish or cancel it"));
+        log(QString(log_level_name(LogLevel::Warning)),
+            tr("wait for the import to finish or cancel it"));
         event->ignore();
         return;
     }
@@ -654,26 +661,26 @@ namespace crucible::ui {
 
 std::int64_t MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
     if (!project_) {
-        log(QStringLiteral("error"), tr("open a project before adding a server"));
+        log(QString(log_level_name(LogLevel::Error)), tr("open a project before adding a server"));
         return -1;
     }
     net::ParsedUrl parsed;
     try {
         parsed = net::parse_url(url.toStdString());
     } catch (const std::exception& e) {
-        log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return -1;
     }
     auto store_it = [this, name, url, token](const std::string& fingerprint) -> std::int64_t {
         try {
             const auto id = ui::add_server(*project_, name.toStdString(), url.toStdString(),
                                            token.toStdString(), fingerprint);
-            log(QStringLiteral("info"), tr("server %1 added").arg(name));
+            log(QString(log_level_name(LogLevel::Info)), tr("server %1 added").arg(name));
             refresh_tree();
             check_server(id);
             return id;
         } catch (const std::exception& e) {
-            log(QStringLiteral("error"), QString::fromUtf8(e.what()));
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
             return -1;
         }
     };
@@ -684,7 +691,8 @@ std::int64_t MainWindow::add_server(const QString& name, const QString& url, con
         this, [u] { return net::ApiClient::probe_fingerprint(u); },
         [this, url, store_it](std::string fingerprint, QString error) {
             if (!error.isEmpty()) {
-                log(QStringLiteral("error"), tr("cannot reach %1: %2").arg(url, error));
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("cannot reach %1: %2").arg(url, error));
                 return;
             }
             const auto answer = QMessageBox::question(
@@ -704,7 +712,8 @@ namespace crucible::ui {
 void MainWindow::start_local_agent(const QString& program) {
     const QString agent = program.isEmpty() ? LocalAgent::find_program() : program;
     if (agent.isEmpty()) {
-        log(QStringLiteral("error"), tr("crucible-agent is not installed next to the studio"));
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("crucible-agent is not installed next to the studio"));
         return;
     }
     if (local_agent_ && local_agent_->running()) return;
@@ -715,11 +724,11 @@ void MainWindow::start_local_agent(const QString& program) {
         local_agent_ = new LocalAgent(agent, data, {}, this);
         connect(local_agent_, &LocalAgent::failed, this, [this](const QString& m) {
             connection_label_->setText(tr("This computer: offline"));
-            log(QStringLiteral("error"), m);
+            log(QString(log_level_name(LogLevel::Error)), m);
         });
         connect(local_agent_, &LocalAgent::started_ok, this, [this] {
             connection_label_->setText(tr("This computer: connected"));
-            log(QStringLiteral("info"),
+            log(QString(log_level_name(LogLevel::Info)),
                 tr("local agent on %1").arg(qs(local_agent_->endpoint().url)));
             for (int i = 0; i < tabs_->count(); ++i)
                 if (auto* setup = qobject_cast<RunSetupView*>(tabs_->widget(i)))

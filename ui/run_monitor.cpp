@@ -24,6 +24,8 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
+#include "core/base/job_state.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
 #include "ui/eval_panels.h"
@@ -46,8 +48,6 @@ int metric_rank(const QString& m) {
     return 3;
 }
 
-// The validation report a run writes beside its weights (DESIGN.md job folder: artifacts/).
-constexpr const char* kValidationReport = "val_metrics.json";
 constexpr std::uint64_t kMaxReportBytes = 256ull << 20;
 
 bool ends_with(const std::string& text, const std::string& tail) {
@@ -56,8 +56,8 @@ bool ends_with(const std::string& text, const std::string& tail) {
 }
 
 bool names_validation_report(const std::string& artifact) {
-    return artifact == kValidationReport ||
-           ends_with(artifact, std::string("/") + kValidationReport);
+    return artifact == kValidationReportArtifact ||
+           ends_with(artifact, std::string("/") + kValidationReportArtifact);
 }
 
 // What a background fetch hands back; found = false when the run has no report (yet).
@@ -76,6 +76,10 @@ ValidationFetch parse_report_file(const std::filesystem::path& file, const QStri
     return out;
 }
 
+bool is_state(const QString& text, JobState state) {
+    return text == QLatin1String(job_state_name(state));
+}
+
 // Lists the job's artifacts and downloads the report (artifacts/ first) with the core/net client.
 ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const std::string& job) {
     net::ApiClient client(endpoint);
@@ -83,7 +87,7 @@ ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const s
     std::string path;
     for (const auto& a : list.value("artifacts", Json::array())) {
         const std::string p = a.is_object() ? a.value("path", std::string()) : std::string();
-        if (p == std::string("artifacts/") + kValidationReport) {
+        if (p == JobFolder{}.validation_report().generic_string()) {
             path = p;
             break;
         }
@@ -92,7 +96,7 @@ ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const s
     if (path.empty()) return {};
     QTemporaryDir folder;
     if (!folder.isValid()) throw Error("no temporary folder for " + path);
-    const auto file = path_from_utf8(folder.path().toStdString()) / kValidationReport;
+    const auto file = path_from_utf8(folder.path().toStdString()) / kValidationReportArtifact;
     client.download(job, path, file, /*overwrite=*/true);
     return parse_report_file(file, QString::fromStdString(path));
 }
@@ -287,7 +291,8 @@ void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
                     fetch_validation(index);
                 }
             }
-            if (e.kind == event_kind::kStatus && run.progress.state == QLatin1String("succeeded") &&
+            if (e.kind == event_kind::kStatus &&
+                is_state(run.progress.state, JobState::Succeeded) &&
                 run.validation_fetch == Fetch::Idle) {
                 run.validation_fetch = Fetch::Wanted;  // the report is written before the end
                 fetch_validation(index);
@@ -527,7 +532,7 @@ void RunMonitor::update_progress() {
     if (!p.reason.isEmpty()) state += QStringLiteral(" — ") + p.reason;
     state_label_->setText(state);
     QStringList banner = p.alarms;
-    if (p.state == QLatin1String("failed") || p.state == QLatin1String("interrupted"))
+    if (is_state(p.state, JobState::Failed) || is_state(p.state, JobState::Interrupted))
         banner.prepend(
             tr("run %1%2")
                 .arg(p.state, p.reason.isEmpty() ? QString() : QStringLiteral(": ") + p.reason));
@@ -545,8 +550,8 @@ QString RunMonitor::progress_text() const {
                        .arg(p.epoch + 1)
                        .arg(p.epochs)
                        .arg(p.items_per_s, 0, 'f', 1);
-    const bool ended = p.state == QLatin1String("succeeded") ||
-                       p.state == QLatin1String("failed") || p.state == QLatin1String("canceled");
+    const auto state = try_parse_job_state(p.state.toStdString());
+    const bool ended = state && is_final_state(*state);
     if (!ended && p.eta_s >= 0) text += tr(" · ETA %1").arg(format_duration(p.eta_s));
     return text;
 }
@@ -607,7 +612,7 @@ void RunMonitor::fetch_validation(int index) {
     const auto endpoint = run.endpoint;
     const std::string job = run.job_id.toStdString();
     const auto local = run.file.empty() ? std::filesystem::path()
-                                        : run.file.parent_path() / "artifacts" / kValidationReport;
+                                        : JobFolder{run.file.parent_path()}.validation_report();
     run_in_background<ValidationFetch>(
         this,
         [remote, endpoint, job, local]() -> ValidationFetch {
@@ -666,7 +671,7 @@ void RunMonitor::load_sample_image(int index, const std::string& artifact) {
     const auto endpoint = run.endpoint;
     const std::string job = run.job_id.toStdString();
     const auto artifacts =
-        run.file.empty() ? std::filesystem::path() : run.file.parent_path() / "artifacts";
+        run.file.empty() ? std::filesystem::path() : JobFolder{run.file.parent_path()}.artifacts();
     run_in_background<QImage>(
         this,
         [remote, endpoint, job, artifact, artifacts]() -> QImage {
@@ -680,7 +685,8 @@ void RunMonitor::load_sample_image(int index, const std::string& artifact) {
             QTemporaryDir folder;
             if (!folder.isValid()) throw Error("no temporary folder for " + artifact);
             const auto file = path_from_utf8(folder.path().toStdString()) / "sample";
-            net::ApiClient(endpoint).download(job, "artifacts/" + artifact, file, true);
+            net::ApiClient(endpoint).download(
+                job, path_to_utf8(JobFolder{}.artifacts()) + "/" + artifact, file, true);
             return QImage(QString::fromStdString(path_to_utf8(file)));
         },
         [this, name](QImage picture, QString error) {

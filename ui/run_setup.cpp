@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <optional>
 
+#include "core/base/job_state.h"
 #include "core/net/job_inputs.h"
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
@@ -316,8 +317,9 @@ std::int64_t RunSetupView::submit(const QString& name) {
                 emit submit_failed(message);
                 return;
             }
-            store::update_run_state(*project_, run_id, job.value("state", std::string("queued")),
-                                    job_id);
+            store::update_run_state(
+                *project_, run_id,
+                job.value("state", std::string(job_state_name(JobState::Queued))), job_id);
             emit run_submitted(run_id, qs(job_id));
         });
     return run_id;

@@ -11,12 +11,12 @@
 #include "app/cli/new_run.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/data/synth/synth.h"
 #include "core/engine/device.h"
 #include "core/engine/job.h"
-#include "core/engine/run_folder.h"
 #include "core/engine/task.h"
 
 namespace crucible::cli {
@@ -65,7 +65,7 @@ int run_demo(const std::vector<std::string>& args) {
     std::fflush(stdout);  // before the engine's log lines, also when stdout is a pipe
     const int code = engine::run_job(run_dir, {});
     if (code != 0) return code;
-    const auto best = engine::RunPaths{run_dir}.weights() / "best.safetensors";
+    const auto best = JobFolder{run_dir}.weights() / "best.safetensors";
     std::printf(
         "\nDone. Next steps:\n"
         "  crucible val detect data=%s model=%s\n"

@@ -15,9 +15,9 @@
 #include "app/cli/new_run.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 #include "core/engine/job.h"
-#include "core/engine/run_folder.h"
 #include "core/engine/task.h"
 
 namespace crucible::cli {
@@ -138,7 +138,7 @@ int run_train(const std::vector<std::string>& args) {
 
     if (!resume.empty()) {
         const auto dir = path_from_utf8(resume);
-        const auto spec_path = engine::RunPaths{dir}.spec();
+        const auto spec_path = JobFolder{dir}.spec();
         Json spec = read_json_file(spec_path);
         const auto& info =
             engine::TaskRegistry::instance().get(get_string(spec, "task", path_to_utf8(spec_path)));

@@ -29,7 +29,7 @@ std::filesystem::path prepare_new_run(const engine::TaskInfo& info, Json options
     const auto dir = engine::claim_run_folder(
         base, info.folder, config.value("project", std::string()),
         config.value("name", std::string()), config.value("exist_ok", false));
-    write_json_file(engine::RunPaths{dir}.spec(), Json{{"task", info.id}, {"options", options}});
+    write_json_file(JobFolder{dir}.spec(), Json{{"task", info.id}, {"options", options}});
     return dir;
 }
 

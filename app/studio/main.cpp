@@ -19,6 +19,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/log.h"
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
 #include "ui/demo_project.h"
@@ -41,7 +42,7 @@ QString find_worker() {
 void load_task_schemas(crucible::ui::MainWindow& window) {
     const QString worker = find_worker();
     if (worker.isEmpty()) {
-        window.log(QStringLiteral("info"),
+        window.log(QString(crucible::log_level_name(crucible::LogLevel::Info)),
                    QObject::tr("crucible-worker not found next to the studio: task schemas come "
                                "from a server"));
         return;
@@ -50,7 +51,8 @@ void load_task_schemas(crucible::ui::MainWindow& window) {
     QObject::connect(process, &QProcess::finished, &window, [&window, process](int code) {
         process->deleteLater();
         if (code != 0) {
-            window.log(QStringLiteral("warn"), QObject::tr("crucible-worker describe failed"));
+            window.log(QString(crucible::log_level_name(crucible::LogLevel::Warning)),
+                       QObject::tr("crucible-worker describe failed"));
             return;
         }
         try {
@@ -58,7 +60,8 @@ void load_task_schemas(crucible::ui::MainWindow& window) {
                                              "crucible-worker describe");
             window.set_task_schemas(json.value("tasks", crucible::Json::array()));
         } catch (const std::exception& e) {
-            window.log(QStringLiteral("warn"), QString::fromUtf8(e.what()));
+            window.log(QString(crucible::log_level_name(crucible::LogLevel::Warning)),
+                       QString::fromUtf8(e.what()));
         }
     });
     process->start(worker, {QStringLiteral("describe")});

@@ -9,12 +9,13 @@
 #include <vector>
 
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 
 namespace crucible {
 
 std::filesystem::path job_inbox(const std::filesystem::path& job_dir) {
-    return job_dir / "inbox";
+    return JobFolder{job_dir}.inbox();
 }
 
 void post_to_job_inbox(const std::filesystem::path& job_dir, const Event& event) {

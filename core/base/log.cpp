@@ -32,4 +32,41 @@ void log_error(std::string_view message) {
     spdlog::error("{}", message);
 }
 
+const char* log_level_name(LogLevel level) {
+    switch (level) {
+        case LogLevel::Debug:
+            return "debug";
+        case LogLevel::Info:
+            return "info";
+        case LogLevel::Warning:
+            return "warning";
+        case LogLevel::Error:
+            return "error";
+    }
+    return "info";
+}
+
+std::optional<LogLevel> parse_log_level(std::string_view text) {
+    for (const LogLevel l : {LogLevel::Debug, LogLevel::Info, LogLevel::Warning, LogLevel::Error})
+        if (text == log_level_name(l)) return l;
+    if (text == "warn") return LogLevel::Warning;
+    if (text == "trace") return LogLevel::Debug;
+    return std::nullopt;
+}
+
+void log_at(LogLevel level, std::string_view message) {
+    switch (level) {
+        case LogLevel::Error:
+            log_error(message);
+            break;
+        case LogLevel::Warning:
+            log_warn(message);
+            break;
+        case LogLevel::Debug:
+        case LogLevel::Info:
+            log_info(message);
+            break;
+    }
+}
+
 }  // namespace crucible

@@ -4,6 +4,7 @@
 // folder, which shadows the one Debian's spdlog is built with, so code that sees LibTorch's
 // headers (core/engine, plugins) logs through the functions below instead of spdlog's.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -24,5 +25,14 @@ void init_logging(const LogOptions& options);
 void log_info(std::string_view message);
 void log_warn(std::string_view message);
 void log_error(std::string_view message);
+
+// The levels of log lines and of `log` events, with their one spelling ("debug", "info",
+// "warning", "error"): the worker's events, the agent's and the studio's console use these.
+enum class LogLevel { Debug, Info, Warning, Error };
+const char* log_level_name(LogLevel level);
+// Also takes "warn" (spdlog's spelling) and "trace" (as debug); nullopt for anything else.
+std::optional<LogLevel> parse_log_level(std::string_view text);
+// One line at `level` to the default logger.
+void log_at(LogLevel level, std::string_view message);
 
 }  // namespace crucible

@@ -25,7 +25,7 @@ ResolvedSpec resolve_spec(const Json& spec, const std::string& where) {
 }
 
 int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
-    RunPaths paths{job_dir};
+    JobFolder paths{job_dir};
     if (!std::filesystem::is_directory(job_dir))
         throw InputError(path_to_utf8(job_dir), "job folder does not exist");
     paths.create();
@@ -41,14 +41,15 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
         spec = resolve_spec(read_json_file(paths.spec()), path_to_utf8(paths.spec()));
     } catch (const std::exception& e) {
         log_error(e.what());
-        events.append(make_status("failed", e.what()));
-        return kExitFailed;
+        events.append(make_status(job_state_name(JobState::Failed), e.what()));
+        return worker_exit_code(JobState::Failed);
     }
     const TaskInfo& info = TaskRegistry::instance().get(spec.task);
     std::unique_ptr<Task> task = info.make();
     Trainer trainer(*task, info, spec.config, paths, events);
     const TrainOutcome outcome = trainer.run(options.resume);
-    log_info("job " + path_to_utf8(job_dir) + ": " + outcome.state + " (" + outcome.reason + ")");
+    log_info("job " + path_to_utf8(job_dir) + ": " + job_state_name(outcome.state) + " (" +
+             outcome.reason + ")");
     return outcome.exit_code;
 }
 

@@ -7,11 +7,6 @@
 
 namespace crucible::engine {
 
-void RunPaths::create() const {
-    std::filesystem::create_directories(checkpoints());
-    std::filesystem::create_directories(weights());
-}
-
 std::filesystem::path claim_run_folder(const std::filesystem::path& base,
                                        const std::string& task_folder, const std::string& project,
                                        const std::string& name, bool exist_ok) {

@@ -55,7 +55,7 @@ std::string config_hash(const Json& config) {
     return sha256_hex(copy.dump());
 }
 
-Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, RunPaths paths_,
+Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, JobFolder paths_,
                     EventLogWriter& events_)
     : task(task_),
       info(info_),
@@ -70,7 +70,7 @@ Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, RunPaths p
       writer(store, fault_plan().kills()),
       control(paths.dir) {}
 
-Trainer::Trainer(Task& task, const TaskInfo& info, Json config, RunPaths paths,
+Trainer::Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths,
                  EventLogWriter& events)
     : impl_(std::make_unique<Impl>(task, info, std::move(config), std::move(paths), events)) {}
 
@@ -90,16 +90,12 @@ void Trainer::Impl::drain_inbox() {
 }
 
 void Trainer::Impl::log(const std::string& level, const std::string& message) {
-    if (level == "error")
-        log_error(message);
-    else if (level == "warning")
-        log_warn(message);
-    else
-        log_info(message);
+    const LogLevel known = parse_log_level(level).value_or(LogLevel::Info);
+    log_at(known, message);
     log_tail.push_back(message);
     while (log_tail.size() > 20)
         log_tail.pop_front();
-    emit(make_log(level, message));
+    emit(make_log(log_level_name(known), message));
 }
 
 double Trainer::Impl::elapsed_now() const {
@@ -416,28 +412,28 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     return {};
 }
 
-TrainOutcome Trainer::Impl::finish(const std::string& state, const std::string& reason, int code) {
+TrainOutcome Trainer::Impl::finish(JobState state, const std::string& reason) {
     report_checkpoints(writer.finish_all());  // every checkpoint event before the final status
     drain_inbox();
-    Event status = make_status(state, reason);
+    Event status = make_status(job_state_name(state), reason);
     status.fields["epoch"] = s.epoch;
     status.fields["step"] = s.step;
     if (s.has_best) status.fields["best_fitness"] = s.best_fitness;
-    if (state == "failed")
+    if (state == JobState::Failed)
         status.fields["log_tail"] =
             Json(std::vector<std::string>(log_tail.begin(), log_tail.end()));
     emit(status);
     TrainOutcome outcome;
     outcome.state = state;
     outcome.reason = reason;
-    outcome.exit_code = code;
+    outcome.exit_code = worker_exit_code(state);
     outcome.epochs_done = s.epoch;
     outcome.best_fitness = s.best_fitness;
     return outcome;
 }
 
 TrainOutcome Trainer::Impl::loop() {
-    emit(make_status("running"));
+    emit(make_status(job_state_name(JobState::Running)));
     loss_sums.reset(s.loss_sum, device.device);
     StepProfile::current().reset();
     window_start = std::chrono::steady_clock::now();
@@ -462,7 +458,7 @@ TrainOutcome Trainer::Impl::loop() {
             drain_inbox();
             const StopRequest request = control.poll();
             if (request == StopRequest::Cancel)
-                return finish("canceled", "canceled by request", kExitCanceled);
+                return finish(JobState::Canceled, "canceled by request");
             if (request == StopRequest::Pause || request == StopRequest::Checkpoint) {
                 report_checkpoints(writer.finish_all());
                 if (last_checkpoint_step != s.step) checkpoint(false);
@@ -470,20 +466,18 @@ TrainOutcome Trainer::Impl::loop() {
                 const bool saved = last_checkpoint_step == s.step;
                 const std::string note = saved ? "" : " (the checkpoint could not be written)";
                 if (request == StopRequest::Pause)
-                    return finish("paused", "paused by request" + note, kExitPaused);
-                return finish("interrupted",
-                              "stopped on request (SIGTERM or checkpoint request)" + note,
-                              kExitInterrupted);
+                    return finish(JobState::Paused, "paused by request" + note);
+                return finish(JobState::Interrupted,
+                              "stopped on request (SIGTERM or checkpoint request)" + note);
             }
         }
         s.index = nb;
         bool stop = false;
         end_epoch(stop);
         if (stop) {
-            return finish("succeeded",
+            return finish(JobState::Succeeded,
                           "early stopping: no improvement in " + std::to_string(opt.patience) +
-                              " epochs (best epoch " + std::to_string(s.best_epoch + 1) + ")",
-                          kExitSucceeded);
+                              " epochs (best epoch " + std::to_string(s.best_epoch + 1) + ")");
         }
     }
     {
@@ -495,7 +489,7 @@ TrainOutcome Trainer::Impl::loop() {
         best->eval();
         task.save_artifacts(*best, paths.artifacts());
     }
-    return finish("succeeded", "finished", kExitSucceeded);
+    return finish(JobState::Succeeded, "finished");
 }
 
 TrainOutcome Trainer::run(bool resume) {
@@ -504,24 +498,24 @@ TrainOutcome Trainer::run(bool resume) {
         const std::string reason = "out of memory at batch size " + std::to_string(m.opt.batch) +
                                    " on " + m.device.describe() + ": " + what;
         m.emit(make_alarm("out_of_memory", reason));
-        return m.finish("failed", reason, kExitFailed);
+        return m.finish(JobState::Failed, reason);
     };
     try {
         m.setup(resume);
         return m.loop();
     } catch (const NonFiniteLoss& e) {
         m.emit(make_alarm("non_finite_loss", e.what()));
-        return m.finish("failed", e.what(), kExitFailed);
+        return m.finish(JobState::Failed, e.what());
     } catch (const c10::Error& e) {
         if (is_out_of_memory(e)) return out_of_memory(first_line(e.what()));
         const std::string what = first_line(e.what());
         m.log("error", "LibTorch error: " + what);
-        return m.finish("failed", "LibTorch error: " + what, kExitFailed);
+        return m.finish(JobState::Failed, "LibTorch error: " + what);
     } catch (const std::bad_alloc& e) {
         return out_of_memory(e.what());
     } catch (const std::exception& e) {
         m.log("error", e.what());
-        return m.finish("failed", e.what(), kExitFailed);
+        return m.finish(JobState::Failed, e.what());
     }
 }
 

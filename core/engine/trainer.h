@@ -8,23 +8,17 @@
 #include <string>
 
 #include "core/base/event.h"
+#include "core/base/job_state.h"
 #include "core/base/json.h"
 #include "core/engine/run_folder.h"
 #include "core/engine/task.h"
 
 namespace crucible::engine {
 
-// Exit codes of crucible-worker (the last status event says the same in words).
-inline constexpr int kExitSucceeded = 0;
-inline constexpr int kExitFailed = 1;
-inline constexpr int kExitPaused = 3;
-inline constexpr int kExitCanceled = 4;
-inline constexpr int kExitInterrupted = 5;
-
 struct TrainOutcome {
-    std::string state;   // succeeded, failed, canceled, paused, interrupted
+    JobState state = JobState::Failed;  // succeeded, failed, canceled, paused, interrupted
     std::string reason;  // finished, early stopping ..., out of memory ..., the error message
-    int exit_code = kExitFailed;
+    int exit_code = worker_exit_code(JobState::Failed);  // crucible-worker's (job_state.h)
     int epochs_done = 0;
     double best_fitness = 0;
 };
@@ -32,7 +26,7 @@ struct TrainOutcome {
 class Trainer {
   public:
     // `config` is resolved against the task's schema. `events` is the job's events.jsonl.
-    Trainer(Task& task, const TaskInfo& info, Json config, RunPaths paths, EventLogWriter& events);
+    Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter& events);
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;

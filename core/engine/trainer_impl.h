@@ -45,13 +45,13 @@ struct LoopState {
 };
 
 struct Trainer::Impl {
-    Impl(Task& task, const TaskInfo& info, Json config, RunPaths paths, EventLogWriter& events);
+    Impl(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter& events);
 
     Task& task;
     const TaskInfo& info;
     Json config;
     TrainOptions opt;
-    RunPaths paths;
+    JobFolder paths;
     EventLogWriter& events;
     std::string config_sha;
 
@@ -99,7 +99,7 @@ struct Trainer::Impl {
     void apply_schedule(std::int64_t ni);
     void report_step(std::int64_t batch_items);
     TrainOutcome end_epoch(bool& stop);
-    TrainOutcome finish(const std::string& state, const std::string& reason, int code);
+    TrainOutcome finish(JobState state, const std::string& reason);
     std::map<std::string, std::string> provenance() const;
     void save_weights(const std::string& name);
     torch::nn::Module& eval_model() { return ema ? ema->module() : *model; }

@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/jobs/agent_service.h"
 #include "core/jobs/event_follower.h"
 
@@ -32,11 +33,7 @@ std::vector<std::filesystem::path> artifact_files(const std::filesystem::path& d
         if (ec) break;
         if (!it->is_regular_file()) continue;
         auto rel = it->path().lexically_relative(dir);
-        if (*rel.begin() == "inbox") continue;  // the agent's events waiting for the worker
-        auto name = rel.filename().string();
-        if (name.find(".tmp") != std::string::npos || name == "job.json" || name == "control.json")
-            continue;
-        out.push_back(rel);
+        if (!JobFolder::is_bookkeeping(rel)) out.push_back(rel);
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -132,7 +129,7 @@ void AgentService::add_job_routes() {
               if (req.has_param("after")) after = std::atoll(req.get_param_value("after").c_str());
               if (req.has_header("Last-Event-ID"))
                   after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
-              auto file = registry_.folder(job->id) / "events.jsonl";
+              auto file = JobFolder{registry_.folder(job->id)}.events();
               if (req.get_param_value("format") == "json") {
                   Json list = Json::array();
                   for (const auto& e : read_event_log(file, after))

@@ -8,10 +8,10 @@
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/base/job_control.h"
 #include "core/base/options_schema.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
-#include "core/jobs/worker_control.h"
 #include "core/net/job_inputs.h"
 #include "core/net/tls.h"
 
@@ -139,15 +139,15 @@ int AgentService::start() {
         if (process_alive(job.pid)) {
             spdlog::info("job {}: worker {} outlived the agent; asking it to checkpoint and stop",
                          job.id, job.pid);
-            write_worker_request(dir, "checkpoint");
+            write_stop_request(JobFolder{dir}, StopRequest::Checkpoint);
             for (int i = 0; i < 1200 && process_alive(job.pid); ++i)
                 std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         spdlog::info(
             "job {} was running when the agent stopped: it resumes from its last checkpoint",
             job.id);
-        append_job_event(
-            dir, make_status("interrupted", "the agent stopped while the job ran; resuming"));
+        append_job_event(dir, make_status(job_state_name(JobState::Interrupted),
+                                          "the agent stopped while the job ran; resuming"));
     }
     scheduler_.start();
     int port = server_->start();

@@ -8,37 +8,6 @@
 
 namespace crucible::jobs {
 
-const char* job_state_name(JobState s) {
-    switch (s) {
-        case JobState::Queued:
-            return "queued";
-        case JobState::Running:
-            return "running";
-        case JobState::Paused:
-            return "paused";
-        case JobState::Succeeded:
-            return "succeeded";
-        case JobState::Failed:
-            return "failed";
-        case JobState::Canceled:
-            return "canceled";
-        case JobState::Interrupted:
-            return "interrupted";
-    }
-    return "failed";
-}
-
-JobState parse_job_state(const std::string& t) {
-    for (auto s : {JobState::Queued, JobState::Running, JobState::Paused, JobState::Succeeded,
-                   JobState::Failed, JobState::Canceled, JobState::Interrupted})
-        if (t == job_state_name(s)) return s;
-    throw InputError("state", "unknown job state '" + t + "'");
-}
-
-bool is_final_state(JobState s) {
-    return s == JobState::Succeeded || s == JobState::Failed || s == JobState::Canceled;
-}
-
 Json JobRecord::to_json() const {
     return {{"id", id},
             {"name", name},

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "core/base/job_state.h"
 #include "core/base/json.h"
 
 namespace crucible::jobs {
 
-enum class JobState { Queued, Running, Paused, Succeeded, Failed, Canceled, Interrupted };
-
-const char* job_state_name(JobState state);
-JobState parse_job_state(const std::string& text);  // InputError on unknown text
-bool is_final_state(JobState state);                // succeeded, failed, canceled
+using crucible::is_final_state;
+using crucible::job_state_name;
+using crucible::JobState;
+using crucible::parse_job_state;
 
 struct JobRecord {
     std::string id;

@@ -3,12 +3,13 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 
 namespace crucible::jobs {
 
 Event append_job_event(const std::filesystem::path& job_dir, const Event& event) {
-    EventLogWriter writer(job_dir / "events.jsonl");
+    EventLogWriter writer(JobFolder{job_dir}.events());
     drain_job_inbox(job_dir, writer);
     return writer.append(event);
 }
@@ -16,7 +17,7 @@ Event append_job_event(const std::filesystem::path& job_dir, const Event& event)
 std::string allocator_note(const std::filesystem::path& job_dir) {
     // The last 64 KiB hold many report windows; a long log is not read whole for an alarm.
     constexpr std::streamoff kTail = 64 << 10;
-    std::ifstream in(job_dir / "events.jsonl", std::ios::binary | std::ios::ate);
+    std::ifstream in(JobFolder{job_dir}.events(), std::ios::binary | std::ios::ate);
     if (!in) return "";
     const std::streamoff size = in.tellg();
     in.seekg(size > kTail ? size - kTail : 0);

@@ -5,6 +5,7 @@
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 
 namespace crucible::jobs {
 
@@ -16,7 +17,7 @@ std::vector<JobRecord> JobRegistry::load() {
     std::vector<JobRecord> interrupted;
     std::lock_guard lock(mutex_);
     for (const auto& entry : std::filesystem::directory_iterator(jobs_dir_)) {
-        auto file = entry.path() / "job.json";
+        auto file = JobFolder{entry.path()}.record();
         std::error_code ec;
         if (!entry.is_directory() || !std::filesystem::exists(file, ec)) continue;
         try {
@@ -39,17 +40,16 @@ std::vector<JobRecord> JobRegistry::load() {
 }
 
 void JobRegistry::persist(const JobRecord& job) const {
-    write_json_file(jobs_dir_ / job.id / "job.json", job.to_json());
+    write_json_file(JobFolder{jobs_dir_ / job.id}.record(), job.to_json());
 }
 
 JobRecord JobRegistry::add(JobRecord job) {
     job.id = new_job_id();
     job.submitted = unix_time_now();
     job.state = JobState::Queued;
-    auto dir = jobs_dir_ / job.id;
-    std::filesystem::create_directories(dir / "checkpoints");
-    std::filesystem::create_directories(dir / "artifacts");
-    write_json_file(dir / "spec.json",
+    const JobFolder folder{jobs_dir_ / job.id};
+    folder.create();
+    write_json_file(folder.spec(),
                     {{"task", job.task}, {"options", job.options}, {"name", job.name}});
     std::vector<std::function<void(const JobRecord&)>> listeners;
     {

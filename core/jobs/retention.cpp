@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 
 namespace crucible::jobs {
@@ -82,7 +83,7 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
             if (!inputs_dir.empty()) collect_inputs(job.options, inputs_prefix, inputs_in_use);
             continue;
         }
-        auto dir = registry.folder(job.id) / "checkpoints";
+        auto dir = JobFolder{registry.folder(job.id)}.checkpoints();
         for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
              !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
             if (!it->is_regular_file() || protected_checkpoint(it->path())) continue;

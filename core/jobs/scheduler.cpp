@@ -8,8 +8,8 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/gpu_ref.h"
+#include "core/base/job_control.h"
 #include "core/jobs/job_events.h"
-#include "core/jobs/worker_control.h"
 
 namespace crucible::jobs {
 
@@ -43,7 +43,7 @@ void Scheduler::stop(bool leave_running) {
     std::lock_guard lock(mutex_);
     if (!leave_running) {
         for (auto& [id, child] : children_)
-            write_worker_request(registry_.folder(id), "checkpoint");
+            write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Checkpoint);
         for (auto& [id, child] : children_)
             finish_job(id, child->wait());
     }
@@ -82,13 +82,24 @@ void Scheduler::reap_finished() {
     }
 }
 
+namespace {
+
+// The state crucible-worker's exit code stands for (job_state.h), or null (a signal, a crash).
+const char* exit_code_meaning(const ExitInfo& exit) {
+    if (exit.signal != 0) return nullptr;
+    const auto state = state_of_exit_code(exit.code);
+    return state ? job_state_name(*state) : nullptr;
+}
+
+}  // namespace
+
 void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
     auto dir = registry_.folder(id);
     // The worker's own last status event says why it ended; if it wrote none (crash, kill,
     // out of memory in the OS), the agent writes one with the exit code or signal.
     std::string state, reason;
     try {
-        for (const auto& e : read_event_log(dir / "events.jsonl")) {
+        for (const auto& e : read_event_log(JobFolder{dir}.events())) {
             if (e.kind != event_kind::kStatus) continue;
             state = e.fields.value("state", std::string());
             reason = e.fields.value("reason", std::string());
@@ -96,26 +107,30 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
     } catch (const std::exception& e) {
         spdlog::warn("job {}: unreadable events: {}", id, e.what());
     }
+    // The worker's last status decides: it is written once the state is reached (the checkpoint
+    // saved, the weights written). Its exit code is checked against it; without a status the
+    // job failed, and the code (one of worker_exit_code's, or a crash) says how far it got.
     JobState final_state = JobState::Failed;
-    bool worker_said = false;
-    for (auto s : {JobState::Succeeded, JobState::Failed, JobState::Canceled, JobState::Paused,
-                   JobState::Interrupted})
-        if (state == job_state_name(s)) {
-            final_state = s;
-            worker_said = true;
-        }
-    if (!worker_said) {
+    const auto said = try_parse_job_state(state);
+    const bool worker_said = said && *said != JobState::Queued && *said != JobState::Running;
+    const char* code_means = exit_code_meaning(exit);
+    if (worker_said) {
+        final_state = *said;
+        if (code_means == nullptr || code_means != std::string(job_state_name(final_state)))
+            reason += " (then the worker ended with " + exit.describe() + ")";
+    } else {
         reason = "the worker ended without a final status: " + exit.describe();
-        std::string tail = tail_lines(dir / "worker.log", 20);
+        if (code_means) reason += std::string(", its code for ") + code_means;
+        std::string tail = tail_lines(JobFolder{dir}.worker_log(), 20);
         if (!tail.empty()) reason += "\nlast log lines:\n" + tail;
     }
     // The worker is gone: the agent owns events.jsonl now. What the worker left in its inbox
     // (alarms raised near its end) goes in first, then the agent's own final word.
     try {
-        EventLogWriter writer(dir / "events.jsonl");
+        EventLogWriter writer(JobFolder{dir}.events());
         drain_job_inbox(dir, writer);
         if (!worker_said) {
-            Event ev = make_status("failed", reason);
+            Event ev = make_status(job_state_name(JobState::Failed), reason);
             ev.fields["exit_code"] = exit.code;
             ev.fields["signal"] = exit.signal;
             writer.append(ev);
@@ -123,7 +138,7 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
     } catch (const std::exception& e) {
         spdlog::warn("job {}: cannot append to its events: {}", id, e.what());
     }
-    clear_worker_request(dir);
+    clear_stop_request(JobFolder{dir});
     auto record = registry_.update(id, [&](JobRecord& j) {
         j.state = final_state;
         j.reason = reason;
@@ -190,7 +205,7 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
     co.args.push_back("--job");
     co.args.push_back(path_to_utf8(dir));
     if (job.resume) co.args.push_back("--resume");
-    co.log_file = dir / "worker.log";
+    co.log_file = JobFolder{dir}.worker_log();
     co.working_dir = dir;
     std::string visible;
     for (int g : gpus)
@@ -198,7 +213,7 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
     co.env["CUDA_VISIBLE_DEVICES"] = visible;  // empty = no GPU for a CPU job
     // The indices above are NVML's; without this CUDA would number the GPUs fastest first.
     co.env[kCudaDeviceOrderVariable] = kCudaDeviceOrderPciBus;
-    clear_worker_request(dir);
+    clear_stop_request(JobFolder{dir});
     try {
         auto child = ChildProcess::start(co);
         long pid = child->pid();
@@ -245,7 +260,7 @@ std::string Scheduler::cancel(const std::string& id) {
     if (is_final_state(job->state))
         return "job " + id + " has already ended (" + job_state_name(job->state) + ")";
     if (children_.count(id)) {
-        write_worker_request(registry_.folder(id), "cancel");
+        write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Cancel);
         return "";
     }
     registry_.update(id, [](JobRecord& j) {
@@ -261,7 +276,7 @@ std::string Scheduler::pause(const std::string& id) {
     auto job = registry_.get(id);
     if (!job) return "no job " + id;
     if (children_.count(id)) {
-        write_worker_request(registry_.folder(id), "pause");
+        write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Pause);
         return "";
     }
     if (job->state == JobState::Queued || job->state == JobState::Interrupted) {

@@ -437,8 +437,22 @@ TEST_F(AgentFixture, CrashedWorkerRecordsWhy) {
     ::unsetenv("FAKE_WORKER_CRASH_AT");
     Json j = c.get("/v1/jobs/" + id);
     std::string reason = j["reason"];
-    EXPECT_NE(reason.find("exit code 3"), std::string::npos) << reason;
+    EXPECT_NE(reason.find("exit code 7"), std::string::npos) << reason;
     EXPECT_NE(reason.find("boom: simulated crash"), std::string::npos) << reason;
+}
+
+TEST_F(AgentFixture, AnExitCodeWithoutAFinalStatusIsStillAFailureNamedByTheCode) {
+    // Code 3 is the worker's "paused", but no status said so (no checkpoint is known to exist).
+    ::setenv("FAKE_WORKER_CRASH_AT", "2", 1);
+    ::setenv("FAKE_WORKER_CRASH_CODE", "3", 1);
+    auto c = client();
+    std::string id = c.post(
+        "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 10}, {"delay_ms", 1}}}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "failed"; }));
+    ::unsetenv("FAKE_WORKER_CRASH_AT");
+    ::unsetenv("FAKE_WORKER_CRASH_CODE");
+    const std::string reason = c.get("/v1/jobs/" + id)["reason"];
+    EXPECT_NE(reason.find("exit code 3, its code for paused"), std::string::npos) << reason;
 }
 
 TEST(AgentTls, PinnedFingerprintIsRequired) {

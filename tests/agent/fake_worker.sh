@@ -2,7 +2,9 @@
 # A stand-in for crucible-worker in the agent tests: honours --job DIR [--resume], writes
 # DESIGN.md events with gap-free seq, appends what the agent posts to inbox/ (see
 # core/jobs/job_events.h), obeys control.json requests, writes an artifact. Its
-# "checkpoint" is the last completed step, kept in DIR/checkpoints/last.
+# "checkpoint" is the last completed step, kept in DIR/checkpoints/last. It exits with
+# crucible-worker's codes (core/base/job_state.h): 0 succeeded, 3 paused, 4 canceled,
+# 5 interrupted; 7 (or FAKE_WORKER_CRASH_CODE) for the simulated crash.
 set -u
 # `describe` publishes the schema of the fake task (tests/agent/agent_test_util.h has the same).
 [ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""},{"name":"model","type":"path","default":""}]}]}'; exit 0; }
@@ -32,12 +34,12 @@ for ((i=start; i<=steps; i++)); do
     if [ -f "$dir/control.json" ]; then
         req=$(sed -n 's/.*"request": *"\([a-z]*\)".*/\1/p' "$dir/control.json")
         case "$req" in
-            cancel) emit status '"state":"canceled","reason":"canceled by the user"'; exit 0 ;;
-            pause) emit status '"state":"paused","reason":"paused by the user"'; exit 0 ;;
-            checkpoint) emit status '"state":"interrupted","reason":"checkpoint requested"'; exit 0 ;;
+            cancel) emit status '"state":"canceled","reason":"canceled by the user"'; exit 4 ;;
+            pause) emit status '"state":"paused","reason":"paused by the user"'; exit 3 ;;
+            checkpoint) emit status '"state":"interrupted","reason":"checkpoint requested"'; exit 5 ;;
         esac
     fi
-    [ "${FAKE_WORKER_CRASH_AT:-0}" = "$i" ] && { echo "boom: simulated crash" >&2; exit 3; }
+    [ "${FAKE_WORKER_CRASH_AT:-0}" = "$i" ] && { echo "boom: simulated crash" >&2; exit "${FAKE_WORKER_CRASH_CODE:-7}"; }
     sleep "$(awk "BEGIN{print $delay/1000}")"
 done
 mkdir -p "$dir/artifacts"

@@ -44,7 +44,7 @@ TEST(EngineRun, LearnsAndWritesEventsResultsAndWeights) {
     Json o = base_options();
     o["epochs"] = 6;
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
 
     const auto csv = csv_of(dir, /*drop_time=*/false);
     ASSERT_EQ(csv.size(), 7u);
@@ -120,7 +120,7 @@ TEST(EngineRun, AppendsEventsPostedToTheInboxWithGapFreeSeq) {
     post_to_job_inbox(dir, make_alarm("gpu_idle", "GPU 0 idle for 120 s"));
     std::filesystem::create_directories(job_inbox(dir));
     write_file_atomically(job_inbox(dir) / "99999999999999999999-00000000.json", "{not json");
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     const auto events = events_of(dir);
     for (std::size_t i = 0; i < events.size(); ++i)
         ASSERT_EQ(events[i].seq, static_cast<std::int64_t>(i));
@@ -145,7 +145,7 @@ TEST(EngineRun, WarmupLrAndMomentumValuesInStepMetrics) {
     o["warmup_epochs"] = 1.0;  // 6 batches per epoch -> max(round(6), 100) = 100 warmup iterations
     o["lr0"] = 0.05;
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     std::map<std::int64_t, Json> by_step;
     for (const auto& m : of_kind(events_of(dir), "metric"))
         by_step[m.fields["step"].get<std::int64_t>()] = m.fields["values"];
@@ -173,7 +173,7 @@ TEST(EngineRun, AccumulationStepsAndEmaUpdatesMatchNbsRule) {
     o["epochs"] = 2;
     o["nbs"] = 24;  // batch 8 -> accumulate 3; 12 iterations -> optimizer steps at ni 2, 5, 8, 11
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     CheckpointStore store(dir / "checkpoints", 3);
     std::vector<std::string> rejected;
     const auto loaded = store.load_newest_valid(rejected);
@@ -190,7 +190,7 @@ TEST(EngineRun, AutoOptimizerPicksAdamWForShortRuns) {
     o["optimizer"] = "auto";
     o["epochs"] = 1;
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     bool logged = false;
     for (const auto& e : of_kind(events_of(dir), "log"))
         logged |= e.fields["message"].get<std::string>().find("optimizer AdamW(lr=0.002") !=
@@ -208,7 +208,7 @@ TEST(EngineRun, EarlyStoppingAfterPatienceEpochs) {
     o["patience"] = 2;
     o["fitness"] = "decreasing";  // epoch 1 is the best; epochs 2 and 3 do not improve
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     EXPECT_EQ(csv_of(dir).size(), 4u);  // header + 3 epochs
     const auto status = last_status(events_of(dir));
     EXPECT_EQ(status.fields["state"], "succeeded");
@@ -226,7 +226,7 @@ void expect_failure_with_alarm(const std::string& name, const char* option, int 
     Json o = base_options();
     o[option] = step;
     write_toy_spec(dir, o);
-    EXPECT_EQ(run_in_process(dir), kExitFailed);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Failed));
     const auto events = events_of(dir);
     const auto alarms = of_kind(events, "alarm");
     ASSERT_EQ(alarms.size(), 1u);
@@ -254,7 +254,7 @@ TEST(EngineRun, HostReadsArePerReportNotPerStep) {
     o["grad_clip"] = 10.0;
     write_toy_spec(dir, o);
     const auto before = host_read_count();
-    EXPECT_EQ(run_in_process(dir), kExitSucceeded);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     const auto reads = host_read_count() - before;
     // Per epoch: its last step's report, the epoch's results row and its checkpoint.
     EXPECT_LE(reads, 3u * 2u) << "24 steps";
@@ -272,7 +272,7 @@ TEST(EngineRun, BadOptionFailsNamingTheOption) {
     Json o = base_options();
     o["epochs"] = "many";
     write_toy_spec(dir, o);
-    EXPECT_EQ(run_in_process(dir), kExitFailed);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Failed));
     const auto status = last_status(events_of(dir));
     EXPECT_EQ(status.fields["state"], "failed");
     EXPECT_NE(status.fields["reason"].get<std::string>().find("epochs"), std::string::npos);
@@ -282,8 +282,8 @@ TEST(EngineRun, BadOptionFailsNamingTheOption) {
 TEST(EngineRun, CancelRequestEndsCleanly) {
     const auto dir = fresh_dir("cancel");
     write_toy_spec(dir, base_options());
-    request_stop(dir, StopRequest::Cancel);
-    EXPECT_EQ(run_in_process(dir), kExitCanceled);
+    write_stop_request(JobFolder{dir}, StopRequest::Cancel);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Canceled));
     const auto status = last_status(events_of(dir));
     EXPECT_EQ(status.fields["state"], "canceled");
     EXPECT_EQ(status.fields["step"], 1);
@@ -298,12 +298,12 @@ TEST(EngineRun, PauseThenResumeEqualsUninterruptedRun) {
     o["nbs"] = 24;  // pause lands inside an accumulation window
     write_toy_spec(ref, o);
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(ref), kExitSucceeded);
-    request_stop(dir, StopRequest::Pause);
-    EXPECT_EQ(run_in_process(dir), kExitPaused);
+    ASSERT_EQ(run_in_process(ref), worker_exit_code(JobState::Succeeded));
+    write_stop_request(JobFolder{dir}, StopRequest::Pause);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Paused));
     EXPECT_EQ(last_status(events_of(dir)).fields["state"], "paused");
     EXPECT_EQ(CheckpointStore(dir / "checkpoints", 3).step_files().size(), 1u);
-    ASSERT_EQ(run_in_process(dir, /*resume=*/true), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir, /*resume=*/true), worker_exit_code(JobState::Succeeded));
     EXPECT_EQ(weights_sha(dir), weights_sha(ref));
     EXPECT_EQ(csv_of(dir), csv_of(ref));
     const auto rollbacks = of_kind(events_of(dir), "rollback");
@@ -317,7 +317,7 @@ TEST(EngineRun, SignalBecomesCheckpointAndInterrupted) {
     const auto dir = fresh_dir("sigterm");
     write_toy_spec(dir, base_options());
     set_signal_stop_flag(true);
-    EXPECT_EQ(run_in_process(dir), kExitInterrupted);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Interrupted));
     set_signal_stop_flag(false);
     EXPECT_EQ(last_status(events_of(dir)).fields["state"], "interrupted");
     EXPECT_EQ(CheckpointStore(dir / "checkpoints", 3).step_files().size(), 1u);
@@ -329,10 +329,10 @@ TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
     Json o = base_options();
     o["epochs"] = 2;
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
     o["epochs"] = 4;
     write_toy_spec(dir, o);
-    ASSERT_EQ(run_in_process(dir, true), kExitSucceeded);
+    ASSERT_EQ(run_in_process(dir, true), worker_exit_code(JobState::Succeeded));
     EXPECT_EQ(csv_of(dir).size(), 5u);
     EXPECT_EQ(of_kind(events_of(dir), "rollback").at(0).fields["to_step"], 12);
 
@@ -341,7 +341,7 @@ TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
     t["epochs"] = 1;
     t["weights"] = path_to_utf8(dir / "artifacts" / "weights" / "best.safetensors");
     write_toy_spec(tune, t);
-    ASSERT_EQ(run_in_process(tune), kExitSucceeded);
+    ASSERT_EQ(run_in_process(tune), worker_exit_code(JobState::Succeeded));
     bool loaded = false;
     for (const auto& e : of_kind(events_of(tune), "log"))
         loaded |=
@@ -352,7 +352,7 @@ TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
     Json f = base_options();
     f["epochs"] = 1;
     write_toy_spec(fresh, f);
-    ASSERT_EQ(run_in_process(fresh), kExitSucceeded);
+    ASSERT_EQ(run_in_process(fresh), worker_exit_code(JobState::Succeeded));
     EXPECT_LT(std::stod(csv_of(tune)[1][1]), std::stod(csv_of(fresh)[1][1]));
     std::filesystem::remove_all(dir);
     std::filesystem::remove_all(tune);

@@ -50,6 +50,19 @@ bool torch_allowed(const std::string& layer) {
            layer == "app/cli";
 }
 
+// A job folder's file names spelled outside JobFolder (core/base/job_folder.h): as a literal
+// of its own, or joined onto a path.
+const std::regex& job_folder_literal() {
+    static const std::regex re(
+        R"re("(spec\.json|events\.jsonl|control\.json|job\.json|worker\.log|results\.csv|)re"
+        R"re(val_metrics\.json|artifacts/[^"]*)"|/\s*"(checkpoints|artifacts|inbox)")re");
+    return re;
+}
+
+bool is_job_folder_type(const std::string& rel) {
+    return rel == "core/base/job_folder.h" || rel == "core/base/job_folder.cpp";
+}
+
 }  // namespace
 
 std::vector<Violation> check_tree(const std::filesystem::path& root) {
@@ -69,6 +82,9 @@ std::vector<Violation> check_tree(const std::filesystem::path& root) {
             while (std::getline(in, line)) {
                 ++n;
                 std::smatch m;
+                if (!is_job_folder_type(rel) && std::regex_search(line, m, job_folder_literal()))
+                    out.push_back(
+                        {rel, n, m.str(0), "job-folder files are named in JobFolder only"});
                 if (!std::regex_search(line, m, include_re)) continue;
                 std::string inc = m[2];
                 auto add = [&](const std::string& rule) { out.push_back({rel, n, inc, rule}); };

@@ -34,6 +34,10 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     write(root / "app/agent/main.cpp", "#include <ATen/ATen.h>\n");
     write(root / "core/engine/good.cpp",
           "#include <torch/torch.h>\n#include \"core/data/image_io.h\"\n");
+    write(root / "core/jobs/spells.cpp",
+          "auto f = dir / \"events.jsonl\";\nauto c = dir / \"checkpoints\";\n");
+    write(root / "ui/spells.cpp", "download(job, \"artifacts/\" + name);\n");
+    write(root / "core/base/job_folder.h", "return dir / \"spec.json\";\n");
     auto v = check_tree(root);
     std::set<std::string> files;
     for (auto& x : v)
@@ -46,7 +50,12 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     EXPECT_TRUE(files.count("plugins/detect/bad.cpp plugins/llm_lora/x.h"));
     EXPECT_TRUE(files.count("plugins/detect/bad.cpp QWidget"));
     EXPECT_TRUE(files.count("app/agent/main.cpp ATen/ATen.h"));
-    for (auto& x : v)
+    EXPECT_TRUE(files.count("core/jobs/spells.cpp \"events.jsonl\""));
+    EXPECT_TRUE(files.count("core/jobs/spells.cpp / \"checkpoints\""));
+    EXPECT_TRUE(files.count("ui/spells.cpp \"artifacts/\""));
+    for (auto& x : v) {
         EXPECT_NE(x.file, "core/engine/good.cpp");
+        EXPECT_NE(x.file, "core/base/job_folder.h");  // the one place that names them
+    }
     std::filesystem::remove_all(root);
 }

@@ -298,8 +298,8 @@ TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
     // of the text encoder's learning rate (lr_scale.h), finishes its one epoch, and is extended.
     options["epochs"] = 1;
     fs::create_directories(dir / "split");
-    engine::request_stop(dir / "split", engine::StopRequest::Pause);
-    EXPECT_EQ(run(dir / "split", options, false), engine::kExitPaused);
+    write_stop_request(JobFolder{dir / "split"}, StopRequest::Pause);
+    EXPECT_EQ(run(dir / "split", options, false), worker_exit_code(JobState::Paused));
     const auto events = read_event_log(dir / "split" / "events.jsonl");
     ASSERT_FALSE(events.empty());
     EXPECT_EQ(events.back().fields.value("state", std::string()), "paused");

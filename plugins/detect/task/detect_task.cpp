@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/json.h"
 #include "core/data/dataset_io.h"
 #include "core/data/loader/batch_loader.h"
@@ -281,7 +282,7 @@ class DetectTask : public engine::Task {
         const auto& names = dataset_.class_names;
         std::error_code ec;
         std::filesystem::create_directories(dir, ec);
-        write_json_file(dir / "val_metrics.json",
+        write_json_file(dir / kValidationReportArtifact,
                         validation_json({r.metrics, r.confusion, names}, /*curves=*/true));
         ctx_.log("info",
                  "best weights on " + val_split_ + ":\n" + results_table(r.metrics, names, true));

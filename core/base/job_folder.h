@@ -1,0 +1,50 @@
+#pragma once
+// The layout of a job folder, the one place where its files are named (DESIGN.md "Jobs and
+// reliability"). The worker and `crucible train` (core/engine), the agent (core/jobs), the CLI
+// and the studio reach a job's files through JobFolder; tests/layers fails when another product
+// file spells one of these names.
+//
+//   spec.json      the task and its options (written by whoever creates the job)
+//   events.jsonl   the event log; one writer, the worker (the agent's events wait in inbox/)
+//   control.json   a stop request while it waits (job_control.h)
+//   inbox/         events the agent posts for the worker to append (event_inbox.h)
+//   job.json       the agent's record of the job (state, GPUs, process)
+//   worker.log     the worker's log, and its stdout/stderr under the agent
+//   results.csv    one row per epoch
+//   checkpoints/   step checkpoints
+//   artifacts/     what the run made: weights/{last,best}.safetensors and the task's outputs
+#include <filesystem>
+
+namespace crucible {
+
+// Artifact names shared between a task and the studio, relative to artifacts/ (as the agent's
+// artifact routes take them).
+inline constexpr const char* kValidationReportArtifact = "val_metrics.json";
+
+struct JobFolder {
+    std::filesystem::path dir;
+
+    std::filesystem::path spec() const { return dir / "spec.json"; }
+    std::filesystem::path events() const { return dir / "events.jsonl"; }
+    std::filesystem::path control() const { return dir / "control.json"; }
+    std::filesystem::path inbox() const { return dir / "inbox"; }
+    std::filesystem::path record() const { return dir / "job.json"; }
+    std::filesystem::path worker_log() const { return dir / "worker.log"; }
+    std::filesystem::path results_csv() const { return dir / "results.csv"; }
+    std::filesystem::path checkpoints() const { return dir / "checkpoints"; }
+    std::filesystem::path artifacts() const { return dir / "artifacts"; }
+    std::filesystem::path weights() const { return artifacts() / "weights"; }
+    std::filesystem::path validation_report() const {
+        return artifacts() / kValidationReportArtifact;
+    }
+
+    // Creates the folder with checkpoints/ and artifacts/weights/.
+    void create() const;
+
+    // True for a file (relative to the folder) that is bookkeeping of the agent and the worker,
+    // not a result: job.json, control.json, inbox/ and files being written (*.tmp*). Clients
+    // may download everything else.
+    static bool is_bookkeeping(const std::filesystem::path& relative);
+};
+
+}  // namespace crucible
