@@ -17,7 +17,7 @@ packages=(
     qt6-base-dev libqcustomplot-dev
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev
-    libspdlog-dev libcli11-dev libyaml-cpp-dev libpcre2-dev libicu-dev
+    libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev
 )
 if [ "$mode" = test ]; then
     # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to

@@ -7,6 +7,8 @@ find_package(CLI11 REQUIRED)
 find_package(OpenSSL REQUIRED)
 find_package(SQLite3 REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# The Pascal VOC reader's XML (it expands no DTD and no external entity).
+find_package(pugixml REQUIRED)
 # OpenCV: vcpkg ships a CMake config. Debian puts OpenCVConfig.cmake only in the libopencv-dev
 # metapackage, which drags in Qt5, VTK and GDAL; we install the core/imgproc/imgcodecs -dev
 # packages alone and find them by hand.

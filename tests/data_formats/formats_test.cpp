@@ -208,17 +208,25 @@ TEST(XmlReader, ParsesAndRefusesHostileXml) {
     EXPECT_EQ(root.child_text("b"), "1 中A");
     EXPECT_EQ(root.children_named("b").size(), 2u);
     EXPECT_EQ(root.text, "<raw>");
+    // No entity is expanded but the predefined ones and character references: not one the
+    // DOCTYPE defines (no entity bombs), nor an unknown one (it stays as written).
+    EXPECT_EQ(parse_xml("<!DOCTYPE a [<!ENTITY x 'y'>]><a>&x;</a>", "t.xml").text, "&x;");
+    EXPECT_EQ(parse_xml("<a>&unknown;</a>", "t.xml").text, "&unknown;");
+    EXPECT_EQ(parse_xml("<a>\n  <b>中文</b>\n</a>", "t.xml").child("b")->line, 2);
     const std::pair<std::string, std::string> bad[] = {
         {"", "no root element"},
         {"<a>", "end of file inside <a>"},
+        {"<a><b><c>", "end of file inside <c>"},
         {"<a></b>", "does not match"},
-        {"<a>&x;</a>", "unknown entity"},
-        {"<a>&#0;</a>", "invalid character reference"},
         {"<a>&#x110000;</a>", "out of range"},
+        {"<a>\xff\xfe</a>", "not valid UTF-8"},
+        {"<a k=\"\xc3\"/>", "not valid UTF-8"},
+        {"<a \xff\xff=\"v\"/>", "not valid UTF-8"},  // found by fuzz_voc_xml
         {"<a/><b/>", "more than one root"},
         {"text", "outside the root"},
         {"<a b=c/>", "quoted"},
         {"<a><!-- x</a>", "unterminated comment"},
+        {"<a><![CDATA[x</a>", "CDATA"},
         {std::string(100000, '<'), "expected a name"},
         {"<a>\n\n<b>\n</a>", "t.xml:4"},
     };
@@ -231,10 +239,22 @@ TEST(XmlReader, ParsesAndRefusesHostileXml) {
                 << text.substr(0, 40) << " -> " << e.what();
         }
     }
-    std::string deep;
+    std::string deep, closed;
     for (int i = 0; i < 100000; ++i)
         deep += "<a>";
     EXPECT_THROW(parse_xml(deep, "t.xml"), InputError);
+    // Well formed but nested past the limit: refused, without recursion.
+    for (int i = 0; i < 100000; ++i)
+        closed += "<a>";
+    for (int i = 0; i < 100000; ++i)
+        closed += "</a>";
+    try {
+        parse_xml(closed, "t.xml");
+        ADD_FAILURE() << "accepted 100000 nested elements";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("nested deeper than 64"), std::string::npos)
+            << e.what();
+    }
     EXPECT_EQ(xml_escape("<a & 'b'>"), "&lt;a &amp; &apos;b&apos;&gt;");
 }
 

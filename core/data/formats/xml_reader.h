@@ -1,8 +1,9 @@
 #pragma once
-// A small, safe XML reader for Pascal VOC annotations (no external XML library). Elements,
-// attributes, text, comments, CDATA, the XML declaration; a DOCTYPE is skipped and no entity
-// besides the five predefined ones and character references is expanded (no entity bombs, no
-// external files). Iterative (no recursion), depth-limited; errors name "file:line".
+// XML for Pascal VOC annotations: pugixml parses (elements, attributes, text, comments, CDATA,
+// the XML declaration); a DOCTYPE is skipped and no entity besides the five predefined ones and
+// character references is expanded (no entity bombs, no external files: an unknown &name;
+// stays as written). The result is a small tree built without recursion and depth-limited;
+// text must be UTF-8; errors name "file:line".
 #include <string>
 #include <string_view>
 #include <utility>
