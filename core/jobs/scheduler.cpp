@@ -116,7 +116,7 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
     const char* code_means = exit_code_meaning(exit);
     if (worker_said) {
         final_state = *said;
-        if (code_means == nullptr || code_means != std::string(job_state_name(final_state)))
+        if (exit.signal != 0 || exit.code != worker_exit_code(final_state))
             reason += " (then the worker ended with " + exit.describe() + ")";
     } else {
         reason = "the worker ended without a final status: " + exit.describe();

@@ -103,9 +103,10 @@ TEST(ImageIo, RejectsEmptyAndUnknownBytes) {
     EXPECT_THROW(decode_image(fake_png(8, 8), "a.png"), InputError);
 }
 
-TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
+// A 60 x 20 JPEG with an APP1 "Exif" block (little-endian TIFF, one IFD entry) giving
+// orientation 6 (90 degrees).
+std::string rotated_jpeg() {
     const auto jpeg = encoded(".jpg", 60, 20);
-    // APP1 "Exif" with a little-endian TIFF block: one IFD entry, orientation = 6 (90 degrees).
     std::string tiff("II*\0\x08\0\0\0", 8);
     tiff += std::string("\x01\x00", 2) +
             std::string("\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00\x00\x00", 12) +
@@ -114,7 +115,11 @@ TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
     const std::size_t length = payload.size() + 2;
     const std::string app1 =
         std::string("\xFF\xE1", 2) + char(length >> 8) + char(length & 0xFF) + payload;
-    const std::string rotated = jpeg.substr(0, 2) + app1 + jpeg.substr(2);
+    return jpeg.substr(0, 2) + app1 + jpeg.substr(2);
+}
+
+TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
+    const std::string rotated = rotated_jpeg();
     const auto header = peek_image_header(rotated);
     ASSERT_TRUE(header);
     const cv::Mat image = decode_image(rotated, "r.jpg");
@@ -124,16 +129,7 @@ TEST(ImageIo, ExifOrientationSwapsSizeLikeDecode) {
 }
 
 TEST(ImageIo, ExifRotatedJpegDecodesReducedWithItsOrientation) {
-    const auto jpeg = encoded(".jpg", 60, 20);
-    std::string tiff("II*\0\x08\0\0\0", 8);
-    tiff += std::string("\x01\x00", 2) +
-            std::string("\x12\x01\x03\x00\x01\x00\x00\x00\x06\x00\x00\x00", 12) +
-            std::string(4, '\0');
-    const std::string payload = std::string("Exif\0\0", 6) + tiff;
-    const std::size_t length = payload.size() + 2;
-    const std::string app1 =
-        std::string("\xFF\xE1", 2) + char(length >> 8) + char(length & 0xFF) + payload;
-    const cv::Mat image = decode_image(jpeg.substr(0, 2) + app1 + jpeg.substr(2), "r.jpg", {}, 30);
+    const cv::Mat image = decode_image(rotated_jpeg(), "r.jpg", {}, 30);
     EXPECT_EQ(image.cols, 10);
     EXPECT_EQ(image.rows, 30);
 }

@@ -418,6 +418,7 @@ LabeledImage augment_train_sample(std::int64_t index, std::span<const std::int64
         std::int64_t ids[4] = {index, index, index, index};
         const auto last = static_cast<std::int64_t>(partners.size()) - 1;
         for (int k = 1; k < 4; ++k) {
+            // Drawn even without a pool, so the draws after it stay the same.
             const std::int64_t pick = rng.uniform_int(0, std::max<std::int64_t>(last, 0));
             if (last >= 0) ids[k] = partners[static_cast<std::size_t>(pick)];
         }
