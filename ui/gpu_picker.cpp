@@ -17,62 +17,20 @@ namespace {
 
 enum ChoiceIndex { kGpu = 0, kCpu = 1 };
 
-std::uint64_t unsigned_field(const Json& object, const char* name, const std::string& where) {
-    auto it = object.find(name);
-    if (it == object.end() || it->is_null()) return 0;
-    if (!it->is_number() || it->get<double>() < 0)
-        throw InputError(where + "." + name, "expected a non-negative number");
-    return it->get<std::uint64_t>();
-}
-
-int int_field(const Json& object, const char* name, const std::string& where) {
-    auto it = object.find(name);
-    if (it == object.end() || it->is_null()) return 0;
-    if (!it->is_number()) throw InputError(where + "." + name, "expected a number");
-    return it->get<int>();
-}
-
 QString gib(std::uint64_t bytes) {
     return QString::number(static_cast<double>(bytes) / (1ull << 30), 'f', 1);
 }
 
 }  // namespace
 
-GpuListing parse_gpu_listing(const Json& report) {
-    if (!report.is_object()) throw InputError("gpus", "expected the agent's GPU report object");
-    GpuListing out;
-    out.nvml = report.value("nvml", false);
-    if (auto n = report.find("note"); n != report.end() && n->is_string())
-        out.note = QString::fromStdString(n->get<std::string>());
-    auto gpus = report.find("gpus");
-    if (gpus == report.end() || gpus->is_null()) return out;
-    if (!gpus->is_array()) throw InputError("gpus.gpus", "expected an array");
-    for (std::size_t i = 0; i < gpus->size(); ++i) {
-        const std::string where = "gpus[" + std::to_string(i) + "]";
-        const Json& g = (*gpus)[i];
-        if (!g.is_object()) throw InputError(where, "expected an object");
-        GpuStatus s;
-        s.index = int_field(g, "index", where);
-        s.name = QString::fromStdString(g.value("name", std::string()));
-        s.memory_total = unsigned_field(g, "memory_total", where);
-        s.memory_used = unsigned_field(g, "memory_used", where);
-        s.utilization = int_field(g, "utilization", where);
-        s.temperature = int_field(g, "temperature", where);
-        if (auto m = g.find("mig"); m != g.end() && m->is_array())
-            s.mig_instances = static_cast<int>(m->size());
-        out.gpus.push_back(std::move(s));
-    }
-    return out;
-}
-
-QString describe_gpu(const GpuStatus& g) {
+QString describe_gpu(const net::GpuInfo& g) {
     QString text = QStringLiteral("GPU %1 · %2 · %3 GiB free of %4 GiB · %5 % busy")
                        .arg(g.index)
-                       .arg(g.name.isEmpty() ? QStringLiteral("?") : g.name)
+                       .arg(g.name.empty() ? QStringLiteral("?") : QString::fromStdString(g.name))
                        .arg(gib(g.memory_free()), gib(g.memory_total))
                        .arg(g.utilization);
     if (g.temperature > 0) text += QStringLiteral(" · %1 °C").arg(g.temperature);
-    if (g.mig_instances > 0) text += QStringLiteral(" · %1 MIG instances").arg(g.mig_instances);
+    if (!g.mig.empty()) text += QStringLiteral(" · %1 MIG instances").arg(g.mig.size());
     return text;
 }
 
@@ -131,13 +89,9 @@ void GpuPicker::refresh() {
     busy_ = true;
     const int generation = generation_;
     const net::RemoteEndpoint endpoint = *endpoint_;
-    run_in_background<GpuListing>(
-        this,
-        [endpoint] {
-            net::ApiClient client(endpoint);
-            return parse_gpu_listing(client.get("/v1/gpus"));
-        },
-        [this, generation](GpuListing listing, QString error) {
+    run_in_background<net::GpuReport>(
+        this, [endpoint] { return net::ApiClient(endpoint).gpus(); },
+        [this, generation](net::GpuReport listing, QString error) {
             if (generation != generation_) return;  // asked of a server no longer selected
             busy_ = false;
             if (!error.isEmpty()) {
@@ -165,7 +119,8 @@ void GpuPicker::show_listing() {
         choice_->removeItem(choice_->count() - 1);
     int pinned_entry = -1;
     for (const auto& g : listing_.gpus) {
-        choice_->addItem(tr("GPU %1 only (%2)").arg(g.index).arg(g.name), g.index);
+        choice_->addItem(tr("GPU %1 only (%2)").arg(g.index).arg(QString::fromStdString(g.name)),
+                         g.index);
         if (pinned_gpu_ == g.index) pinned_entry = choice_->count() - 1;
     }
     if (known_ && pinned_entry < 0) pinned_gpu_.reset();
@@ -182,9 +137,10 @@ void GpuPicker::show_listing() {
     else if (!known_)
         status_->setText(tr("asking the server for its GPUs…"));
     else if (!gpus)
-        status_->setText(tr("CPU only") + (listing_.note.isEmpty()
+        status_->setText(tr("CPU only") + (listing_.note.empty()
                                                ? QString()
-                                               : QStringLiteral(" (%1)").arg(listing_.note)));
+                                               : QStringLiteral(" (%1)").arg(
+                                                     QString::fromStdString(listing_.note))));
     else
         status_->setText(tr("%n GPU(s)", nullptr, static_cast<int>(listing_.gpus.size())));
 }

@@ -14,7 +14,6 @@
 #include <optional>
 #include <vector>
 
-#include "core/base/json.h"
 #include "core/net/api_client.h"
 
 class QComboBox;
@@ -24,29 +23,8 @@ class QTimer;
 
 namespace crucible::ui {
 
-struct GpuStatus {
-    int index = 0;
-    QString name;
-    std::uint64_t memory_total = 0, memory_used = 0;
-    int utilization = 0;  // percent
-    int temperature = 0;  // °C
-    int mig_instances = 0;
-    std::uint64_t memory_free() const {
-        return memory_total > memory_used ? memory_total - memory_used : 0;
-    }
-};
-
-struct GpuListing {
-    bool nvml = false;
-    QString note;  // why there are no GPUs, in the agent's words
-    std::vector<GpuStatus> gpus;
-};
-
-// Reads the agent's GPU report ({"nvml", "note", "gpus": [{"index", "name", "memory_total",
-// "memory_used", "utilization", "temperature", "mig": [...]}]}); InputError names the field.
-GpuListing parse_gpu_listing(const Json& report);
 // "GPU 0 · NVIDIA A100 · 79.0 GiB free of 80.0 GiB · 87 % busy · 61 °C"
-QString describe_gpu(const GpuStatus& gpu);
+QString describe_gpu(const net::GpuInfo& gpu);
 
 class GpuPicker : public QWidget {
     Q_OBJECT
@@ -61,7 +39,7 @@ class GpuPicker : public QWidget {
 
     // True once the agent answered for the current endpoint.
     bool known() const { return known_; }
-    const GpuListing& listing() const { return listing_; }
+    const net::GpuReport& listing() const { return listing_; }
     // The lines of the GPU list as shown.
     QStringList gpu_lines() const;
     QString status_text() const;
@@ -97,7 +75,7 @@ class GpuPicker : public QWidget {
     bool known_ = false;
     bool cpu_chosen_ = false;        // the person's choice; "CPU only" servers show CPU regardless
     std::optional<int> pinned_gpu_;  // "GPU <n> only", while that GPU is listed
-    GpuListing listing_;
+    net::GpuReport listing_;
     QComboBox* choice_ = nullptr;
     QListWidget* list_ = nullptr;
     QLabel* status_ = nullptr;

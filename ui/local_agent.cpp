@@ -103,7 +103,7 @@ void LocalAgent::start() {
         [endpoint] {
             for (int i = 0; i < 200; ++i) {
                 try {
-                    net::ApiClient(endpoint).get("/v1/health");
+                    net::ApiClient(endpoint).health();
                     return true;
                 } catch (const std::exception&) {
                     std::this_thread::sleep_for(std::chrono::milliseconds(100));

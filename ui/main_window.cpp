@@ -86,8 +86,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Annotate"), this, [this, id] { open_annotation(id, 0); });
         } else if (kind == QLatin1String("server")) {
-            const auto id = item->data(0, kIdRole).toLongLong();
-            menu.addAction(tr("Check connection"), this, [this, id] { check_server(id); });
+            const QString name = item->data(0, kIdRole).toString();
+            menu.addAction(tr("Check connection"), this, [this, name] { check_server(name); });
         }
         if (!menu.isEmpty()) menu.exec(tree_->viewport()->mapToGlobal(pos));
     });
@@ -270,6 +270,14 @@ bool MainWindow::open_project(const QString& file) {
     }
     add_recent(file);
     log(QString(log_level_name(LogLevel::Info)), tr("opened %1").arg(file));
+    try {
+        for (const auto& line : import_project_servers(*project_))
+            log(QString(log_level_name(LogLevel::Info)), qs(line));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("the project's servers were not moved to your server list: %1")
+                .arg(QString::fromUtf8(e.what())));
+    }
     refresh_tree();
     return true;
 }
@@ -341,11 +349,11 @@ void MainWindow::refresh_tree() {
             item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(r.id));
             item->setToolTip(0, tr("%1 · %2 events").arg(qs(r.setup.task)).arg(r.events));
         }
-        for (const auto& s : store::list_servers(*project_)) {
+        for (const auto& s : list_servers()) {
             auto* item =
                 new QTreeWidgetItem(servers, {qs(s.name) + QStringLiteral(" — ") + qs(s.url)});
             item->setData(0, kKindRole, QStringLiteral("server"));
-            item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(s.id));
+            item->setData(0, kIdRole, qs(s.name));
         }
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
@@ -361,7 +369,7 @@ void MainWindow::on_tree_activated(QTreeWidgetItem* item) {
     else if (kind == QLatin1String("run"))
         open_run(id);
     else if (kind == QLatin1String("server"))
-        check_server(id);
+        check_server(item->data(0, kIdRole).toString());
 }
 
 int MainWindow::add_tab(QWidget* widget, const QString& title) {
@@ -370,18 +378,15 @@ int MainWindow::add_tab(QWidget* widget, const QString& title) {
     return i;
 }
 
-net::RemoteEndpoint MainWindow::endpoint_for(const store::ServerInfo& server) const {
+net::RemoteEndpoint MainWindow::endpoint_for(const net::RemoteEntry& server) const {
     try {
-        return ui::endpoint_for(server);
+        return net::endpoint_for(server);
     } catch (const std::exception& e) {
         log_->append_line(
             QString(log_level_name(LogLevel::Warning)),
             tr("no token for %1: %2").arg(qs(server.url), QString::fromUtf8(e.what())));
     }
-    net::RemoteEndpoint ep;
-    ep.url = server.url;
-    ep.fingerprint = server.tls_fingerprint;
-    return ep;
+    return {server.url, "", server.fingerprint};
 }
 
 RunMonitor* MainWindow::open_run(std::int64_t run_id) {
@@ -398,25 +403,25 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             const QString name = qs(info.setup.name);
             names << name;
             const int index = monitor->add_store_run(*project_, id, name);
-            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() && !info.setup.server_id &&
-                local_agent_ && local_agent_->ready())
+            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
+                info.setup.server.empty() && local_agent_ && local_agent_->ready())
                 monitor->follow_remote(index, local_agent_->endpoint(),
                                        qs(info.setup.remote_job_id), info.last_seq,
                                        [this, id](const std::vector<Event>& events) {
                                            if (project_)
                                                store::append_events(*project_, id, events);
                                        });
-            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() && info.setup.server_id) {
-                for (const auto& s : store::list_servers(*project_))
-                    if (s.id == *info.setup.server_id) {
-                        // Live: new events are kept in the project and drawn.
-                        monitor->follow_remote(index, endpoint_for(s), qs(info.setup.remote_job_id),
-                                               info.last_seq,
-                                               [this, id](const std::vector<Event>& events) {
-                                                   if (project_)
-                                                       store::append_events(*project_, id, events);
-                                               });
-                    }
+            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
+                !info.setup.server.empty()) {
+                if (const auto s = find_server(info.setup.server)) {
+                    // Live: new events are kept in the project and drawn.
+                    monitor->follow_remote(index, endpoint_for(*s), qs(info.setup.remote_job_id),
+                                           info.last_seq,
+                                           [this, id](const std::vector<Event>& events) {
+                                               if (project_)
+                                                   store::append_events(*project_, id, events);
+                                           });
+                }
             }
         }
     } catch (const std::exception& e) {
@@ -581,20 +586,20 @@ void MainWindow::import_dataset(const QString& source) {
         });
 }
 
-void MainWindow::check_server(std::int64_t server_id) {
-    if (!project_) return;
-    std::optional<store::ServerInfo> server;
-    for (const auto& s : store::list_servers(*project_))
-        if (s.id == server_id) server = s;
+void MainWindow::check_server(const QString& name) {
+    std::optional<net::RemoteEntry> server;
+    try {
+        server = find_server(name.toStdString());
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
     if (!server) return;
     const auto ep = endpoint_for(*server);
-    const QString name = qs(server->name);
     connection_label_->setText(tr("%1: connecting…").arg(name));
-    run_in_background<Json>(
-        this, [ep] { return net::ApiClient(ep).get("/v1/info"); },
-        [this, name](Json info, QString error) {
-            if (error.isEmpty() && !info.is_object())
-                error = tr("the server answered no JSON object");
+    run_in_background<net::AgentInfo>(
+        this, [ep] { return net::ApiClient(ep).info(); },
+        [this, name](net::AgentInfo info, QString error) {
             if (!error.isEmpty()) {
                 connection_label_->setText(tr("%1: offline").arg(name));
                 log(QString(log_level_name(LogLevel::Error)), tr("%1: %2").arg(name, error));
@@ -602,21 +607,18 @@ void MainWindow::check_server(std::int64_t server_id) {
             }
             try {
                 connection_label_->setText(
-                    tr("%1: connected (agent %2)")
-                        .arg(name, qs(info.value("version", std::string()))));
+                    tr("%1: connected (agent %2)").arg(name, qs(info.version)));
                 QStringList gpus;
-                const Json g = info.value("gpus", Json::object());
-                for (const auto& gpu : g.value("gpus", Json::array())) {
-                    const double total = gpu.value("memory_total", 0.0);
-                    const double used = gpu.value("memory_used", 0.0);
+                for (const auto& gpu : info.gpus.gpus) {
+                    constexpr double kGiB = 1 << 30;
                     gpus << tr("%1 %2/%3 GiB free")
-                                .arg(qs(gpu.value("name", std::string("GPU"))))
-                                .arg((total - used) / (1 << 30), 0, 'f', 1)
-                                .arg(total / (1 << 30), 0, 'f', 1);
+                                .arg(gpu.name.empty() ? QStringLiteral("GPU") : qs(gpu.name))
+                                .arg(static_cast<double>(gpu.memory_free()) / kGiB, 0, 'f', 1)
+                                .arg(static_cast<double>(gpu.memory_total) / kGiB, 0, 'f', 1);
                 }
                 gpu_label_->setText(gpus.isEmpty() ? tr("GPU: none (CPU)")
                                                    : tr("GPU: ") + gpus.join(QStringLiteral("; ")));
-                if (tasks_.empty()) set_task_schemas(info.value("tasks", Json::array()));
+                if (tasks_.empty()) set_task_schemas(info.tasks);
             } catch (const std::exception& e) {
                 log(QString(log_level_name(LogLevel::Error)),
                     tr("%1: unexpected answer: %2").arg(name, QString::fromUtf8(e.what())));
@@ -659,29 +661,24 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 namespace crucible::ui {
 
-std::int64_t MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
-    if (!project_) {
-        log(QString(log_level_name(LogLevel::Error)), tr("open a project before adding a server"));
-        return -1;
-    }
+bool MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
     net::ParsedUrl parsed;
     try {
         parsed = net::parse_url(url.toStdString());
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
-        return -1;
+        return false;
     }
-    auto store_it = [this, name, url, token](const std::string& fingerprint) -> std::int64_t {
+    auto store_it = [this, name, url, token](const std::string& fingerprint) {
         try {
-            const auto id = ui::add_server(*project_, name.toStdString(), url.toStdString(),
-                                           token.toStdString(), fingerprint);
+            ui::add_server(name.toStdString(), url.toStdString(), token.toStdString(), fingerprint);
             log(QString(log_level_name(LogLevel::Info)), tr("server %1 added").arg(name));
             refresh_tree();
-            check_server(id);
-            return id;
+            check_server(name);
+            return true;
         } catch (const std::exception& e) {
             log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
-            return -1;
+            return false;
         }
     };
     if (!parsed.https) return store_it("");
@@ -702,7 +699,7 @@ std::int64_t MainWindow::add_server(const QString& name, const QString& url, con
                     .arg(url, qs(fingerprint)));
             if (answer == QMessageBox::Yes) store_it(fingerprint);
         });
-    return -1;
+    return false;
 }
 
 }  // namespace crucible::ui
@@ -734,12 +731,10 @@ void MainWindow::start_local_agent(const QString& program) {
                 if (auto* setup = qobject_cast<RunSetupView*>(tabs_->widget(i)))
                     setup->set_local_endpoint(local_agent_->endpoint());
             const auto ep = local_agent_->endpoint();
-            run_in_background<Json>(
-                this, [ep] { return net::ApiClient(ep).get("/v1/info"); },
-                [this](Json info, QString error) {
-                    if (!error.isEmpty() || !info.is_object()) return;
-                    const Json tasks = info.value("tasks", Json::array());
-                    if (tasks_.empty() && tasks.is_array()) set_task_schemas(tasks);
+            run_in_background<net::AgentInfo>(
+                this, [ep] { return net::ApiClient(ep).info(); },
+                [this](net::AgentInfo info, QString error) {
+                    if (error.isEmpty() && tasks_.empty()) set_task_schemas(info.tasks);
                 });
         });
     }

@@ -16,6 +16,7 @@
 
 #include "core/base/json.h"
 #include "core/net/api_client.h"
+#include "core/net/remote_config.h"
 #include "core/store/run_store.h"
 #include "ui/annotation_store.h"
 #include "ui/theme.h"
@@ -43,7 +44,7 @@ class AnnotationEditor;
 class MainWindow : public QMainWindow {
     Q_OBJECT
   public:
-    // Tree item data roles: kind ("dataset", "run", "server") and row id.
+    // Tree item data roles: kind ("dataset", "run", "server") and row id (a server's name).
     static constexpr int kKindRole = Qt::UserRole + 1;
     static constexpr int kIdRole = Qt::UserRole + 2;
 
@@ -75,12 +76,14 @@ class MainWindow : public QMainWindow {
 
     // Imports a dataset folder or file in the background (progress dialog with cancel).
     void import_dataset(const QString& source);
-    // Asks the server for /v1/info in the background; updates the status bar.
-    void check_server(std::int64_t server_id);
-    // Adds a server (token to the SecretStore). An https server is probed first and its
-    // certificate fingerprint shown for confirmation; returns the id, or -1 (refused, canceled,
-    // or an https server whose confirmation is still pending).
-    std::int64_t add_server(const QString& name, const QString& url, const QString& token);
+    // Asks the server (by its name in the user's registry) for its info in the background;
+    // updates the status bar.
+    void check_server(const QString& name);
+    // Adds a server to the user's registry, the one `crucible remote` uses (token to the
+    // SecretStore). An https server is probed first and its certificate fingerprint shown for
+    // confirmation; returns true when it was added now (false: refused, canceled, or an https
+    // server whose confirmation is still pending).
+    bool add_server(const QString& name, const QString& url, const QString& token);
     // Starts the private crucible-agent of "This computer" (stopped with the window).
     void start_local_agent(const QString& program = {});
     LocalAgent* local_agent() const { return local_agent_; }
@@ -102,7 +105,7 @@ class MainWindow : public QMainWindow {
     void on_tree_activated(QTreeWidgetItem* item);
     void compare_selected_runs();
     int add_tab(QWidget* widget, const QString& title);
-    net::RemoteEndpoint endpoint_for(const store::ServerInfo& server) const;
+    net::RemoteEndpoint endpoint_for(const net::RemoteEntry& server) const;
     std::shared_ptr<DatasetContent> dataset_content(std::int64_t dataset_id);
 
     std::unique_ptr<store::Project> project_;

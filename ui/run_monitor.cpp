@@ -83,10 +83,9 @@ bool is_state(const QString& text, JobState state) {
 // Lists the job's artifacts and downloads the report (artifacts/ first) with the core/net client.
 ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const std::string& job) {
     net::ApiClient client(endpoint);
-    const Json list = client.get("/v1/jobs/" + job + "/artifacts");
     std::string path;
-    for (const auto& a : list.value("artifacts", Json::array())) {
-        const std::string p = a.is_object() ? a.value("path", std::string()) : std::string();
+    for (const auto& artifact : client.artifacts(job)) {
+        const std::string& p = artifact.path;
         if (p == JobFolder{}.validation_report().generic_string()) {
             path = p;
             break;
@@ -407,17 +406,19 @@ void RunMonitor::set_buttons() {
 void RunMonitor::request(const QString& action) {
     if (job_id_.isEmpty()) return;
     const auto endpoint = endpoint_;
-    const std::string path = "/v1/jobs/" + job_id_.toStdString() + "/" + action.toStdString();
+    const auto job_action = net::parse_job_action(action.toStdString());
+    if (!job_action) return;
+    const std::string job = job_id_.toStdString();
     log_->appendPlainText(tr("%1 requested").arg(action));
-    run_in_background<Json>(
+    run_in_background<bool>(
         this,
-        [endpoint, path] {
-            net::ApiClient client(endpoint);
-            return client.post(path, Json::object());
+        [endpoint, job, job_action] {
+            net::ApiClient(endpoint).control(job, *job_action);
+            return true;
         },
-        [this, action](Json answer, QString error) {
+        [this, action](bool, QString error) {
             const bool ok = error.isEmpty();
-            QString message = ok ? qs(answer.dump()) : error;
+            QString message = ok ? tr("the agent will %1 the job").arg(action) : error;
             log_->appendPlainText(ok ? tr("%1 accepted: %2").arg(action, message)
                                      : tr("%1 refused: %2").arg(action, message));
             emit request_finished(action, ok, message);

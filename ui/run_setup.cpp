@@ -47,13 +47,18 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     dataset_ = new QComboBox(this);
     dataset_->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
     server_ = new QComboBox(this);
-    server_->addItem(tr("This computer"), QVariant::fromValue<qlonglong>(-1));
+    server_->addItem(tr("This computer"), QString());
     if (project_) {
         for (const auto& d : store::list_datasets(*project_))
             dataset_->addItem(qs(d.name) + tr(" · %1 images").arg(d.images),
                               QVariant::fromValue<qlonglong>(d.id));
-        for (const auto& s : store::list_servers(*project_))
-            server_->addItem(qs(s.name + " (" + s.url + ")"), QVariant::fromValue<qlonglong>(s.id));
+    }
+    std::string servers_error;
+    try {
+        for (const auto& s : list_servers())
+            server_->addItem(qs(s.name + " (" + s.url + ")"), qs(s.name));
+    } catch (const std::exception& e) {
+        servers_error = e.what();  // shown once the error line exists
     }
     if (dataset_->count() > 1) dataset_->setCurrentIndex(1);
     auto* preset_row = new QHBoxLayout;
@@ -77,6 +82,7 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     error_ = new QLabel(this);
     error_->setStyleSheet(QStringLiteral("color:#d32f2f"));
     error_->setWordWrap(true);
+    if (!servers_error.empty()) error_->setText(qs(servers_error));
     outer->addWidget(error_);
     auto* command_row = new QHBoxLayout;
     command_ = new QLineEdit(this);
@@ -106,7 +112,7 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     connect(submit_button, &QPushButton::clicked, this, [this] { submit(); });
     submit_ = submit_button;
     auto enable_submit = [this] {
-        submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
+        submit_->setEnabled(has_local_ || !server_->currentData().toString().isEmpty());
     };
     connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
@@ -224,8 +230,7 @@ std::int64_t RunSetupView::create_run(const QString& name) {
         setup.name = n.toStdString();
         const qlonglong ds = dataset_->currentData().toLongLong();
         if (ds >= 0) setup.dataset_id = ds;
-        const qlonglong server = server_->currentData().toLongLong();
-        if (server >= 0) setup.server_id = server;
+        setup.server = server_->currentData().toString().toStdString();
         const auto id = store::create_run(*project_, setup);
         error_->clear();
         emit run_created(id);
@@ -241,12 +246,14 @@ std::int64_t RunSetupView::create_run(const QString& name) {
 namespace crucible::ui {
 
 // Path options of a run for a remote server can also be picked on that server (/v1/fs).
-std::optional<store::ServerInfo> RunSetupView::selected_server() const {
-    const qlonglong id = server_->currentData().toLongLong();
-    if (id < 0 || !project_) return std::nullopt;  // "This computer"
-    for (const auto& s : store::list_servers(*project_))
-        if (s.id == id) return s;
-    return std::nullopt;
+std::optional<net::RemoteEntry> RunSetupView::selected_server() const {
+    const std::string name = server_->currentData().toString().toStdString();
+    if (name.empty()) return std::nullopt;  // "This computer"
+    try {
+        return find_server(name);
+    } catch (const std::exception&) {
+        return std::nullopt;  // remotes.json became unreadable: shown when the list was read
+    }
 }
 
 void RunSetupView::update_server_browser() {
@@ -258,7 +265,7 @@ void RunSetupView::update_server_browser() {
     }
     form_->set_server_browser([this, info = *server](QWidget* parent) -> QString {
         try {
-            return ServerFileDialog::pick(endpoint_for(info), parent);
+            return ServerFileDialog::pick(net::endpoint_for(info), parent);
         } catch (const std::exception& e) {
             error_->setText(QString::fromUtf8(e.what()));
             return {};
@@ -266,14 +273,12 @@ void RunSetupView::update_server_browser() {
     });
 }
 
-void RunSetupView::select_server(std::int64_t server_id) {
-    server_->setCurrentIndex(
-        std::max(0, server_->findData(QVariant::fromValue<qlonglong>(server_id))));
+void RunSetupView::select_server(const QString& name) {
+    server_->setCurrentIndex(std::max(0, server_->findData(name)));
 }
 
 std::int64_t RunSetupView::submit(const QString& name) {
-    const qlonglong server_id = server_->currentData().toLongLong();
-    if (server_id < 0 && !has_local_) {
+    if (server_->currentData().toString().isEmpty() && !has_local_) {
         error_->setText(tr("choose a server to submit to (or run it here with the command)"));
         return -1;
     }
@@ -282,15 +287,17 @@ std::int64_t RunSetupView::submit(const QString& name) {
     const std::int64_t run_id = create_run(name);
     if (run_id < 0) return -1;
     const store::RunInfo run = store::get_run(*project_, run_id);
-    Json body = {
-        {"task", run.setup.task}, {"options", run.setup.options}, {"name", run.setup.name}};
+    net::SubmitRequest request;
+    request.task = run.setup.task;
+    request.options = run.setup.options;
+    request.name = run.setup.name;
     // The agent assigns a free GPU unless the person picked one; it is told whether the job
     // wants one (unknown: its default).
-    if (const auto gpus = gpus_->submit_gpus()) body["gpus"] = *gpus;
-    if (const auto gpu = gpus_->submit_gpu()) body["gpu"] = *gpu;
+    if (const auto gpus = gpus_->submit_gpus()) request.gpus = *gpus;
+    request.gpu = gpus_->submit_gpu();
     net::RemoteEndpoint endpoint;
     try {
-        endpoint = server ? endpoint_for(*server) : local_;
+        endpoint = server ? net::endpoint_for(*server) : local_;
     } catch (const std::exception& e) {
         error_->setText(QString::fromUtf8(e.what()));
         return -1;
@@ -299,16 +306,15 @@ std::int64_t RunSetupView::submit(const QString& name) {
     // A remote server cannot read this computer's files: local files and folders named by path
     // options (pretrained weights, datasets) are uploaded first. The local agent reads them here.
     const Json schema = server ? net::find_task_schema(tasks_, run.setup.task) : Json();
-    run_in_background<Json>(
+    run_in_background<net::JobInfo>(
         this,
-        [endpoint, body, schema]() mutable {
+        [endpoint, request, schema]() mutable {
             net::ApiClient client(endpoint);
-            body["options"] = net::upload_local_inputs(client, schema, body["options"]);
-            return client.post("/v1/jobs", body);
+            request.options = net::upload_local_inputs(client, schema, request.options);
+            return client.submit(request);
         },
-        [this, run_id](Json job, QString error) {
-            const std::string job_id =
-                error.isEmpty() && job.is_object() ? job.value("id", std::string()) : std::string();
+        [this, run_id](net::JobInfo job, QString error) {
+            const std::string job_id = error.isEmpty() ? job.id : std::string();
             if (!error.isEmpty() || job_id.empty()) {
                 const QString message =
                     error.isEmpty() ? tr("the server answered without a job id") : error;
@@ -317,9 +323,7 @@ std::int64_t RunSetupView::submit(const QString& name) {
                 emit submit_failed(message);
                 return;
             }
-            store::update_run_state(
-                *project_, run_id,
-                job.value("state", std::string(job_state_name(JobState::Queued))), job_id);
+            store::update_run_state(*project_, run_id, job_state_name(job.state), job_id);
             emit run_submitted(run_id, qs(job_id));
         });
     return run_id;
@@ -332,7 +336,7 @@ namespace crucible::ui {
 void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
     local_ = endpoint;
     has_local_ = !endpoint.url.empty();
-    submit_->setEnabled(has_local_ || server_->currentData().toLongLong() >= 0);
+    submit_->setEnabled(has_local_ || !server_->currentData().toString().isEmpty());
     update_gpu_endpoint();
 }
 
@@ -343,7 +347,7 @@ void RunSetupView::update_gpu_endpoint() {
         return;
     }
     try {
-        gpus_->set_endpoint(endpoint_for(*server));
+        gpus_->set_endpoint(net::endpoint_for(*server));
     } catch (const std::exception& e) {
         gpus_->set_endpoint(std::nullopt);
         error_->setText(QString::fromUtf8(e.what()));

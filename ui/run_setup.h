@@ -12,6 +12,7 @@
 
 #include "core/base/json.h"
 #include "core/net/api_client.h"
+#include "core/net/remote_config.h"
 #include "core/store/run_store.h"
 
 class QComboBox;
@@ -45,7 +46,8 @@ class RunSetupView : public QWidget {
     // client, in the background); on success the run is "queued" with the agent's job id and
     // run_submitted is emitted. Returns the run id or -1.
     std::int64_t submit(const QString& name = {});
-    void select_server(std::int64_t server_id);
+    // Picks the server by its name in the registry; "" is this computer.
+    void select_server(const QString& name);
     // The private local agent ("This computer"), when it runs; submit then goes there.
     void set_local_endpoint(const net::RemoteEndpoint& endpoint);
 
@@ -58,7 +60,7 @@ class RunSetupView : public QWidget {
     void rebuild_form();
     void update_server_browser();
     // The chosen remote server; none for "This computer".
-    std::optional<store::ServerInfo> selected_server() const;
+    std::optional<net::RemoteEntry> selected_server() const;
     void update_command();
     void reload_presets();
     // The picker asks the agent of the chosen server (or the local agent for "This computer").

@@ -1,36 +1,64 @@
 #include "ui/server_access.h"
 
 #include "core/base/error.h"
+#include "core/base/file_io.h"
 #include "core/base/secret_store.h"
+#include "core/store/run_store.h"
 
 namespace crucible::ui {
 
-std::string secret_key_for(const std::string& url) {
-    return "agent:" + url;
+std::vector<net::RemoteEntry> list_servers() {
+    return net::RemoteConfig::load(net::default_remotes_file()).remotes();
 }
 
-net::RemoteEndpoint endpoint_for(const store::ServerInfo& server) {
-    net::RemoteEndpoint ep;
-    ep.url = server.url;
-    ep.fingerprint = server.tls_fingerprint;
-    if (auto token = SecretStore::open_default()->get(secret_key_for(server.url)))
-        ep.token = *token;
-    return ep;
+std::optional<net::RemoteEntry> find_server(const std::string& name) {
+    return net::RemoteConfig::load(net::default_remotes_file()).find(name);
 }
 
-std::int64_t add_server(store::Project& project, const std::string& name, const std::string& url,
-                        const std::string& token, const std::string& fingerprint) {
+void add_server(const std::string& name, const std::string& url, const std::string& token,
+                const std::string& fingerprint) {
     if (name.empty()) throw InputError("name", "give the server a name");
-    const net::ParsedUrl parsed = net::parse_url(url);
-    if (parsed.https && fingerprint.empty())
-        throw InputError("url", "an https server needs its confirmed certificate fingerprint");
-    store::ServerInfo info;
-    info.name = name;
-    info.url = url;
-    info.tls_fingerprint = fingerprint;
-    const auto id = store::add_server(project, info);
-    if (!token.empty()) SecretStore::open_default()->put(secret_key_for(url), token);
-    return id;
+    const auto file = net::default_remotes_file();
+    auto registry = net::RemoteConfig::load(file);
+    registry.add({name, url, fingerprint});  // validates; a taken name is refused
+    if (!token.empty()) SecretStore::open_default()->put(net::remote_secret_key(url), token);
+    registry.save(file);
+}
+
+std::vector<std::string> import_project_servers(store::Project& project) {
+    const auto legacy = store::legacy_servers(project);
+    std::vector<std::string> lines;
+    if (legacy.empty() || project.read_only()) return lines;
+    const auto file = net::default_remotes_file();
+    auto registry = net::RemoteConfig::load(file);
+    bool changed = false;
+    for (const auto& old : legacy) {
+        net::RemoteEntry entry{old.name, old.url, old.tls_fingerprint};
+        while (!entry.url.empty() && entry.url.back() == '/')
+            entry.url.pop_back();
+        const auto same = registry.find(entry.name);
+        if (same && same->url == entry.url) {
+            store::forget_legacy_server(project, old.name);
+            continue;
+        }
+        for (int n = 2; registry.find(entry.name); ++n)
+            entry.name = old.name + "-" + std::to_string(n);
+        try {
+            registry.add(entry);
+        } catch (const InputError& e) {
+            lines.push_back("server '" + old.name + "' of the project not moved to " +
+                            path_to_utf8(file) + ": " + e.what());
+            continue;
+        }
+        if (entry.name != old.name) store::rename_run_server(project, old.name, entry.name);
+        store::forget_legacy_server(project, old.name);
+        lines.push_back("server '" + old.name + "' (" + entry.url + ") moved to " +
+                        path_to_utf8(file) +
+                        (entry.name == old.name ? "" : " as '" + entry.name + "'"));
+        changed = true;
+    }
+    if (changed) registry.save(file);
+    return lines;
 }
 
 }  // namespace crucible::ui

@@ -1,20 +1,33 @@
 #pragma once
-// How the studio reaches a project's servers: the endpoint of a stored server with its token from
-// the SecretStore (tokens never enter the project file or a log), and adding a server after the
-// first-contact TLS fingerprint was confirmed by the user (as SSH does).
+// The studio's servers are the user's one registry of agents (net::RemoteConfig: remotes.json,
+// the same file, names and certificate pinning as `crucible remote`), with each token in the
+// SecretStore (never in the project file or a log). A server is added after its first-contact TLS
+// fingerprint was confirmed by the user (as SSH does). A project names the server of each run;
+// servers an older project kept itself are moved into the registry when it is opened.
+#include <optional>
 #include <string>
+#include <vector>
 
-#include "core/net/api_client.h"
-#include "core/store/run_store.h"
+#include "core/net/remote_config.h"
+
+namespace crucible::store {
+class Project;
+}
 
 namespace crucible::ui {
 
-std::string secret_key_for(const std::string& url);  // "agent:<url>"
-// The server's endpoint; the token is empty when none is stored.
-net::RemoteEndpoint endpoint_for(const store::ServerInfo& server);
-// Validates the URL (InputError naming "url"), keeps the token in the SecretStore and the server
-// (name, URL, confirmed fingerprint) in the project. Returns the server id.
-std::int64_t add_server(store::Project& project, const std::string& name, const std::string& url,
-                        const std::string& token, const std::string& fingerprint);
+// The registry's servers, in the order they were added; an unreadable remotes.json throws
+// InputError naming the file.
+std::vector<net::RemoteEntry> list_servers();
+std::optional<net::RemoteEntry> find_server(const std::string& name);
+// Validates (InputError naming "name", "url" or "fingerprint"), keeps the token in the
+// SecretStore and the server in the registry.
+void add_server(const std::string& name, const std::string& url, const std::string& token,
+                const std::string& fingerprint);
+// Moves the servers that `project` kept itself (schema version 3 and before) into the registry:
+// one already there under the same name and URL is skipped; a name taken by another URL is
+// imported as "<name>-2" (-3, ...) and the project's runs follow it; a moved server leaves the
+// project. Returns a line per server moved or refused, for the log.
+std::vector<std::string> import_project_servers(store::Project& project);
 
 }  // namespace crucible::ui

@@ -64,11 +64,10 @@ void ServerFileDialog::open_folder(const QString& path) {
     error_->clear();
     where_->setText(path.isEmpty() ? tr("Shared folders of the server") : path);
     const auto endpoint = endpoint_;
-    std::multimap<std::string, std::string> query;
-    if (!path.isEmpty()) query.emplace("path", path.toStdString());
-    run_in_background<Json>(
-        this, [endpoint, query] { return net::ApiClient(endpoint).get("/v1/fs", query); },
-        [this, path](Json listing, QString error) {
+    const std::string folder = path.toStdString();
+    run_in_background<net::FolderListing>(
+        this, [endpoint, folder] { return net::ApiClient(endpoint).list_folder(folder); },
+        [this, path](net::FolderListing listing, QString error) {
             if (!error.isEmpty()) {
                 error_->setText(error);
                 emit listed();
@@ -80,12 +79,12 @@ void ServerFileDialog::open_folder(const QString& path) {
         });
 }
 
-void ServerFileDialog::show_listing(const Json& listing) {
+void ServerFileDialog::show_listing(const net::FolderListing& listing) {
     list_->clear();
     if (folder_.isEmpty()) {
         roots_.clear();
-        for (const auto& r : listing.value("roots", Json::array()))
-            if (r.is_string()) roots_ << QString::fromStdString(r.get<std::string>());
+        for (const auto& r : listing.roots)
+            roots_ << QString::fromStdString(r);
         for (const QString& r : roots_)
             add_entry(list_, r.endsWith('/') ? r : r + QStringLiteral("/"), r, true);
         if (roots_.isEmpty())
@@ -99,11 +98,10 @@ void ServerFileDialog::show_listing(const Json& listing) {
     // Up one folder; above a shared root is the list of roots.
     add_entry(list_, QStringLiteral("../"), at_root || slash <= 0 ? QString() : folder_.left(slash),
               true);
-    for (const auto& e : listing.value("entries", Json::array())) {
-        const QString name = QString::fromStdString(e.value("name", std::string()));
-        const bool is_dir = e.value("dir", false);
-        add_entry(list_, is_dir ? name + QStringLiteral("/") : name, join_path(folder_, name),
-                  is_dir);
+    for (const auto& e : listing.entries) {
+        const QString name = QString::fromStdString(e.name);
+        add_entry(list_, e.dir ? name + QStringLiteral("/") : name, join_path(folder_, name),
+                  e.dir);
     }
 }
 

@@ -37,7 +37,7 @@ class ServerFileDialog : public QDialog {
     void listed();
 
   private:
-    void show_listing(const Json& listing);
+    void show_listing(const net::FolderListing& listing);
 
     net::RemoteEndpoint endpoint_;
     QLabel* where_ = nullptr;

@@ -118,12 +118,15 @@ int run_info(const std::vector<std::string>& args) {
         std::size_t missing = d.kind == "chat" ? 0 : store::missing_images(*project, d.id).size();
         if (missing) std::printf("    %zu image file(s) missing\n", missing);
     }
-    std::printf("runs: %zu\n", store::list_runs(*project).size());
-    auto servers = store::list_servers(*project);
-    std::printf("servers: %zu\n", servers.size());
+    const auto runs = store::list_runs(*project);
+    std::printf("runs: %zu\n", runs.size());
+    // Servers live in the user's registry (`crucible remote ls`); the project names them.
+    std::set<std::string> servers;
+    for (const auto& r : runs)
+        if (!r.setup.server.empty()) servers.insert(r.setup.server);
+    std::printf("servers its runs went to: %zu\n", servers.size());
     for (const auto& s : servers)
-        std::printf("  %s %s%s\n", s.name.c_str(), s.url.c_str(),
-                    s.tls_fingerprint.empty() ? "" : " (fingerprint pinned)");
+        std::printf("  %s\n", s.c_str());
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,14 +102,13 @@ const std::string& check_job_id(const std::string& id) {
 net::ApiClient client_for(const std::string& name) {
     auto config = net::RemoteConfig::load(net::default_remotes_file());
     const auto& remote = config.require(name);
-    auto secrets = SecretStore::open_default();
-    auto token = secrets->get(net::remote_secret_key(remote.url));
-    if (!token)
+    net::RemoteEndpoint endpoint = net::endpoint_for(remote);
+    if (endpoint.token.empty())
         throw InputError(name, "no token stored for " + remote.url + "; run crucible remote add " +
                                    name + " " + remote.url +
                                    " --token TOKEN (create one on the agent with crucible agent "
                                    "token create)");
-    return net::ApiClient({remote.url, *token, remote.fingerprint});
+    return net::ApiClient(endpoint);
 }
 
 std::string format_time(double unix_seconds) {
@@ -158,13 +158,10 @@ int run_add(const std::vector<std::string>& words) {
     if (!token.empty()) {
         // Check the token before storing anything: a typo should fail here, not at first use.
         net::ApiClient client({entry.url, token, entry.fingerprint});
-        Json info = client.get("/v1/info");
+        const net::AgentInfo info = client.info();
         std::printf("Connected: crucible-agent %s, %zu tasks, %zu GPUs\n",
-                    info.value("version", std::string("?")).c_str(),
-                    info.contains("tasks") ? info["tasks"].size() : 0,
-                    info.contains("gpus") && info["gpus"].contains("gpus")
-                        ? info["gpus"]["gpus"].size()
-                        : 0);
+                    info.version.empty() ? "?" : info.version.c_str(), info.tasks.size(),
+                    info.gpus.gpus.size());
         secrets->put(net::remote_secret_key(entry.url), token);
     } else if (!secrets->get(net::remote_secret_key(entry.url))) {
         std::fprintf(stderr,
@@ -263,25 +260,26 @@ int run_submit(const std::vector<std::string>& words) {
     Args a = parse_args(words, {"--name", "--priority", "--gpus"});
     if (usage_if_help(a, kSubmitUsage)) return 0;
     expect_positional(a, 2, 100000, kSubmitUsage);
-    Json body = {{"task", a.positional[1]},
-                 {"options", parse_job_options({a.positional.begin() + 2, a.positional.end()})}};
-    if (auto n = a.get("--name"); !n.empty()) body["name"] = n;
-    for (const char* flag : {"--priority", "--gpus"}) {
-        auto v = a.get(flag);
-        if (v.empty()) continue;
-        Json n = Json::parse(v, nullptr, false);
+    net::SubmitRequest request;
+    request.task = a.positional[1];
+    request.options = parse_job_options({a.positional.begin() + 2, a.positional.end()});
+    request.name = a.get("--name");
+    auto integer_flag = [&a](const char* flag) -> std::optional<int> {
+        const std::string v = a.get(flag);
+        if (v.empty()) return std::nullopt;
+        const Json n = Json::parse(v, nullptr, false);
         if (!n.is_number_integer()) throw InputError(flag, "expects an integer, got '" + v + "'");
-        body[std::string(flag).substr(2)] = n;
-    }
+        return n.get<int>();
+    };
+    request.priority = integer_flag("--priority").value_or(0);
+    request.gpus = integer_flag("--gpus");
     auto client = client_for(a.positional[0]);
     // Local files named by path options (a dataset folder, pretrained weights) go up first.
-    const Json schema =
-        net::find_task_schema(client.get("/v1/info").value("tasks", Json()), a.positional[1]);
-    body["options"] = net::upload_local_inputs(
-        client, schema, body["options"],
+    const Json schema = net::find_task_schema(client.info().tasks, request.task);
+    request.options = net::upload_local_inputs(
+        client, schema, request.options,
         [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); });
-    Json job = client.post("/v1/jobs", body);
-    std::printf("%s\n", job.value("id", std::string()).c_str());
+    std::printf("%s\n", client.submit(request).id.c_str());
     return 0;
 }
 
@@ -289,17 +287,12 @@ int run_jobs(const std::vector<std::string>& words) {
     Args a = parse_args(words, {});
     if (usage_if_help(a, "jobs NAME")) return 0;
     expect_positional(a, 1, 1, "jobs NAME");
-    Json list = client_for(a.positional[0]).get("/v1/jobs");
-    const Json& jobs = list["jobs"];
+    const auto jobs = client_for(a.positional[0]).jobs();
     if (jobs.empty()) std::printf("no jobs\n");
     for (const auto& j : jobs) {
-        std::printf("%-28s %-12s %-16s %-20s %s%s\n", j.value("id", std::string()).c_str(),
-                    j.value("state", std::string()).c_str(), j.value("task", std::string()).c_str(),
-                    format_time(j.value("submitted", 0.0)).c_str(),
-                    j.value("name", std::string()).c_str(),
-                    j.value("reason", std::string()).empty()
-                        ? ""
-                        : ("  (" + j.value("reason", std::string()) + ")").c_str());
+        std::printf("%-28s %-12s %-16s %-20s %s%s\n", j.id.c_str(), job_state_name(j.state),
+                    j.task.c_str(), format_time(j.submitted).c_str(), j.name.c_str(),
+                    j.reason.empty() ? "" : ("  (" + j.reason + ")").c_str());
     }
     return 0;
 }
@@ -335,30 +328,25 @@ int run_logs(const std::vector<std::string>& words) {
             print_event(e);
             return true;
         });
-        Json final_job = client.get("/v1/jobs/" + job);
-        std::printf("job %s: %s%s\n", job.c_str(), final_job.value("state", std::string()).c_str(),
-                    final_job.value("reason", std::string()).empty()
-                        ? ""
-                        : (" - " + final_job.value("reason", std::string())).c_str());
+        const net::JobInfo final_job = client.job(job);
+        std::printf("job %s: %s%s\n", job.c_str(), job_state_name(final_job.state),
+                    final_job.reason.empty() ? "" : (" - " + final_job.reason).c_str());
         return 0;
     }
-    Json list =
-        client.get("/v1/jobs/" + job + "/events?format=json&after=" + std::to_string(after));
-    for (const auto& j : list["events"])
-        print_event(event_from_json(j, "event"));
+    for (const auto& e : client.events(job, after))
+        print_event(e);
     return 0;
 }
 
-template <int Which>
+template <net::JobAction Action>
 int run_control(const std::vector<std::string>& words) {
-    static const char* const actions[] = {"cancel", "pause", "resume"};
-    const std::string action = actions[Which];
+    const std::string action = net::job_action_name(Action);
     const std::string usage = action + " NAME JOB";
     Args a = parse_args(words, {});
     if (usage_if_help(a, usage.c_str())) return 0;
     expect_positional(a, 2, 2, usage.c_str());
     const std::string& job = check_job_id(a.positional[1]);
-    client_for(a.positional[0]).post("/v1/jobs/" + job + "/" + action, Json::object());
+    client_for(a.positional[0]).control(job, Action);
     std::printf("%s requested for %s\n", action.c_str(), job.c_str());
     return 0;
 }
@@ -376,7 +364,7 @@ int run_download(const std::vector<std::string>& words) {
     if (artifact.empty() || artifact.find("..") != std::string::npos || artifact[0] == '/')
         throw InputError("ARTIFACT", "'" + artifact +
                                          "' is not an artifact path (see the list "
-                                         "with crucible remote logs or /v1/jobs/JOB/artifacts)");
+                                         "with crucible remote logs NAME JOB: artifact events)");
     std::filesystem::path out = a.positional.size() == 4 ? path_from_utf8(a.positional[3])
                                                          : path_from_utf8(artifact).filename();
     std::error_code ec;
@@ -411,11 +399,12 @@ const RegisterSubcommand submit_cmd({"remote", "submit", "submit a job: TASK key
 const RegisterSubcommand jobs_cmd({"remote", "jobs", "list the agent's jobs", &run_jobs});
 const RegisterSubcommand logs_cmd({"remote", "logs", "print a job's events (-f follows)",
                                    &run_logs});
-const RegisterSubcommand cancel_cmd({"remote", "cancel", "cancel a job", &run_control<0>});
+const RegisterSubcommand cancel_cmd({"remote", "cancel", "cancel a job",
+                                     &run_control<net::JobAction::Cancel>});
 const RegisterSubcommand pause_cmd({"remote", "pause", "pause a job (checkpoint and stop)",
-                                    &run_control<1>});
+                                    &run_control<net::JobAction::Pause>});
 const RegisterSubcommand resume_cmd({"remote", "resume", "resume a paused or interrupted job",
-                                     &run_control<2>});
+                                     &run_control<net::JobAction::Resume>});
 const RegisterSubcommand download_cmd({"remote", "download", "download a job artifact (resumes)",
                                        &run_download});
 

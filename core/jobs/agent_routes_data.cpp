@@ -102,9 +102,9 @@ std::optional<std::uint64_t> receive_piece(
 }  // namespace
 
 void AgentService::add_data_routes() {
-    auto& r = server_->routes();
+    auto& server = *server_;
 
-    r.Get(R"(/v1/blobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kGetBlob, [this](const httplib::Request& req, httplib::Response& res) {
         std::string sha = req.matches[1];
         if (!BlobStore::is_valid_hash(sha)) {
             net::send_error(res, 400, "bad_hash",
@@ -122,8 +122,8 @@ void AgentService::add_data_routes() {
         net::send_error(res, 404, "no_such_blob", "blob " + sha + " is not (fully) uploaded");
     });
 
-    r.Put(R"(/v1/blobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res,
-                                         const httplib::ContentReader& reader) {
+    server.on(net::routes::kPutBlob, [this](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) {
         std::string sha = req.matches[1];
         if (!BlobStore::is_valid_hash(sha)) {
             net::send_error(res, 400, "bad_hash",
@@ -163,52 +163,53 @@ void AgentService::add_data_routes() {
         }
         return id;
     };
-    r.Get(R"(/v1/uploads/([^/]+))",
-          [this, upload_id](const httplib::Request& req, httplib::Response& res) {
-              std::string id = upload_id(req, res);
-              if (id.empty()) return;
-              const auto size = blobs_.upload_size(id);
-              res.set_header("Upload-Offset", std::to_string(size));
-              net::send_json(res, 200, {{"id", id}, {"offset", size}});
-          });
-    r.Put(R"(/v1/uploads/([^/]+))",
-          [this, upload_id](const httplib::Request& req, httplib::Response& res,
-                            const httplib::ContentReader& reader) {
-              std::string id = upload_id(req, res);
-              if (id.empty()) return;
-              ContentRange range;
-              auto end = receive_piece(
-                  req, res, reader,
-                  [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
-                      blobs_.write_upload_chunk(id, offset, total, bytes);
-                  },
-                  [&] { return blobs_.upload_size(id); }, range);
-              if (!end) return;
-              res.set_header("Upload-Offset", std::to_string(*end));
-              net::send_json(res, 202, {{"id", id}, {"offset", *end}, {"total", range.total}});
-          });
-    r.Post(R"(/v1/uploads/([^/]+)/finish)",
-           [this, upload_id](const httplib::Request& req, httplib::Response& res) {
-               std::string id = upload_id(req, res);
-               if (id.empty()) return;
-               Json body = parse_json(req.body, "request body");
-               std::string sha = get_string(body, "sha256", "body");
-               blobs_.finish_upload(id, sha);
-               net::send_json(res, 201, {{"sha256", sha}, {"stored", true}});
-           });
-    r.Delete(R"(/v1/uploads/([^/]+))",
-             [this, upload_id](const httplib::Request& req, httplib::Response& res) {
-                 std::string id = upload_id(req, res);
-                 if (id.empty()) return;
-                 blobs_.discard_upload(id);
-                 net::send_json(res, 200, {{"id", id}, {"discarded", true}});
-             });
+    server.on(net::routes::kGetUpload,
+              [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+                  std::string id = upload_id(req, res);
+                  if (id.empty()) return;
+                  const auto size = blobs_.upload_size(id);
+                  res.set_header("Upload-Offset", std::to_string(size));
+                  net::send_json(res, 200, {{"id", id}, {"offset", size}});
+              });
+    server.on(net::routes::kPutUpload,
+              [this, upload_id](const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader) {
+                  std::string id = upload_id(req, res);
+                  if (id.empty()) return;
+                  ContentRange range;
+                  auto end = receive_piece(
+                      req, res, reader,
+                      [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
+                          blobs_.write_upload_chunk(id, offset, total, bytes);
+                      },
+                      [&] { return blobs_.upload_size(id); }, range);
+                  if (!end) return;
+                  res.set_header("Upload-Offset", std::to_string(*end));
+                  net::send_json(res, 202, {{"id", id}, {"offset", *end}, {"total", range.total}});
+              });
+    server.on(net::routes::kFinishUpload,
+              [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+                  std::string id = upload_id(req, res);
+                  if (id.empty()) return;
+                  Json body = parse_json(req.body, "request body");
+                  std::string sha = get_string(body, "sha256", "body");
+                  blobs_.finish_upload(id, sha);
+                  net::send_json(res, 201, {{"sha256", sha}, {"stored", true}});
+              });
+    server.on(net::routes::kDeleteUpload,
+              [this, upload_id](const httplib::Request& req, httplib::Response& res) {
+                  std::string id = upload_id(req, res);
+                  if (id.empty()) return;
+                  blobs_.discard_upload(id);
+                  net::send_json(res, 200, {{"id", id}, {"discarded", true}});
+              });
 
     // A dataset is a manifest: {"name": "...", "files": [{"path": "images/train/a.jpg", "sha256":
     // "..."}]}. Its id is the SHA-256 of the canonical manifest; files are linked from the blob
     // store into <data>/datasets/<id>/. Missing blobs are listed (409) so the client sends just
     // those.
-    r.Post("/v1/datasets", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kCreateDataset, [this](const httplib::Request& req,
+                                                  httplib::Response& res) {
         Json body = parse_json(req.body, "request body");
         const Json& files = require_field(body, "files", "body");
         if (!files.is_array() || files.empty())
@@ -265,53 +266,53 @@ void AgentService::add_data_routes() {
                        {{"id", id}, {"files", entries.size()}, {"reference", "dataset:" + id}});
     });
 
-    r.Get("/v1/datasets", [this](const httplib::Request&, httplib::Response& res) {
+    server.on(net::routes::kListDatasets, [this](const httplib::Request&, httplib::Response& res) {
         Json list = Json::array();
         std::error_code ec;
         for (const auto& e :
              std::filesystem::directory_iterator(config_.data_dir / "datasets", ec)) {
             if (!std::filesystem::exists(e.path() / ".complete")) continue;
             Json m = read_json_file(e.path() / "manifest.json");
-            list.push_back({{"id", e.path().filename().string()},
-                            {"name", m.value("name", std::string())},
-                            {"files", m["files"].size()}});
+            list.push_back(net::DatasetSummary{path_to_utf8(e.path().filename()),
+                                               m.value("name", std::string()), m["files"].size()}
+                               .to_json());
         }
         net::send_json(res, 200, {{"datasets", list}});
     });
 
     // Browse the shared server folders: /v1/fs lists the roots, /v1/fs?path=<dir> a folder in one.
-    r.Get("/v1/fs", [this](const httplib::Request& req, httplib::Response& res) {
-        if (!req.has_param("path")) {
-            Json roots = Json::array();
-            for (const auto& root : config_.roots)
-                roots.push_back(path_to_utf8(root));
-            net::send_json(res, 200, {{"roots", roots}});
-            return;
-        }
-        std::filesystem::path p = path_from_utf8(req.get_param_value("path"));
-        bool allowed = false;
-        for (const auto& root : config_.roots)
-            allowed = allowed || p == root || is_path_inside(root, p);
-        if (!allowed) {
-            net::send_error(res, 403, "outside_roots",
-                            "only the folders in agent.json 'roots' can be browsed");
-            return;
-        }
-        Json entries = Json::array();
-        std::error_code ec;
-        for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
-            if (entries.size() >= 10000) break;
-            bool dir = e.is_directory(ec);
-            entries.push_back({{"name", path_to_utf8(e.path().filename())},
-                               {"dir", dir},
-                               {"size", dir ? 0 : e.file_size(ec)}});
-        }
-        if (ec && entries.empty()) {
-            net::send_error(res, 404, "not_found", "cannot list " + path_to_utf8(p));
-            return;
-        }
-        net::send_json(res, 200, {{"path", path_to_utf8(p)}, {"entries", entries}});
-    });
+    server.on(net::routes::kListFolder,
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  net::FolderListing listing;
+                  if (!req.has_param("path")) {
+                      for (const auto& root : config_.roots)
+                          listing.roots.push_back(path_to_utf8(root));
+                      net::send_json(res, 200, listing.to_json());
+                      return;
+                  }
+                  std::filesystem::path p = path_from_utf8(req.get_param_value("path"));
+                  bool allowed = false;
+                  for (const auto& root : config_.roots)
+                      allowed = allowed || p == root || is_path_inside(root, p);
+                  if (!allowed) {
+                      net::send_error(res, 403, "outside_roots",
+                                      "only the folders in agent.json 'roots' can be browsed");
+                      return;
+                  }
+                  std::error_code ec;
+                  for (const auto& e : std::filesystem::directory_iterator(p, ec)) {
+                      if (listing.entries.size() >= 10000) break;
+                      bool dir = e.is_directory(ec);
+                      listing.entries.push_back(
+                          {path_to_utf8(e.path().filename()), dir, dir ? 0 : e.file_size(ec)});
+                  }
+                  if (ec && listing.entries.empty()) {
+                      net::send_error(res, 404, "not_found", "cannot list " + path_to_utf8(p));
+                      return;
+                  }
+                  listing.path = path_to_utf8(p);
+                  net::send_json(res, 200, listing.to_json());
+              });
 }
 
 }  // namespace crucible::jobs

@@ -5,26 +5,27 @@
 namespace crucible::jobs {
 
 void AgentService::add_info_routes() {
-    auto& r = server_->routes();
-    r.Get("/v1/health", [](const httplib::Request&, httplib::Response& res) {
+    auto& server = *server_;
+    server.on(net::routes::kHealth, [](const httplib::Request&, httplib::Response& res) {
         net::send_json(
             res, 200,
             {{"status", "ok"}, {"version", CRUCIBLE_VERSION}, {"protocol", net::kProtocolVersion}});
     });
-    r.Get("/v1/info", [this](const httplib::Request&, httplib::Response& res) {
-        net::send_json(res, 200,
-                       {{"version", CRUCIBLE_VERSION},
-                        {"protocol", net::kProtocolVersion},
-                        {"min_protocol", net::kMinPeerProtocolVersion},
-                        {"tls", tls()},
-                        {"tasks", config_.task_schemas},
-                        {"gpus", gpus_->read().to_json()},
-                        {"max_cpu_jobs", config_.scheduler.max_cpu_jobs}});
+    server.on(net::routes::kInfo, [this](const httplib::Request&, httplib::Response& res) {
+        net::AgentInfo info;
+        info.version = CRUCIBLE_VERSION;
+        info.protocol = net::kProtocolVersion;
+        info.min_protocol = net::kMinPeerProtocolVersion;
+        info.tls = tls();
+        info.tasks = config_.task_schemas;
+        info.gpus = gpus_->read();
+        info.max_cpu_jobs = config_.scheduler.max_cpu_jobs;
+        net::send_json(res, 200, info.to_json());
     });
-    r.Get("/v1/gpus", [this](const httplib::Request&, httplib::Response& res) {
+    server.on(net::routes::kGpus, [this](const httplib::Request&, httplib::Response& res) {
         net::send_json(res, 200, gpus_->read().to_json());
     });
-    r.Get("/v1/stream", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kStream, [this](const httplib::Request& req, httplib::Response& res) {
         std::int64_t after = feed_.last_id();
         if (req.has_header("Last-Event-ID"))
             after = std::atoll(req.get_header_value("Last-Event-ID").c_str());

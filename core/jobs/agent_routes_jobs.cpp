@@ -13,8 +13,8 @@
 namespace crucible::jobs {
 namespace {
 
-std::optional<JobRecord> find_job(JobRegistry& registry, const std::string& id,
-                                  httplib::Response& res) {
+std::optional<JobInfo> find_job(JobRegistry& registry, const std::string& id,
+                                httplib::Response& res) {
     if (!is_valid_job_id(id)) {
         net::send_error(res, 400, "bad_job_id", "job ids hold letters, digits and '-' only");
         return std::nullopt;
@@ -52,15 +52,15 @@ const char* mime_for(const std::filesystem::path& p) {
 }  // namespace
 
 void AgentService::add_job_routes() {
-    auto& r = server_->routes();
+    auto& server = *server_;
 
-    r.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kSubmitJob, [this](const httplib::Request& req, httplib::Response& res) {
         if (req.get_header_value("Content-Type").find("application/json") == std::string::npos) {
             net::send_error(res, 415, "wrong_content_type", "send the job as application/json");
             return;
         }
         Json body = parse_json(req.body, "request body");
-        JobRecord job = job_from_submit(body);
+        JobInfo job = JobInfo::from_request(net::SubmitRequest::from_json(body));
         const auto& gpu_ids = config_.scheduler.gpu_ids;
         if (job.requested_gpu &&
             std::find(gpu_ids.begin(), gpu_ids.end(), *job.requested_gpu) == gpu_ids.end()) {
@@ -72,25 +72,25 @@ void AgentService::add_job_routes() {
         }
         job.options = resolve_job_options(job.task, job.options);
         job.submitted_by = net::HttpServer::caller(req);
-        JobRecord stored = registry_.add(job);
+        JobInfo stored = registry_.add(job);
         audit(job.submitted_by, "submit", stored.id + " " + stored.task);
         scheduler_.wake();
         net::send_json(res, 201, stored.to_json());
     });
 
-    r.Get("/v1/jobs", [this](const httplib::Request&, httplib::Response& res) {
+    server.on(net::routes::kListJobs, [this](const httplib::Request&, httplib::Response& res) {
         Json list = Json::array();
         for (const auto& j : registry_.list())
             list.push_back(j.to_json());
         net::send_json(res, 200, {{"jobs", list}});
     });
 
-    r.Get(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kGetJob, [this](const httplib::Request& req, httplib::Response& res) {
         if (auto job = find_job(registry_, req.matches[1], res))
             net::send_json(res, 200, job->to_json());
     });
 
-    r.Delete(R"(/v1/jobs/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    server.on(net::routes::kDeleteJob, [this](const httplib::Request& req, httplib::Response& res) {
         auto job = find_job(registry_, req.matches[1], res);
         if (!job) return;
         if (!is_final_state(job->state) && job->state != JobState::Paused) {
@@ -116,78 +116,76 @@ void AgentService::add_job_routes() {
                 net::send_json(res, 202, {{"id", job->id}, {"requested", action}});
         };
     };
-    r.Post(R"(/v1/jobs/([^/]+)/cancel)", control("cancel", &Scheduler::cancel));
-    r.Post(R"(/v1/jobs/([^/]+)/pause)", control("pause", &Scheduler::pause));
-    r.Post(R"(/v1/jobs/([^/]+)/resume)", control("resume", &Scheduler::resume));
+    server.on(net::routes::kCancelJob, control("cancel", &Scheduler::cancel));
+    server.on(net::routes::kPauseJob, control("pause", &Scheduler::pause));
+    server.on(net::routes::kResumeJob, control("resume", &Scheduler::resume));
 
     // Events: SSE by default; ?format=json returns the events after `after` as one array.
-    r.Get(R"(/v1/jobs/([^/]+)/events)",
-          [this](const httplib::Request& req, httplib::Response& res) {
-              auto job = find_job(registry_, req.matches[1], res);
-              if (!job) return;
-              std::int64_t after = -1;
-              if (req.has_param("after")) after = std::atoll(req.get_param_value("after").c_str());
-              if (req.has_header("Last-Event-ID"))
-                  after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
-              auto file = JobFolder{registry_.folder(job->id)}.events();
-              if (req.get_param_value("format") == "json") {
-                  Json list = Json::array();
-                  for (const auto& e : read_event_log(file, after))
-                      list.push_back(event_to_json(e));
-                  net::send_json(res, 200, {{"events", list}});
-                  return;
-              }
-              auto follower = std::make_shared<EventFollower>(file, after);
-              auto idle = std::make_shared<int>(0);
-              std::string id = job->id;
-              res.set_header("Cache-Control", "no-cache");
-              res.set_chunked_content_provider(
-                  "text/event-stream", [this, follower, idle, id](size_t, httplib::DataSink& sink) {
-                      std::size_t count = 0;
-                      std::string text = follower->poll_sse(count);
-                      if (count > 0) {
-                          if (!sink.write(text.data(), text.size())) return false;
-                          *idle = 0;
-                          // A job writing many events a second: let a few gather instead of
-                          // re-reading the file for each one (50 followers spinning on single
-                          // events starved the CPU; 20 ms keeps the stream live).
-                          if (count < 64)
-                              std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                          return true;
-                      }
-                      auto job = registry_.get(id);
-                      if (!job || is_final_state(job->state)) {
-                          // Everything written: one last look, then end the stream.
-                          text = follower->poll_sse(count);
-                          if (count > 0) sink.write(text.data(), text.size());
-                          sink.done();
-                          return true;
-                      }
-                      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                      if (++*idle % 300 == 0) {  // ~15 s
-                          static const std::string keepalive = ": keepalive\n\n";
-                          return sink.write(keepalive.data(), keepalive.size());
-                      }
-                      return true;
-                  });
-          });
+    server.on(net::routes::kJobEvents, [this](const httplib::Request& req, httplib::Response& res) {
+        auto job = find_job(registry_, req.matches[1], res);
+        if (!job) return;
+        std::int64_t after = -1;
+        if (req.has_param("after")) after = std::atoll(req.get_param_value("after").c_str());
+        if (req.has_header("Last-Event-ID"))
+            after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
+        auto file = JobFolder{registry_.folder(job->id)}.events();
+        if (req.get_param_value("format") == "json") {
+            Json list = Json::array();
+            for (const auto& e : read_event_log(file, after))
+                list.push_back(event_to_json(e));
+            net::send_json(res, 200, {{"events", list}});
+            return;
+        }
+        auto follower = std::make_shared<EventFollower>(file, after);
+        auto idle = std::make_shared<int>(0);
+        std::string id = job->id;
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream", [this, follower, idle, id](size_t, httplib::DataSink& sink) {
+                std::size_t count = 0;
+                std::string text = follower->poll_sse(count);
+                if (count > 0) {
+                    if (!sink.write(text.data(), text.size())) return false;
+                    *idle = 0;
+                    // A job writing many events a second: let a few gather instead of
+                    // re-reading the file for each one (50 followers spinning on single
+                    // events starved the CPU; 20 ms keeps the stream live).
+                    if (count < 64) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    return true;
+                }
+                auto job = registry_.get(id);
+                if (!job || is_final_state(job->state)) {
+                    // Everything written: one last look, then end the stream.
+                    text = follower->poll_sse(count);
+                    if (count > 0) sink.write(text.data(), text.size());
+                    sink.done();
+                    return true;
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                if (++*idle % 300 == 0) {  // ~15 s
+                    static const std::string keepalive = ": keepalive\n\n";
+                    return sink.write(keepalive.data(), keepalive.size());
+                }
+                return true;
+            });
+    });
 
-    r.Get(R"(/v1/jobs/([^/]+)/artifacts)",
-          [this](const httplib::Request& req, httplib::Response& res) {
-              auto job = find_job(registry_, req.matches[1], res);
-              if (!job) return;
-              auto dir = registry_.folder(job->id);
-              Json list = Json::array();
-              for (const auto& rel : artifact_files(dir)) {
-                  std::error_code ec;
-                  list.push_back({{"path", rel.generic_string()},
-                                  {"size", std::filesystem::file_size(dir / rel, ec)}});
-              }
-              net::send_json(res, 200, {{"artifacts", list}});
-          });
+    server.on(net::routes::kJobArtifacts,
+              [this](const httplib::Request& req, httplib::Response& res) {
+                  auto job = find_job(registry_, req.matches[1], res);
+                  if (!job) return;
+                  auto dir = registry_.folder(job->id);
+                  std::vector<net::ArtifactEntry> list;
+                  for (const auto& rel : artifact_files(dir)) {
+                      std::error_code ec;
+                      list.push_back({path_to_utf8(rel.generic_u8string()),
+                                      std::filesystem::file_size(dir / rel, ec)});
+                  }
+                  net::send_json(res, 200, net::artifacts_to_json(list));
+              });
 
-    r.Get(R"(/v1/jobs/([^/]+)/artifacts/(.+))", [this](const httplib::Request& req,
-                                                       httplib::Response& res) {
+    server.on(net::routes::kJobArtifact, [this](const httplib::Request& req,
+                                                httplib::Response& res) {
         auto job = find_job(registry_, req.matches[1], res);
         if (!job) return;
         auto dir = registry_.folder(job->id);

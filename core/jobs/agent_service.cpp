@@ -111,7 +111,7 @@ AgentService::AgentService(AgentConfig config)
         [this](const std::string& who, const std::string& action, const std::string& detail) {
             audit(who, action, detail);
         });
-    registry_.on_change([this](const JobRecord& job) {
+    registry_.on_change([this](const JobInfo& job) {
         feed_.publish(
             "job", {{"id", job.id}, {"state", job_state_name(job.state)}, {"reason", job.reason}});
     });

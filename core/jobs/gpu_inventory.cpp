@@ -4,32 +4,6 @@
 
 namespace crucible::jobs {
 
-Json GpuReport::to_json() const {
-    Json gpus_json = Json::array();
-    for (const auto& g : gpus) {
-        Json mig_json = Json::array();
-        for (const auto& m : g.mig)
-            mig_json.push_back(
-                {{"index", m.index}, {"name", m.name}, {"memory_total", m.memory_total}});
-        gpus_json.push_back({{"index", g.index},
-                             {"name", g.name},
-                             {"uuid", g.uuid},
-                             {"memory_total", g.memory_total},
-                             {"memory_used", g.memory_used},
-                             {"utilization", g.utilization},
-                             {"temperature", g.temperature},
-                             {"power_w", g.power_w},
-                             {"processes", g.process_ids},
-                             {"mig_enabled", g.mig_enabled},
-                             {"mig", mig_json}});
-    }
-    return {{"nvml", nvml},
-            {"note", note},
-            {"driver_version", driver_version},
-            {"cuda_driver_version", cuda_driver_version},
-            {"gpus", gpus_json}};
-}
-
 namespace {
 
 // The few NVML entry points we use, declared by their documented C signatures.

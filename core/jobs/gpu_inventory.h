@@ -8,37 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "core/base/json.h"
+#include "core/net/api_types.h"
 
 namespace crucible::jobs {
 
-struct MigInstance {
-    int index = 0;
-    std::string name;
-    std::uint64_t memory_total = 0;
-};
-
-struct GpuInfo {
-    int index = 0;
-    std::string name;
-    std::string uuid;
-    std::uint64_t memory_total = 0, memory_used = 0;
-    int utilization = 0;  // percent
-    int temperature = 0;  // °C
-    double power_w = 0;
-    std::vector<unsigned> process_ids;
-    bool mig_enabled = false;
-    std::vector<MigInstance> mig;
-};
-
-struct GpuReport {
-    bool nvml = false;            // NVML found and initialised
-    std::string note;             // why there are no GPUs, in words
-    std::string driver_version;   // "550.54.15"
-    int cuda_driver_version = 0;  // 12040 = 12.4
-    std::vector<GpuInfo> gpus;
-    Json to_json() const;
-};
+using net::GpuInfo;
+using net::GpuReport;
+using net::MigInstance;
 
 class GpuInventory {
   public:

@@ -1,6 +1,6 @@
 #pragma once
-// A job on the agent: its spec (task + options, what the worker reads from spec.json), its
-// state machine (DESIGN.md "Jobs and reliability") and the folder that holds everything.
+// Jobs on the agent: their ids. The record itself is net::JobInfo (core/net/api_types.h), the
+// type the API shows; its state machine is DESIGN.md "Jobs and reliability".
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "core/base/job_state.h"
 #include "core/base/json.h"
+#include "core/net/api_types.h"
 
 namespace crucible::jobs {
 
@@ -15,31 +16,8 @@ using crucible::is_final_state;
 using crucible::job_state_name;
 using crucible::JobState;
 using crucible::parse_job_state;
-
-struct JobRecord {
-    std::string id;
-    std::string name;  // user label
-    std::string task;  // "detect.yolo"
-    Json options = Json::object();
-    int priority = 0;  // higher first; FIFO within a priority
-    int gpus = 0;      // GPUs asked for (0 = CPU or any one GPU when present, see scheduler)
-    JobState state = JobState::Queued;
-    std::string reason;  // why it ended / was interrupted
-    double submitted = 0, started = 0, finished = 0;
-    std::vector<int> gpu_ids;          // assigned while running
-    std::optional<int> requested_gpu;  // the GPU (agent index) asked for; none: any free one
-    long pid = 0;
-    bool resume = false;  // next start continues from the last checkpoint
-    std::string submitted_by;
-
-    Json to_json() const;
-    static JobRecord from_json(const Json& json, const std::string& where);
-};
-
-// Validates the submit body: {"task": str, "options": obj, "name"?, "priority"?, "gpus"?,
-// "gpu"? (one GPU by the agent's index, which implies gpus = 1)}.
-// Throws InputError naming the field.
-JobRecord job_from_submit(const Json& body);
+// A job as the agent keeps it (job.json) and shows it: the API type, one JSON mapping.
+using net::JobInfo;
 
 // Job ids are "j" + UTC time + random suffix: sortable and unguessable enough for folders.
 std::string new_job_id();

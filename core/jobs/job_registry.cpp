@@ -13,15 +13,15 @@ JobRegistry::JobRegistry(std::filesystem::path jobs_dir) : jobs_dir_(std::move(j
     std::filesystem::create_directories(jobs_dir_);
 }
 
-std::vector<JobRecord> JobRegistry::load() {
-    std::vector<JobRecord> interrupted;
+std::vector<JobInfo> JobRegistry::load() {
+    std::vector<JobInfo> interrupted;
     std::lock_guard lock(mutex_);
     for (const auto& entry : std::filesystem::directory_iterator(jobs_dir_)) {
         auto file = JobFolder{entry.path()}.record();
         std::error_code ec;
         if (!entry.is_directory() || !std::filesystem::exists(file, ec)) continue;
         try {
-            JobRecord r = JobRecord::from_json(read_json_file(file), path_to_utf8(file));
+            JobInfo r = JobInfo::from_json(read_json_file(file), path_to_utf8(file));
             if (r.state == JobState::Running) {
                 interrupted.push_back(r);
                 r.state = JobState::Interrupted;
@@ -39,11 +39,11 @@ std::vector<JobRecord> JobRegistry::load() {
     return interrupted;
 }
 
-void JobRegistry::persist(const JobRecord& job) const {
+void JobRegistry::persist(const JobInfo& job) const {
     write_json_file(JobFolder{jobs_dir_ / job.id}.record(), job.to_json());
 }
 
-JobRecord JobRegistry::add(JobRecord job) {
+JobInfo JobRegistry::add(JobInfo job) {
     job.id = new_job_id();
     job.submitted = unix_time_now();
     job.state = JobState::Queued;
@@ -51,7 +51,7 @@ JobRecord JobRegistry::add(JobRecord job) {
     folder.create();
     write_json_file(folder.spec(),
                     {{"task", job.task}, {"options", job.options}, {"name", job.name}});
-    std::vector<std::function<void(const JobRecord&)>> listeners;
+    std::vector<std::function<void(const JobInfo&)>> listeners;
     {
         std::lock_guard lock(mutex_);
         persist(job);
@@ -63,25 +63,25 @@ JobRecord JobRegistry::add(JobRecord job) {
     return job;
 }
 
-std::optional<JobRecord> JobRegistry::get(const std::string& id) const {
+std::optional<JobInfo> JobRegistry::get(const std::string& id) const {
     std::lock_guard lock(mutex_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
     return it->second;
 }
 
-std::vector<JobRecord> JobRegistry::list() const {
+std::vector<JobInfo> JobRegistry::list() const {
     std::lock_guard lock(mutex_);
-    std::vector<JobRecord> out;
+    std::vector<JobInfo> out;
     for (const auto& [_, j] : jobs_)
         out.push_back(j);
     return out;
 }
 
-std::optional<JobRecord> JobRegistry::update(const std::string& id,
-                                             const std::function<void(JobRecord&)>& change) {
-    JobRecord copy;
-    std::vector<std::function<void(const JobRecord&)>> listeners;
+std::optional<JobInfo> JobRegistry::update(const std::string& id,
+                                           const std::function<void(JobInfo&)>& change) {
+    JobInfo copy;
+    std::vector<std::function<void(const JobInfo&)>> listeners;
     {
         std::lock_guard lock(mutex_);
         auto it = jobs_.find(id);
@@ -106,7 +106,7 @@ bool JobRegistry::remove(const std::string& id) {
     return true;
 }
 
-void JobRegistry::on_change(std::function<void(const JobRecord&)> listener) {
+void JobRegistry::on_change(std::function<void(const JobInfo&)> listener) {
     std::lock_guard lock(mutex_);
     listeners_.push_back(std::move(listener));
 }

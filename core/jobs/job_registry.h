@@ -21,29 +21,29 @@ class JobRegistry {
     // Loads every job folder; jobs found `running` were interrupted by an agent crash: they
     // become interrupted (to be resumed). Returns those records as they were (with the pid of
     // a worker that may have outlived the agent).
-    std::vector<JobRecord> load();
+    std::vector<JobInfo> load();
 
-    JobRecord add(JobRecord job);  // assigns id + folder, writes spec.json and job.json
-    std::optional<JobRecord> get(const std::string& id) const;
-    std::vector<JobRecord> list() const;
+    JobInfo add(JobInfo job);  // assigns id + folder, writes spec.json and job.json
+    std::optional<JobInfo> get(const std::string& id) const;
+    std::vector<JobInfo> list() const;
     // Applies `change` under the lock and persists the result; returns the updated record.
-    std::optional<JobRecord> update(const std::string& id,
-                                    const std::function<void(JobRecord&)>& change);
+    std::optional<JobInfo> update(const std::string& id,
+                                  const std::function<void(JobInfo&)>& change);
     bool remove(const std::string& id);  // deletes the folder (final states only)
 
     std::filesystem::path folder(const std::string& id) const { return jobs_dir_ / id; }
     const std::filesystem::path& jobs_dir() const { return jobs_dir_; }
 
     // Called after every change (state feed for the server-wide SSE stream).
-    void on_change(std::function<void(const JobRecord&)> listener);
+    void on_change(std::function<void(const JobInfo&)> listener);
 
   private:
-    void persist(const JobRecord& job) const;
+    void persist(const JobInfo& job) const;
 
     std::filesystem::path jobs_dir_;
     mutable std::mutex mutex_;
-    std::map<std::string, JobRecord> jobs_;
-    std::vector<std::function<void(const JobRecord&)>> listeners_;
+    std::map<std::string, JobInfo> jobs_;
+    std::vector<std::function<void(const JobInfo&)>> listeners_;
 };
 
 }  // namespace crucible::jobs

@@ -72,7 +72,7 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     ec.clear();
     const double keep_s =
         std::chrono::duration<double>(policy.keep_checkpoints_of_ended_jobs).count();
-    const auto ended_long_ago = [&](const JobRecord& job) {
+    const auto ended_long_ago = [&](const JobInfo& job) {
         return is_final_state(job.state) && job.finished > 0 && now_unix - job.finished >= keep_s;
     };
     // Inputs that a job which may still start, resume or was extended recently names.

@@ -139,7 +139,7 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
         spdlog::warn("job {}: cannot append to its events: {}", id, e.what());
     }
     clear_stop_request(JobFolder{dir});
-    auto record = registry_.update(id, [&](JobRecord& j) {
+    auto record = registry_.update(id, [&](JobInfo& j) {
         j.state = final_state;
         j.reason = reason;
         j.finished = unix_time_now();
@@ -159,11 +159,11 @@ void Scheduler::finish_job(const std::string& id, const ExitInfo& exit) {
 
 void Scheduler::start_ready_jobs() {
     auto jobs = registry_.list();
-    std::vector<JobRecord> ready;
+    std::vector<JobInfo> ready;
     for (auto& j : jobs)
         if (j.state == JobState::Queued || (j.state == JobState::Interrupted && j.resume))
             ready.push_back(j);
-    std::stable_sort(ready.begin(), ready.end(), [](const JobRecord& a, const JobRecord& b) {
+    std::stable_sort(ready.begin(), ready.end(), [](const JobInfo& a, const JobInfo& b) {
         if (a.priority != b.priority) return a.priority > b.priority;
         return a.submitted < b.submitted;
     });
@@ -185,12 +185,12 @@ void Scheduler::start_ready_jobs() {
     }
 }
 
-bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
+bool Scheduler::start_job(const JobInfo& job, std::vector<int> gpus) {
     auto dir = registry_.folder(job.id);
     std::error_code ec;
     auto space = std::filesystem::space(dir, ec);
     if (!ec && space.available < options_.min_free_disk_bytes) {
-        registry_.update(job.id, [&](JobRecord& j) {
+        registry_.update(job.id, [&](JobInfo& j) {
             j.state = JobState::Failed;
             j.reason = "not enough free disk for the job folder (" +
                        std::to_string(space.available >> 20) + " MB free, " +
@@ -220,7 +220,7 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
         children_[job.id] = std::move(child);
         for (int g : gpus)
             busy_gpus_.insert(g);
-        registry_.update(job.id, [&](JobRecord& j) {
+        registry_.update(job.id, [&](JobInfo& j) {
             j.state = JobState::Running;
             j.started = unix_time_now();
             j.gpu_ids = gpus;
@@ -229,7 +229,7 @@ bool Scheduler::start_job(const JobRecord& job, std::vector<int> gpus) {
         });
         return true;
     } catch (const std::exception& e) {
-        registry_.update(job.id, [&](JobRecord& j) {
+        registry_.update(job.id, [&](JobInfo& j) {
             j.state = JobState::Failed;
             j.reason = e.what();
             j.finished = unix_time_now();
@@ -263,7 +263,7 @@ std::string Scheduler::cancel(const std::string& id) {
         write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Cancel);
         return "";
     }
-    registry_.update(id, [](JobRecord& j) {
+    registry_.update(id, [](JobInfo& j) {
         j.state = JobState::Canceled;
         j.reason = "canceled before it ran";
         j.finished = unix_time_now();
@@ -280,7 +280,7 @@ std::string Scheduler::pause(const std::string& id) {
         return "";
     }
     if (job->state == JobState::Queued || job->state == JobState::Interrupted) {
-        registry_.update(id, [](JobRecord& j) { j.state = JobState::Paused; });
+        registry_.update(id, [](JobInfo& j) { j.state = JobState::Paused; });
         return "";
     }
     return "job " + id + " is " + job_state_name(job->state) + " and cannot be paused";
@@ -294,7 +294,7 @@ std::string Scheduler::resume(const std::string& id) {
         if (job->state != JobState::Paused && job->state != JobState::Interrupted)
             return "job " + id + " is " + job_state_name(job->state) +
                    "; only paused or interrupted jobs resume";
-        registry_.update(id, [](JobRecord& j) {
+        registry_.update(id, [](JobInfo& j) {
             j.state = JobState::Queued;
             j.resume =
                 j.started > 0;  // a job paused while queued never ran: nothing to resume from

@@ -52,7 +52,7 @@ class Scheduler {
     void loop();
     void reap_finished();
     void start_ready_jobs();
-    bool start_job(const JobRecord& job, std::vector<int> gpus);
+    bool start_job(const JobInfo& job, std::vector<int> gpus);
     void finish_job(const std::string& id, const ExitInfo& exit);
 
     JobRegistry& registry_;

@@ -97,11 +97,66 @@ std::string ApiClient::probe_fingerprint(const std::string& url) {
     SSL_CTX_set_verify(ssl.ssl_context(), SSL_VERIFY_PEER, nullptr);
     SSL_CTX_set_cert_verify_callback(ssl.ssl_context(), verify_pinned, &state);
     ssl.set_connection_timeout(10, 0);
-    auto res = ssl.Get("/v1/health");
+    auto res = ssl.Get(std::string(routes::kHealth.pattern));
     if (state.seen.empty())
         throw Error("cannot reach " + url + ": " +
                     (res ? "no certificate" : httplib::to_string(res.error())));
     return state.seen;
+}
+
+const char* api_error_kind_name(ApiErrorKind kind) {
+    switch (kind) {
+        case ApiErrorKind::Unreachable:
+            return "unreachable";
+        case ApiErrorKind::CertificateMismatch:
+            return "certificate_mismatch";
+        case ApiErrorKind::BadRequest:
+            return "bad_request";
+        case ApiErrorKind::Unauthorized:
+            return "unauthorized";
+        case ApiErrorKind::Forbidden:
+            return "forbidden";
+        case ApiErrorKind::NotFound:
+            return "not_found";
+        case ApiErrorKind::Conflict:
+            return "conflict";
+        case ApiErrorKind::TooLarge:
+            return "too_large";
+        case ApiErrorKind::RateLimited:
+            return "rate_limited";
+        case ApiErrorKind::Incompatible:
+            return "incompatible";
+        case ApiErrorKind::Server:
+            return "server";
+    }
+    return "?";
+}
+
+ApiErrorKind api_error_kind_for_status(int status) {
+    switch (status) {
+        case 0:
+            return ApiErrorKind::Unreachable;
+        case 400:
+        case 415:
+        case 422:
+            return ApiErrorKind::BadRequest;
+        case 401:
+            return ApiErrorKind::Unauthorized;
+        case 403:
+            return ApiErrorKind::Forbidden;
+        case 404:
+            return ApiErrorKind::NotFound;
+        case 409:
+            return ApiErrorKind::Conflict;
+        case 413:
+            return ApiErrorKind::TooLarge;
+        case 426:
+            return ApiErrorKind::Incompatible;
+        case 429:
+            return ApiErrorKind::RateLimited;
+        default:
+            return ApiErrorKind::Server;
+    }
 }
 
 Json ApiClient::check(int status, const std::string& body, const std::string& what) const {
@@ -112,27 +167,37 @@ Json ApiClient::check(int status, const std::string& body, const std::string& wh
         j = Json{{"raw", body}};
     }
     if (status >= 400) {
-        std::string msg = j.contains("error") ? j["error"].value("message", body) : body;
-        throw ApiError(status, what + ": " + msg + " (HTTP " + std::to_string(status) + ")");
+        std::string msg = body, code;
+        if (j.is_object() && j.contains("error") && j["error"].is_object()) {
+            msg = j["error"].value("message", body);
+            code = j["error"].value("code", std::string());
+        }
+        throw ApiError(status, what + ": " + msg + " (HTTP " + std::to_string(status) + ")", code);
     }
-    if (status == 426) throw ApiError(status, what + ": incompatible versions");
     return j;
 }
 
-static std::string describe_failure(const httplib::Result& res, const std::string& url) {
+namespace {
+
+ApiError failure(const httplib::Result& res, const std::string& url,
+                 const std::string& detail = {}) {
     if (res.error() == httplib::Error::SSLServerVerification ||
         res.error() == httplib::Error::SSLConnection)
-        return "TLS handshake with " + url +
-               " failed: the agent's certificate does not match the pinned fingerprint (or TLS is "
-               "broken). If the "
-               "agent's certificate was changed on purpose, remove and re-add the remote.";
-    return "cannot reach " + url + ": " + httplib::to_string(res.error());
+        return ApiError(ApiErrorKind::CertificateMismatch,
+                        "TLS handshake with " + url +
+                            " failed: the agent's certificate does not match the pinned "
+                            "fingerprint (or TLS is broken). If the agent's certificate was "
+                            "changed on purpose, remove and re-add the remote.");
+    return ApiError(ApiErrorKind::Unreachable,
+                    "cannot reach " + url + ": " + httplib::to_string(res.error()) + detail);
 }
+
+}  // namespace
 
 Json ApiClient::get(const std::string& path) {
     auto cli = connect(std::chrono::seconds(60));
     auto res = cli->Get(path);
-    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    if (!res) throw failure(res, endpoint_.url);
     return check(res->status, res->body, "GET " + path);
 }
 
@@ -140,22 +205,90 @@ Json ApiClient::get(const std::string& path, const std::multimap<std::string, st
     auto cli = connect(std::chrono::seconds(60));
     const httplib::Params params(query.begin(), query.end());
     auto res = cli->Get(path, params, httplib::Headers{});
-    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    if (!res) throw failure(res, endpoint_.url);
     return check(res->status, res->body, "GET " + path);
 }
 
 Json ApiClient::post(const std::string& path, const Json& body) {
     auto cli = connect(std::chrono::seconds(60));
     auto res = cli->Post(path, body.dump(), "application/json");
-    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    if (!res) throw failure(res, endpoint_.url);
     return check(res->status, res->body, "POST " + path);
 }
 
 Json ApiClient::del(const std::string& path) {
     auto cli = connect(std::chrono::seconds(60));
     auto res = cli->Delete(path);
-    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    if (!res) throw failure(res, endpoint_.url);
     return check(res->status, res->body, "DELETE " + path);
+}
+
+void ApiClient::health() {
+    get(routes::kHealth.path());
+}
+
+AgentInfo ApiClient::info() {
+    return AgentInfo::from_json(get(routes::kInfo.path()));
+}
+
+GpuReport ApiClient::gpus() {
+    return GpuReport::from_json(get(routes::kGpus.path()));
+}
+
+JobInfo ApiClient::submit(const SubmitRequest& request) {
+    return JobInfo::from_json(post(routes::kSubmitJob.path(), request.to_json()), "submitted job");
+}
+
+std::vector<JobInfo> ApiClient::jobs() {
+    return jobs_from_json(get(routes::kListJobs.path()));
+}
+
+JobInfo ApiClient::job(const std::string& job_id) {
+    return JobInfo::from_json(get(routes::kGetJob.path({job_id})), "job " + job_id);
+}
+
+void ApiClient::control(const std::string& job_id, JobAction action) {
+    const Route& route = action == JobAction::Cancel  ? routes::kCancelJob
+                         : action == JobAction::Pause ? routes::kPauseJob
+                                                      : routes::kResumeJob;
+    post(route.path({job_id}), Json::object());
+}
+
+void ApiClient::delete_job(const std::string& job_id) {
+    del(routes::kDeleteJob.path({job_id}));
+}
+
+std::vector<Event> ApiClient::events(const std::string& job_id, std::int64_t after_seq) {
+    const Json list = get(routes::kJobEvents.path({job_id}),
+                          {{"format", "json"}, {"after", std::to_string(after_seq)}});
+    const Json* events = list.is_object() && list.contains("events") ? &list["events"] : nullptr;
+    if (!events || !events->is_array())
+        throw ApiError(ApiErrorKind::Server, "events of job " + job_id + ": expected a list");
+    std::vector<Event> out;
+    out.reserve(events->size());
+    for (const auto& e : *events)
+        out.push_back(event_from_json(e, "events of job " + job_id));
+    return out;
+}
+
+std::vector<ArtifactEntry> ApiClient::artifacts(const std::string& job_id) {
+    return artifacts_from_json(get(routes::kJobArtifacts.path({job_id})));
+}
+
+std::vector<DatasetSummary> ApiClient::datasets() {
+    const Json list = get(routes::kListDatasets.path());
+    std::vector<DatasetSummary> out;
+    if (!list.is_object() || !list.contains("datasets") || !list["datasets"].is_array())
+        throw ApiError(ApiErrorKind::Server, "datasets: expected a list");
+    for (std::size_t i = 0; i < list["datasets"].size(); ++i)
+        out.push_back(
+            DatasetSummary::from_json(list["datasets"][i], "datasets[" + std::to_string(i) + "]"));
+    return out;
+}
+
+FolderListing ApiClient::list_folder(const std::string& path) {
+    if (path.empty()) return FolderListing::from_json(get(routes::kListFolder.path()));
+    return FolderListing::from_json(get(routes::kListFolder.path(), {{"path", path}}));
 }
 
 namespace {
@@ -227,8 +360,8 @@ std::string ApiClient::upload_blob(
                 throw Error(path_to_utf8(file) +
                             ": the file changed or shrank while it was uploaded");
             if (!res)
-                throw Error(describe_failure(res, endpoint_.url) + " (upload resumes from byte " +
-                            std::to_string(offset) + ")");
+                throw failure(res, endpoint_.url,
+                              " (upload resumes from byte " + std::to_string(offset) + ")");
             check(res->status, res->body, "upload " + name);
             offset += n;
             if (progress) progress(offset, total);
@@ -239,9 +372,9 @@ std::string ApiClient::upload_blob(
     if (total < hash_while_sending_from) {
         // Small file: hash first, so a blob the agent has is never sent.
         const std::string sha = sha256_file(file);
-        const std::string route = "/v1/blobs/" + sha;
+        const std::string route = routes::kGetBlob.path({sha});
         auto head = cli->Get(route);
-        if (!head) throw Error(describe_failure(head, endpoint_.url));
+        if (!head) throw failure(head, endpoint_.url);
         if (head->status == 200) {
             if (progress) progress(total, total);
             return sha;
@@ -251,7 +384,7 @@ std::string ApiClient::upload_blob(
         if (offset > total) offset = 0;
         if (total == 0) {
             auto res = cli->Put(route, std::string(), "application/octet-stream");
-            if (!res) throw Error(describe_failure(res, endpoint_.url));
+            if (!res) throw failure(res, endpoint_.url);
             check(res->status, res->body, "upload " + name);
         }
         send_all(route, offset, {});
@@ -264,9 +397,9 @@ std::string ApiClient::upload_blob(
     // asked whether it has the blob already; the upload stops there if it has.
     auto hashing = std::async(std::launch::async, [file] { return sha256_file(file); });
     const std::string id = upload_id_for(file);
-    const std::string route = "/v1/uploads/" + id;
+    const std::string route = routes::kGetUpload.path({id});
     auto where = cli->Get(route);
-    if (!where) throw Error(describe_failure(where, endpoint_.url));
+    if (!where) throw failure(where, endpoint_.url);
     check(where->status, where->body, "upload " + name);
     std::uint64_t offset =
         std::strtoull(where->get_header_value("Upload-Offset").c_str(), nullptr, 10);
@@ -280,7 +413,7 @@ std::string ApiClient::upload_blob(
         if (!sha.empty() || hashing.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
             return true;
         sha = hashing.get();
-        auto head = cli->Get("/v1/blobs/" + sha);
+        auto head = cli->Get(routes::kGetBlob.path({sha}));
         known = head && head->status == 200;
         return !known;
     };
@@ -291,8 +424,9 @@ std::string ApiClient::upload_blob(
         if (progress) progress(total, total);
         return sha;
     }
-    auto res = cli->Post(route + "/finish", Json{{"sha256", sha}}.dump(), "application/json");
-    if (!res) throw Error(describe_failure(res, endpoint_.url));
+    auto res = cli->Post(routes::kFinishUpload.path({id}), Json{{"sha256", sha}}.dump(),
+                         "application/json");
+    if (!res) throw failure(res, endpoint_.url);
     check(res->status, res->body, "upload " + name);
     return sha;
 }
@@ -312,7 +446,7 @@ std::string ApiClient::push_dataset(const std::filesystem::path& folder, const s
         if (progress)
             progress("uploaded " + std::to_string(++i) + "/" + std::to_string(paths.size()));
     }
-    Json res = post("/v1/datasets", {{"name", name}, {"files", files}});
+    Json res = post(routes::kCreateDataset.path(), {{"name", name}, {"files", files}});
     return res.value("id", std::string());
 }
 
@@ -331,7 +465,7 @@ std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t af
         bool ended_cleanly = false;
         int status = 0;
         auto res = cli->Get(
-            "/v1/jobs/" + job_id + "/events", h,
+            routes::kJobEvents.path({job_id}), h,
             [&](const httplib::Response& r) {
                 status = r.status;
                 return r.status == 200;
@@ -379,7 +513,7 @@ std::uint64_t ApiClient::download(
     part += ".crucible-part";
     auto record_file = part;
     record_file += ".json";
-    const std::string route = "/v1/jobs/" + job_id + "/artifacts/" + artifact;
+    const std::string route = routes::kJobArtifact.path({job_id, artifact});
 
     // A part is resumed only when its record says it is this artifact of this agent.
     std::string resume_etag;
@@ -472,8 +606,9 @@ std::uint64_t ApiClient::download(
                         "; run it again to resume");
         if (status >= 400) check(status, error_body, "download " + artifact);
         if (!res)
-            throw Error(describe_failure(res, endpoint_.url) + " (the download resumes from byte " +
-                        std::to_string(have) + " when run again)");
+            throw failure(
+                res, endpoint_.url,
+                " (the download resumes from byte " + std::to_string(have) + " when run again)");
         if (have != total)
             throw Error("download of " + artifact + " ended at byte " + std::to_string(have) +
                         " of " + std::to_string(total) + "; run it again to resume");

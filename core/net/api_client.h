@@ -12,8 +12,11 @@
 #include <memory>
 #include <string>
 
+#include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/json.h"
+#include "core/net/api_routes.h"
+#include "core/net/api_types.h"
 
 namespace httplib {
 class ClientImpl;
@@ -34,15 +37,44 @@ struct ParsedUrl {
 };
 ParsedUrl parse_url(const std::string& url);  // InputError("url", ...) on a bad URL
 
-// An error answer of the agent: HTTP status + the agent's message.
-class ApiError : public std::runtime_error {
+// Why a call to the agent failed, as a caller decides what to do about it: ask for another token
+// (Unauthorized), wait (RateLimited, Unreachable), re-pin (CertificateMismatch), show the
+// agent's message (the rest).
+enum class ApiErrorKind {
+    Unreachable,          // no connection, or it broke (status 0)
+    CertificateMismatch,  // TLS: not the pinned certificate (status 0)
+    BadRequest,           // 400, 415, 422: the request itself is wrong
+    Unauthorized,         // 401: no token, or a wrong or revoked one
+    Forbidden,            // 403: this token may not do that
+    NotFound,             // 404
+    Conflict,             // 409: not possible in the job's state, missing blobs
+    TooLarge,             // 413
+    RateLimited,          // 429: too many failed logins from this address
+    Incompatible,         // 426: client and agent versions do not speak together
+    Server,               // 5xx and anything else
+};
+const char* api_error_kind_name(ApiErrorKind kind);  // "unauthorized", ...
+ApiErrorKind api_error_kind_for_status(int status);
+
+// A failed call: the kind, the HTTP status (0 without an answer), the agent's error code
+// ("no_such_job"; empty without one) and a message for the user that names the request.
+class ApiError : public Error {
   public:
-    ApiError(int status, const std::string& message)
-        : std::runtime_error(message), status_(status) {}
+    ApiError(int status, const std::string& message, std::string code = {})
+        : Error(message),
+          status_(status),
+          kind_(api_error_kind_for_status(status)),
+          code_(std::move(code)) {}
+    ApiError(ApiErrorKind kind, const std::string& message)
+        : Error(message), status_(0), kind_(kind) {}
     int status() const { return status_; }
+    ApiErrorKind kind() const { return kind_; }
+    const std::string& code() const { return code_; }
 
   private:
     int status_;
+    ApiErrorKind kind_;
+    std::string code_;
 };
 
 class ApiClient {
@@ -53,6 +85,24 @@ class ApiClient {
     // Connects without trusting and returns the server certificate's fingerprint (first contact).
     static std::string probe_fingerprint(const std::string& url);
 
+    // Typed calls, one per route of api_routes.h. A failed call is an ApiError; an answer that
+    // does not have the type's shape is an InputError naming the field.
+    void health();
+    AgentInfo info();
+    GpuReport gpus();
+    JobInfo submit(const SubmitRequest& request);
+    std::vector<JobInfo> jobs();
+    JobInfo job(const std::string& job_id);
+    void control(const std::string& job_id, JobAction action);
+    void delete_job(const std::string& job_id);
+    // The stored events after `after_seq` (GET .../events?format=json), in seq order.
+    std::vector<Event> events(const std::string& job_id, std::int64_t after_seq = -1);
+    std::vector<ArtifactEntry> artifacts(const std::string& job_id);
+    std::vector<DatasetSummary> datasets();
+    // The shared roots (empty `path`) or one folder inside them.
+    FolderListing list_folder(const std::string& path = {});
+
+    // Raw JSON calls on a route, for what has no typed call (tests, hostile requests).
     Json get(const std::string& path);
     // GET with query parameters, each value percent-encoded (paths with spaces, non-ASCII).
     Json get(const std::string& path, const std::multimap<std::string, std::string>& query);

@@ -1,5 +1,5 @@
 #pragma once
-// Version handshake between client and agent: the API path version and the range of peer
+// Version handshake between client and agent: the range of peer
 // versions each side accepts. Clients send X-Crucible-Version; the agent answers with its own
 // and refuses a pair outside the range with a message that says what to upgrade.
 #include <optional>
@@ -7,7 +7,6 @@
 
 namespace crucible::net {
 
-inline constexpr const char* kApiPrefix = "/v1";
 inline constexpr int kProtocolVersion = 1;         // bumped on incompatible API changes
 inline constexpr int kMinPeerProtocolVersion = 1;  // oldest peer protocol we still speak
 inline constexpr const char* kVersionHeader = "X-Crucible-Protocol";

@@ -79,6 +79,34 @@ HttpServer::~HttpServer() {
 // authenticated caller is handed over in a thread-local.
 static thread_local std::string t_caller;
 
+void HttpServer::on(const Route& route, httplib::Server::Handler handler) {
+    const std::string pattern(route.pattern);
+    switch (route.method) {
+        case HttpMethod::Get:
+            server_->Get(pattern, std::move(handler));
+            return;
+        case HttpMethod::Post:
+            server_->Post(pattern, std::move(handler));
+            return;
+        case HttpMethod::Put:
+            server_->Put(pattern, std::move(handler));
+            return;
+        case HttpMethod::Delete:
+            server_->Delete(pattern, std::move(handler));
+            return;
+    }
+}
+
+void HttpServer::on(const Route& route, httplib::Server::HandlerWithContentReader handler) {
+    const std::string pattern(route.pattern);
+    if (route.method == HttpMethod::Put)
+        server_->Put(pattern, std::move(handler));
+    else if (route.method == HttpMethod::Post)
+        server_->Post(pattern, std::move(handler));
+    else
+        throw Error(route.describe() + ": only PUT and POST take a streamed body");
+}
+
 std::string HttpServer::caller(const httplib::Request&) {
     return t_caller;
 }
@@ -94,7 +122,7 @@ bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res) 
         }
     }
     res.set_header(kVersionHeader, std::to_string(kProtocolVersion));
-    if (req.path == std::string(kApiPrefix) + "/health") return true;
+    if (req.path == routes::kHealth.pattern) return true;
 
     const auto now = std::chrono::steady_clock::now();
     {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/base/json.h"
+#include "core/net/api_routes.h"
 #include "core/net/token_store.h"
 
 namespace crucible::net {
@@ -53,7 +54,10 @@ class HttpServer {
     HttpServer(HttpServerOptions options, std::shared_ptr<TokenStore> tokens, AuditFn audit = {});
     ~HttpServer();
 
-    httplib::Server& routes() { return *server_; }
+    // Serves `route` (api_routes.h, where every route is defined) under its method.
+    void on(const Route& route, httplib::Server::Handler handler);
+    // The same for a PUT or POST whose body is streamed to the handler (uploads).
+    void on(const Route& route, httplib::Server::HandlerWithContentReader handler);
     bool tls() const { return tls_; }
 
     // Binds and starts serving on a background thread; returns the bound port.

@@ -136,4 +136,11 @@ std::filesystem::path default_remotes_file() {
     return user_config_dir() / "remotes.json";
 }
 
+RemoteEndpoint endpoint_for(const RemoteEntry& entry) {
+    RemoteEndpoint ep{entry.url, "", entry.fingerprint};
+    if (auto token = SecretStore::open_default()->get(remote_secret_key(entry.url)))
+        ep.token = *token;
+    return ep;
+}
+
 }  // namespace crucible::net

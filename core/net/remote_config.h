@@ -1,13 +1,15 @@
 #pragma once
-// The remotes the CLI (and later the studio) knows: <user_config_dir()>/remotes.json holds each
-// remote's name, URL and pinned certificate fingerprint. Tokens are never stored here; they live
-// in the SecretStore under remote_secret_key(url).
+// The one registry of agents a user knows, for the CLI (`crucible remote ...`) and the studio
+// alike: <user_config_dir()>/remotes.json holds each remote's name, URL and pinned certificate
+// fingerprint. Tokens are never stored here; they live in the SecretStore under
+// remote_secret_key(url).
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/base/json.h"
+#include "core/net/api_client.h"
 
 namespace crucible::net {
 
@@ -48,5 +50,8 @@ class RemoteConfig {
 
 // <user_config_dir()>/remotes.json
 std::filesystem::path default_remotes_file();
+
+// The endpoint of a remote, with its token from the default SecretStore (empty when none).
+RemoteEndpoint endpoint_for(const RemoteEntry& entry);
 
 }  // namespace crucible::net

@@ -60,10 +60,10 @@ std::int64_t create_run(Project& project, const RunSetup& setup) {
     double now = unix_time_now();
     Transaction tx(db);
     db.prepare(
-          "INSERT INTO runs(name, task, options, dataset_id, dataset_hash, server_id, "
+          "INSERT INTO runs(name, task, options, dataset_id, dataset_hash, server, "
           "remote_job_id, state, created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         .bind_all(setup.name, setup.task, json_text(setup.options), setup.dataset_id, dataset_hash,
-                  setup.server_id, setup.remote_job_id, setup.state, now, now)
+                  setup.server, setup.remote_job_id, setup.state, now, now)
         .run();
     std::int64_t id = db.last_insert_rowid();
     tx.commit();
@@ -82,7 +82,7 @@ void update_run_state(Project& project, std::int64_t run_id, const std::string& 
 
 namespace {
 constexpr const char* kRunSelect = R"sql(
-SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server_id,
+SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server,
        r.remote_job_id, r.state, r.created_at, r.updated_at,
        (SELECT count(*) FROM run_events e WHERE e.run_id = r.id),
        (SELECT coalesce(max(seq), -1) FROM run_events e WHERE e.run_id = r.id)
@@ -96,7 +96,7 @@ RunInfo read_run(Statement& s) {
     r.setup.options = parse_json(s.column_text_view(3), "run options");
     if (!s.is_null(4)) r.setup.dataset_id = s.column_int64(4);
     r.setup.dataset_hash = s.column_text(5);
-    if (!s.is_null(6)) r.setup.server_id = s.column_int64(6);
+    r.setup.server = s.column_text(6);
     r.setup.remote_job_id = s.column_text(7);
     r.setup.state = s.column_text(8);
     r.created_at = s.column_double(9);
@@ -245,42 +245,22 @@ std::map<std::string, Series> read_series(Project& project, std::int64_t run_id)
     return out;
 }
 
-std::int64_t add_server(Project& project, const ServerInfo& server) {
-    project.require_writable("add a server");
-    if (server.name.empty()) throw InputError("server name", "a server needs a name");
-    auto scheme = server.url.find("://");
-    if (scheme == std::string::npos || server.url.rfind("http", 0) != 0)
-        throw InputError(server.url, "server URL must start with http:// or https://");
-    auto host_end = server.url.find('/', scheme + 3);
-    if (server.url.substr(scheme + 3, host_end - (scheme + 3)).find('@') != std::string::npos)
-        throw InputError(server.url,
-                         "credentials in a server URL are never stored in a project; remove "
-                         "'user:password@' (tokens go to the secret store)");
-    Database& db = project.db();
-    Transaction tx(db);
-    db.prepare("INSERT INTO servers(name, url, tls_fingerprint) VALUES(?, ?, ?)")
-        .bind_all(server.name, server.url, server.tls_fingerprint)
-        .run();
-    std::int64_t id = db.last_insert_rowid();
-    tx.commit();
-    return id;
-}
-
-void set_server_fingerprint(Project& project, std::int64_t server_id,
-                            const std::string& fingerprint) {
-    project.require_writable("pin a server fingerprint");
-    project.db()
-        .prepare("UPDATE servers SET tls_fingerprint = ? WHERE id = ?")
-        .bind_all(fingerprint, server_id)
-        .run();
-}
-
-std::vector<ServerInfo> list_servers(Project& project) {
-    std::vector<ServerInfo> out;
-    auto s = project.db().prepare("SELECT id, name, url, tls_fingerprint FROM servers ORDER BY id");
+std::vector<LegacyServer> legacy_servers(Project& project) {
+    std::vector<LegacyServer> out;
+    auto s = project.db().prepare("SELECT name, url, tls_fingerprint FROM servers ORDER BY id");
     while (s.step())
-        out.push_back({s.column_int64(0), s.column_text(1), s.column_text(2), s.column_text(3)});
+        out.push_back({s.column_text(0), s.column_text(1), s.column_text(2)});
     return out;
+}
+
+void rename_run_server(Project& project, const std::string& from, const std::string& to) {
+    project.require_writable("rename a run's server");
+    project.db().prepare("UPDATE runs SET server = ? WHERE server = ?").bind_all(to, from).run();
+}
+
+void forget_legacy_server(Project& project, const std::string& name) {
+    project.require_writable("forget a server");
+    project.db().prepare("DELETE FROM servers WHERE name = ?").bind_all(name).run();
 }
 
 void save_preset(Project& project, const std::string& task, const std::string& name,

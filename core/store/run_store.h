@@ -20,7 +20,7 @@ struct RunSetup {
     Json options = Json::object();  // the task's resolved options
     std::optional<std::int64_t> dataset_id;
     std::string dataset_hash;  // dataset version trained on; filled from the dataset if empty
-    std::optional<std::int64_t> server_id;
+    std::string server;  // its name in the user's server registry (net::RemoteConfig); "" = here
     std::string remote_job_id;
     std::string state = "draft";
 };
@@ -58,16 +58,18 @@ struct Series {
 // Every series of a run by metric name ("train/box_loss", "metrics/mAP50(B)", ...).
 std::map<std::string, Series> read_series(Project& project, std::int64_t run_id);
 
-// Servers (never a token: tokens live in the SecretStore) and option presets.
-struct ServerInfo {
-    std::int64_t id = 0;
+// The servers an older project kept itself (schema version 3 and before), for the studio to
+// move into the user's registry once. Never a token: tokens live in the SecretStore.
+struct LegacyServer {
     std::string name, url, tls_fingerprint;
 };
-std::int64_t add_server(Project& project, const ServerInfo& server);
-void set_server_fingerprint(Project& project, std::int64_t server_id,
-                            const std::string& fingerprint);
-std::vector<ServerInfo> list_servers(Project& project);
+std::vector<LegacyServer> legacy_servers(Project& project);
+// Points every run of server `from` at `to` (a legacy server imported under another name).
+void rename_run_server(Project& project, const std::string& from, const std::string& to);
+// Drops a legacy server once it is in the registry.
+void forget_legacy_server(Project& project, const std::string& name);
 
+// Option presets.
 void save_preset(Project& project, const std::string& task, const std::string& name,
                  const Json& options);
 std::map<std::string, Json> list_presets(Project& project, const std::string& task);

@@ -165,6 +165,14 @@ CREATE TABLE run_points(
     PRIMARY KEY(run_id, seq)) WITHOUT ROWID;
 )sql",
          pack_run_values},
+        // Version 4: servers live in the user's one registry (remotes.json, shared with the
+        // CLI); a run names its server there. The servers table stays only to be imported once
+        // by the studio (store::legacy_servers); server_id is no longer written.
+        {3, R"sql(
+ALTER TABLE runs ADD COLUMN server TEXT NOT NULL DEFAULT '';
+UPDATE runs SET server = coalesce((SELECT name FROM servers WHERE servers.id = runs.server_id), '')
+    WHERE server_id IS NOT NULL;
+)sql"},
     };
     return list;
 }

@@ -409,23 +409,49 @@ TEST_F(AgentFixture, DatasetPushSkipsKnownBlobs) {
 }
 
 TEST_F(AgentFixture, CancelPauseResume) {
+    // Through the typed client: one call per route, answers as types, errors with a kind.
     auto c = client();
-    std::string id = c.post(
-        "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 400}, {"delay_ms", 20}}}})["id"];
-    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "running"; }));
-    c.post("/v1/jobs/" + id + "/pause", Json::object());
-    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "paused"; }));
-    c.post("/v1/jobs/" + id + "/resume", Json::object());
-    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "running"; }));
-    c.post("/v1/jobs/" + id + "/cancel", Json::object());
-    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "canceled"; }));
+    net::SubmitRequest request;
+    request.task = "test.fake";
+    request.options = {{"steps", 400}, {"delay_ms", 20}};
+    request.name = "typed";
+    const net::JobInfo submitted = c.submit(request);
+    EXPECT_EQ(submitted.name, "typed");
+    EXPECT_EQ(submitted.state, JobState::Queued);
+    const std::string id = submitted.id;
+    auto state_is = [&](JobState s) { return wait_until([&] { return c.job(id).state == s; }); };
+    ASSERT_TRUE(state_is(JobState::Running));
+    c.control(id, net::JobAction::Pause);
+    ASSERT_TRUE(state_is(JobState::Paused));
+    c.control(id, net::JobAction::Resume);
+    ASSERT_TRUE(state_is(JobState::Running));
+    c.control(id, net::JobAction::Cancel);
+    ASSERT_TRUE(state_is(JobState::Canceled));
     // The resumed run wrote a rollback; every consumer drops superseded points.
     auto events = read_event_log(data / "jobs" / id / "events.jsonl");
     bool rollback = false;
     for (auto& e : events)
         rollback = rollback || e.kind == "rollback";
     EXPECT_TRUE(rollback);
-    EXPECT_THROW(c.post("/v1/jobs/" + id + "/cancel", Json::object()), net::ApiError);
+    EXPECT_GE(c.events(id).size(), events.size());  // the same log, read again later
+    ASSERT_EQ(c.jobs().size(), 1u);
+    EXPECT_EQ(c.jobs()[0].id, id);
+    try {
+        c.control(id, net::JobAction::Cancel);
+        FAIL() << "a finished job was canceled again";
+    } catch (const net::ApiError& e) {
+        EXPECT_EQ(e.kind(), net::ApiErrorKind::Conflict) << e.what();
+        EXPECT_EQ(e.code(), "not_possible");
+    }
+    try {
+        c.job("j-no-such-job");
+        FAIL() << "an unknown job was found";
+    } catch (const net::ApiError& e) {
+        EXPECT_EQ(e.kind(), net::ApiErrorKind::NotFound) << e.what();
+        EXPECT_EQ(e.code(), "no_such_job");
+    }
+    // A value that would change the route never leaves the client.
+    EXPECT_THROW(c.job("../tokens"), InputError);
 }
 
 TEST_F(AgentFixture, CrashedWorkerRecordsWhy) {
@@ -469,14 +495,16 @@ TEST(AgentTls, PinnedFingerprintIsRequired) {
     std::string seen = net::ApiClient::probe_fingerprint(url);
     EXPECT_EQ(seen, agent.fingerprint());
     net::ApiClient good({url, token, seen});
-    EXPECT_TRUE(good.get("/v1/jobs").contains("jobs"));
+    EXPECT_TRUE(good.jobs().empty());
+    EXPECT_TRUE(good.info().tls);
     // Another certificate (a different agent, or a man in the middle) is refused.
     auto other = net::ensure_self_signed_certificate(data / "other", "127.0.0.1");
     net::ApiClient wrong({url, token, net::certificate_fingerprint_file(other.cert)});
     try {
-        wrong.get("/v1/jobs");
+        wrong.jobs();
         FAIL() << "a different certificate was accepted";
-    } catch (const std::exception& e) {
+    } catch (const net::ApiError& e) {
+        EXPECT_EQ(e.kind(), net::ApiErrorKind::CertificateMismatch) << e.what();
         EXPECT_NE(std::string(e.what()).find("fingerprint"), std::string::npos) << e.what();
     }
     EXPECT_THROW(net::ApiClient(net::RemoteEndpoint{url, token, ""}), InputError);

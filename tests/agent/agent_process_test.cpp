@@ -46,7 +46,7 @@ TEST(AgentProcess, KilledAgentResumesJobAndClientSeesEachEventOnce) {
     // Submit straight into the job folder layout the agent owns, then restart the agent so it
     // picks the job up.
     jobs::JobRegistry registry(data / "jobs");
-    jobs::JobRecord rec;
+    jobs::JobInfo rec;
     rec.task = "test.fake";
     rec.options = {{"steps", 60}, {"delay_ms", 40}};
     std::string id = registry.add(rec).id;

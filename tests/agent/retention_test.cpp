@@ -14,17 +14,17 @@ using namespace crucible::jobs;
 TEST(Retention, RemovesOldCheckpointsAndUnreferencedBlobsOnly) {
     auto data = test::fresh_dir("retention");
     JobRegistry registry(data / "jobs");
-    JobRecord old_done;
+    JobInfo old_done;
     old_done.task = "t";
     std::string done_id = registry.add(old_done).id;
-    registry.update(done_id, [](JobRecord& j) {
+    registry.update(done_id, [](JobInfo& j) {
         j.state = JobState::Succeeded;
         j.finished = 1000;
     });
-    JobRecord running;
+    JobInfo running;
     running.task = "t";
     std::string run_id = registry.add(running).id;
-    registry.update(run_id, [](JobRecord& j) { j.state = JobState::Running; });
+    registry.update(run_id, [](JobInfo& j) { j.state = JobState::Running; });
     for (const auto& id : {done_id, run_id})
         for (const char* f : {"step_100.ckpt", "step_200.ckpt", "last.ckpt", "best.safetensors"})
             std::ofstream(registry.folder(id) / "checkpoints" / f) << "0123456789";
@@ -87,11 +87,11 @@ TEST(Retention, JobInputsFollowTheJobsThatUseThem) {
             blobs / sha, std::filesystem::file_time_type::clock::now() - std::chrono::hours(200));
     }
     auto add_job = [&](const std::string& sha, JobState state, double finished) {
-        JobRecord j;
+        JobInfo j;
         j.task = "t";
         j.options = {{"model", path_to_utf8(inputs / sha / "yolov8n.pt")}, {"epochs", 3}};
         const std::string id = registry.add(j).id;
-        registry.update(id, [&](JobRecord& r) {
+        registry.update(id, [&](JobInfo& r) {
             r.state = state;
             r.finished = finished;
         });

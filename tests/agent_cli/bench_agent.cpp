@@ -294,7 +294,7 @@ void bench_upload(std::uint64_t mb, int rounds) {
 
 void bench_fanout(int clients, int rate, double seconds) {
     Agent agent("fanout", false, static_cast<std::size_t>(clients) + 32);
-    jobs::JobRecord job;
+    jobs::JobInfo job;
     job.task = "test.fake";
     auto stored = agent.service->registry().add(job);
     const std::string id = stored.id;
@@ -343,8 +343,8 @@ void bench_fanout(int clients, int rate, double seconds) {
         writer.append(e);
     }
     const double write_s = seconds_since(t0);
-    agent.service->registry().update(
-        id, [](jobs::JobRecord& j) { j.state = jobs::JobState::Succeeded; });
+    agent.service->registry().update(id,
+                                     [](jobs::JobInfo& j) { j.state = jobs::JobState::Succeeded; });
     for (auto& t : threads)
         t.join();
 
@@ -373,7 +373,7 @@ void bench_fanout(int clients, int rate, double seconds) {
 void bench_latency(int clients, int requests_each) {
     Agent agent("latency", false);
     for (int i = 0; i < 50; ++i) {  // a realistic list: 50 jobs
-        jobs::JobRecord job;
+        jobs::JobInfo job;
         job.task = "test.fake";
         job.name = "job " + std::to_string(i);
         agent.service->registry().add(job);

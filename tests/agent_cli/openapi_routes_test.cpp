@@ -1,23 +1,28 @@
-// resources/api/openapi.yaml must document every route the agent registers: the routes are
-// read from the source of core/jobs/agent_routes_*.cpp (r.Get/Post/Put/Delete with their path
-// patterns; regex groups become {param}) and each method + path must appear in the document.
+// The agent's routes are defined once, in core/net/api_routes.h. Here: every route of that table
+// is documented in resources/api/openapi.yaml, every route is served by the agent (each name in
+// the table has its `server.on(net::routes::kName, ...)` in core/jobs/agent_routes_*.cpp, and
+// nothing else is registered there), and Route::path() fills patterns safely.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <regex>
 #include <set>
 
+#include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/net/api_routes.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+namespace routes = crucible::net::routes;
+using crucible::net::Route;
 
-struct Route {
+struct DocRoute {
     std::string method;  // "get"
     std::string path;    // "/v1/jobs/{param}"
-    bool operator==(const Route& o) const { return method == o.method && path == o.path; }
-    bool operator<(const Route& o) const {
+    bool operator==(const DocRoute& o) const { return method == o.method && path == o.path; }
+    bool operator<(const DocRoute& o) const {
         return std::tie(method, path) < std::tie(o.method, o.path);
     }
     std::string text() const {
@@ -28,10 +33,42 @@ struct Route {
     }
 };
 
-// Regex groups of httplib patterns -> {param}.
-std::string normalize_pattern(std::string p) {
-    static const std::regex group(R"(\([^()]*\))");
-    return std::regex_replace(p, group, "{param}");
+// "GET /v1/jobs/{param}" (Route::describe) -> {"get", "/v1/jobs/{param}"}.
+DocRoute from_table(const Route& route) {
+    const std::string d = route.describe();
+    DocRoute r{d.substr(0, d.find(' ')), d.substr(d.find(' ') + 1)};
+    for (auto& c : r.method)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return r;
+}
+
+std::set<DocRoute> table_routes() {
+    std::set<DocRoute> out;
+    for (const Route& r : routes::all())
+        out.insert(from_table(r));
+    return out;
+}
+
+// The names after `matcher` in `text` (a source file).
+std::set<std::string> names_in(const std::string& text, const std::regex& matcher) {
+    std::set<std::string> out;
+    for (std::sregex_iterator it(text.begin(), text.end(), matcher), end; it != end; ++it)
+        out.insert((*it)[1]);
+    return out;
+}
+
+const std::regex kServedRoute(R"(\bserver\.on\(\s*net::routes::(k\w+))");
+const std::regex kDefinedRoute(R"(inline constexpr Route (k\w+)\{)");
+
+std::set<std::string> served_in_folder(const fs::path& folder) {
+    std::set<std::string> all;
+    for (const auto& e : fs::directory_iterator(folder)) {
+        auto name = e.path().filename().string();
+        if (name.rfind("agent_routes_", 0) != 0 || e.path().extension() != ".cpp") continue;
+        auto r = names_in(crucible::read_file_bytes(e.path()), kServedRoute);
+        all.insert(r.begin(), r.end());
+    }
+    return all;
 }
 
 // OpenAPI path templates -> {param}.
@@ -40,36 +77,10 @@ std::string normalize_template(std::string p) {
     return std::regex_replace(p, param, "{param}");
 }
 
-std::set<Route> routes_in_source(const std::string& text) {
-    // r.Get("/v1/x", ...) or r.Get(R"(/v1/x/([^/]+))", ...), possibly with a line break.
-    static const std::regex call(
-        R"re(\br\.(Get|Post|Put|Delete|Patch|Options)\(\s*(?:R"\((.*?)\)"|"([^"]*)"))re");
-    std::set<Route> out;
-    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
-        std::string method = (*it)[1];
-        for (auto& c : method)
-            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        std::string path = (*it)[2].matched ? std::string((*it)[2]) : std::string((*it)[3]);
-        out.insert({method, normalize_pattern(path)});
-    }
-    return out;
-}
-
-std::set<Route> routes_in_folder(const fs::path& folder) {
-    std::set<Route> all;
-    for (const auto& e : fs::directory_iterator(folder)) {
-        auto name = e.path().filename().string();
-        if (name.rfind("agent_routes_", 0) != 0 || e.path().extension() != ".cpp") continue;
-        auto r = routes_in_source(crucible::read_file_bytes(e.path()));
-        all.insert(r.begin(), r.end());
-    }
-    return all;
-}
-
 // The method + path pairs documented in an OpenAPI YAML (block style as written in the repo:
 // paths at two spaces, operations at four).
-std::set<Route> routes_in_openapi(const std::string& yaml) {
-    std::set<Route> out;
+std::set<DocRoute> routes_in_openapi(const std::string& yaml) {
+    std::set<DocRoute> out;
     std::istringstream in(yaml);
     std::string line, current;
     bool in_paths = false;
@@ -92,9 +103,9 @@ std::set<Route> routes_in_openapi(const std::string& yaml) {
     return out;
 }
 
-std::vector<std::string> missing(const std::set<Route>& registered, const std::set<Route>& doc) {
+std::vector<std::string> missing(const std::set<DocRoute>& wanted, const std::set<DocRoute>& doc) {
     std::vector<std::string> out;
-    for (const auto& r : registered)
+    for (const auto& r : wanted)
         if (!doc.count(r)) out.push_back(r.text());
     return out;
 }
@@ -110,55 +121,82 @@ const fs::path kSource = CRUCIBLE_SOURCE_DIR;
 
 }  // namespace
 
-TEST(OpenApiRoutes, ExtractorReadsBothStringForms) {
-    auto r = routes_in_source(
-        "r.Get(\"/v1/a\", f);\n r.Post(R\"(/v1/b/([^/]+)/x)\", g);\n"
-        "r.Get(R\"(/v1/c/([^/]+)/d/(.+))\",\n  h);\n other.Get(\"/v1/no\", f);");
-    std::set<Route> expect = {
-        {"get", "/v1/a"}, {"post", "/v1/b/{param}/x"}, {"get", "/v1/c/{param}/d/{param}"}};
-    EXPECT_EQ(r, expect);
+TEST(OpenApiRoutes, TheDocumentReaderFindsPathsAndOperations) {
     auto doc = routes_in_openapi(
         "openapi: 3.0.3\npaths:\n  /v1/a:\n    get:\n      x: 1\n  /v1/b/{id}/x:\n    post:\n"
         "components:\n  /v1/z:\n    get:\n");
-    std::set<Route> expect_doc = {{"get", "/v1/a"}, {"post", "/v1/b/{param}/x"}};
+    std::set<DocRoute> expect_doc = {{"get", "/v1/a"}, {"post", "/v1/b/{param}/x"}};
     EXPECT_EQ(doc, expect_doc);
 }
 
-TEST(OpenApiRoutes, EveryRegisteredRouteIsDocumented) {
-    auto registered = routes_in_folder(kSource / "core" / "jobs");
-    // The agent has at least the routes the issue lists; an empty scan would pass vacuously.
-    ASSERT_GE(registered.size(), 18u);
-    EXPECT_TRUE(registered.count({"get", "/v1/jobs/{param}/artifacts/{param}"}));
-    EXPECT_TRUE(registered.count({"put", "/v1/blobs/{param}"}));
+TEST(OpenApiRoutes, EveryRouteIsDocumented) {
+    const auto table = table_routes();
+    // The agent has at least these; an empty table would pass vacuously.
+    ASSERT_GE(table.size(), 23u);
+    EXPECT_TRUE(table.count({"get", "/v1/jobs/{param}/artifacts/{param}"}));
+    EXPECT_TRUE(table.count({"put", "/v1/blobs/{param}"}));
     auto doc = routes_in_openapi(crucible::read_file_bytes(kSource / "resources/api/openapi.yaml"));
-    auto miss = missing(registered, doc);
+    auto miss = missing(table, doc);
     EXPECT_TRUE(miss.empty()) << "routes missing from resources/api/openapi.yaml:\n" << join(miss);
-}
 
-TEST(OpenApiRoutes, APlantedRouteOrADroppedPathIsReported) {
-    auto tmp = fs::temp_directory_path() / "crucible_openapi_plant";
-    fs::remove_all(tmp);
-    fs::create_directories(tmp);
-    for (const auto& e : fs::directory_iterator(kSource / "core" / "jobs"))
-        if (e.path().filename().string().rfind("agent_routes_", 0) == 0)
-            fs::copy_file(e.path(), tmp / e.path().filename());
-    {
-        std::ofstream extra(tmp / "agent_routes_jobs.cpp", std::ios::app);
-        extra << "\nvoid planted(httplib::Server& r) {\n"
-                 "    r.Post(R\"(/v1/jobs/([^/]+)/planted)\", [](auto&, auto&) {});\n}\n";
-    }
-    const std::string yaml = crucible::read_file_bytes(kSource / "resources/api/openapi.yaml");
-    auto miss = missing(routes_in_folder(tmp), routes_in_openapi(yaml));
-    ASSERT_EQ(miss.size(), 1u) << join(miss);
-    EXPECT_EQ(miss[0], "POST /v1/jobs/{param}/planted");
-
-    // Dropping the /v1/gpus entry from the document is reported too.
-    std::string cut = yaml;
+    // Dropping the /v1/gpus entry from the document is reported.
+    std::string cut = crucible::read_file_bytes(kSource / "resources/api/openapi.yaml");
     auto at = cut.find("\n  /v1/gpus:");
     ASSERT_NE(at, std::string::npos);
     cut.replace(at, std::string("\n  /v1/gpus:").size(), "\n  /v1/gpus-renamed:");
-    auto miss2 = missing(routes_in_folder(kSource / "core" / "jobs"), routes_in_openapi(cut));
+    auto miss2 = missing(table, routes_in_openapi(cut));
     ASSERT_EQ(miss2.size(), 1u) << join(miss2);
     EXPECT_EQ(miss2[0], "GET /v1/gpus");
-    fs::remove_all(tmp);
+}
+
+TEST(OpenApiRoutes, TheAgentServesEveryRouteOfTheTableAndNoOther) {
+    const auto defined =
+        names_in(crucible::read_file_bytes(kSource / "core/net/api_routes.h"), kDefinedRoute);
+    ASSERT_EQ(defined.size(), routes::all().size()) << "routes::all() misses a defined route";
+    const auto served = served_in_folder(kSource / "core" / "jobs");
+    EXPECT_EQ(served, defined);
+    // A route string registered by hand, past the table, would escape that comparison.
+    for (const auto& e : fs::directory_iterator(kSource / "core" / "jobs")) {
+        const std::string text = crucible::read_file_bytes(e.path());
+        EXPECT_EQ(text.find("\"/v1/"), std::string::npos) << e.path() << " spells a route";
+        EXPECT_EQ(text.find("R\"(/v1/"), std::string::npos) << e.path() << " spells a route";
+    }
+    // The scan sees a planted registration.
+    EXPECT_EQ(names_in("server.on(net::routes::kPlanted, f);", kServedRoute),
+              std::set<std::string>{"kPlanted"});
+}
+
+TEST(ApiRoutes, PathsFillThePatternAndMatchIt) {
+    EXPECT_EQ(routes::kListJobs.path(), "/v1/jobs");
+    EXPECT_EQ(routes::kCancelJob.path({"j20261202-1"}), "/v1/jobs/j20261202-1/cancel");
+    EXPECT_EQ(routes::kJobArtifact.path({"j1", "artifacts/weights/best.safetensors"}),
+              "/v1/jobs/j1/artifacts/artifacts/weights/best.safetensors");
+    EXPECT_EQ(routes::kGetJob.describe(), "GET /v1/jobs/{param}");
+    // Every route: a path made from sample values is matched by its own pattern.
+    for (const Route& r : routes::all()) {
+        const std::string pattern(r.pattern);
+        const auto groups =
+            static_cast<std::size_t>(std::count(pattern.begin(), pattern.end(), '('));
+        std::string path;
+        if (groups == 0) path = r.path();
+        if (groups == 1) path = r.path({"a1"});
+        if (groups == 2) path = r.path({"a1", "b/c.png"});
+        EXPECT_TRUE(std::regex_match(path, std::regex(pattern))) << r.describe() << " " << path;
+    }
+}
+
+TEST(ApiRoutes, HostileValuesCannotChangeTheRoute) {
+    const std::vector<std::string> bad_ids = {"",      "a/b", "..",   ".",
+                                              "a?x=1", "a#b", "a\nb", std::string("a\0b", 3)};
+    for (const auto& id : bad_ids)
+        EXPECT_THROW(routes::kGetJob.path({id}), crucible::InputError) << id;
+    const std::vector<std::string> bad_paths = {"../spec.json", "a/../../x", "a//b", "/abs",
+                                                "a/",           "x?y",       "a/./b"};
+    for (const auto& p : bad_paths)
+        EXPECT_THROW(routes::kJobArtifact.path({"j1", p}), crucible::InputError) << p;
+    // Chinese and other non-ASCII names are fine (the client percent-encodes them on the wire).
+    EXPECT_EQ(routes::kJobArtifact.path({"j1", "样本/图.png"}),
+              "/v1/jobs/j1/artifacts/样本/图.png");
+    EXPECT_THROW(routes::kGetJob.path(), crucible::InputError);
+    EXPECT_THROW(routes::kListJobs.path({"x"}), crucible::InputError);
 }

@@ -63,6 +63,17 @@ bool is_job_folder_type(const std::string& rel) {
     return rel == "core/base/job_folder.h" || rel == "core/base/job_folder.cpp";
 }
 
+// An agent route spelled outside the route table (core/net/api_routes.h): a string literal that
+// starts with the API prefix, in the server, the client, the studio or the CLI.
+const std::regex& route_literal() {
+    static const std::regex re(R"re((R"\(|")/v1[/"?)])re");
+    return re;
+}
+
+bool is_route_table(const std::string& rel) {
+    return rel == "core/net/api_routes.h";
+}
+
 }  // namespace
 
 std::vector<Violation> check_tree(const std::filesystem::path& root) {
@@ -85,6 +96,9 @@ std::vector<Violation> check_tree(const std::filesystem::path& root) {
                 if (!is_job_folder_type(rel) && std::regex_search(line, m, job_folder_literal()))
                     out.push_back(
                         {rel, n, m.str(0), "job-folder files are named in JobFolder only"});
+                if (!is_route_table(rel) && std::regex_search(line, m, route_literal()))
+                    out.push_back(
+                        {rel, n, m.str(0), "agent routes are named in api_routes.h only"});
                 if (!std::regex_search(line, m, include_re)) continue;
                 std::string inc = m[2];
                 auto add = [&](const std::string& rule) { out.push_back({rel, n, inc, rule}); };

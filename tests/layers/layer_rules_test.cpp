@@ -38,6 +38,10 @@ TEST(LayerRules, PlantedViolationsAreFound) {
           "auto f = dir / \"events.jsonl\";\nauto c = dir / \"checkpoints\";\n");
     write(root / "ui/spells.cpp", "download(job, \"artifacts/\" + name);\n");
     write(root / "core/base/job_folder.h", "return dir / \"spec.json\";\n");
+    write(root / "ui/route.cpp", "client.get(\"/v1/jobs/\" + id);\n");
+    write(root / "app/cli/route.cpp", "client.get(\"/v1/info\");\n");
+    write(root / "core/jobs/route.cpp", "r.Get(R\"(/v1/jobs/([^/]+))\", f);\n");
+    write(root / "core/net/api_routes.h", "Route kInfo{HttpMethod::Get, \"/v1/info\"};\n");
     auto v = check_tree(root);
     std::set<std::string> files;
     for (auto& x : v)
@@ -53,9 +57,13 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     EXPECT_TRUE(files.count("core/jobs/spells.cpp \"events.jsonl\""));
     EXPECT_TRUE(files.count("core/jobs/spells.cpp / \"checkpoints\""));
     EXPECT_TRUE(files.count("ui/spells.cpp \"artifacts/\""));
+    EXPECT_TRUE(files.count("ui/route.cpp \"/v1/"));
+    EXPECT_TRUE(files.count("app/cli/route.cpp \"/v1/"));
+    EXPECT_TRUE(files.count("core/jobs/route.cpp R\"(/v1/"));
     for (auto& x : v) {
         EXPECT_NE(x.file, "core/engine/good.cpp");
         EXPECT_NE(x.file, "core/base/job_folder.h");  // the one place that names them
+        EXPECT_NE(x.file, "core/net/api_routes.h");   // the one place that names routes
     }
     std::filesystem::remove_all(root);
 }

@@ -1,4 +1,4 @@
-// Runs, idempotent event storage, plot series with rollbacks, servers and presets.
+// Runs, idempotent event storage, plot series with rollbacks, legacy servers and presets.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -149,13 +149,11 @@ TEST_F(RunFixture, RejectsUnknownRunsAndUnnumberedEvents) {
 TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
     auto ds = test::make_dataset(dir / "data", 3, 32);
     auto imported = import_dataset(*p, ds, {.name = "d"});
-    auto server =
-        add_server(*p, {.name = "gpu1", .url = "https://gpu1:7443", .tls_fingerprint = "ab:cd"});
     RunSetup setup{.name = "yolo-n",
                    .task = "detect.yolo",
                    .options = Json{{"epochs", 3}, {"imgsz", 320}},
                    .dataset_id = imported.dataset_id,
-                   .server_id = server};
+                   .server = "gpu1"};
     auto id = create_run(*p, setup);
     update_run_state(*p, id, "running", std::string("job-42"));
     auto r = get_run(*p, id);
@@ -163,7 +161,7 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
     EXPECT_EQ(r.setup.options["imgsz"], 320);
     EXPECT_EQ(r.setup.state, "running");
     EXPECT_EQ(r.setup.remote_job_id, "job-42");
-    EXPECT_EQ(r.setup.server_id, server);
+    EXPECT_EQ(r.setup.server, "gpu1");
     update_run_state(*p, id, "succeeded");
     EXPECT_EQ(get_run(*p, id).setup.remote_job_id, "job-42");
     EXPECT_EQ(list_runs(*p).size(), 2u);
@@ -174,16 +172,25 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
     EXPECT_EQ(r.setup.dataset_hash, imported.version_hash);
 }
 
-TEST_F(RunFixture, ServersNeverStoreCredentialsAndPresetsUpsert) {
-    EXPECT_THROW(add_server(*p, {.name = "s", .url = "https://user:token@host:7443"}), InputError);
-    EXPECT_THROW(add_server(*p, {.name = "s", .url = "ftp://host"}), InputError);
-    auto id = add_server(*p, {.name = "s", .url = "https://host:7443/"});
-    set_server_fingerprint(*p, id, "sha256:00ff");
-    auto servers = list_servers(*p);
-    ASSERT_EQ(servers.size(), 1u);
-    EXPECT_EQ(servers[0].tls_fingerprint, "sha256:00ff");
-    EXPECT_THROW(add_server(*p, {.name = "s", .url = "https://other"}), Error);  // unique name
+TEST_F(RunFixture, LegacyServersAreReadRenamedAndForgotten) {
+    // Projects of schema version 3 kept their servers themselves; the studio moves them into
+    // the user's registry once (ui/server_access.h) through these calls.
+    p->db().exec(
+        "INSERT INTO servers(name, url, tls_fingerprint) VALUES('s', 'https://host:7443/', ''),"
+        "('t', 'http://127.0.0.1:7443', '')");
+    auto run = create_run(*p, {.name = "r", .task = "detect.yolo", .server = "s"});
+    auto servers = legacy_servers(*p);
+    ASSERT_EQ(servers.size(), 2u);
+    EXPECT_EQ(servers[0].name, "s");
+    EXPECT_EQ(servers[0].url, "https://host:7443/");
+    rename_run_server(*p, "s", "s-2");
+    EXPECT_EQ(get_run(*p, run).setup.server, "s-2");
+    forget_legacy_server(*p, "s");
+    ASSERT_EQ(legacy_servers(*p).size(), 1u);
+    EXPECT_EQ(legacy_servers(*p)[0].name, "t");
+}
 
+TEST_F(RunFixture, PresetsUpsert) {
     save_preset(*p, "detect.yolo", "fast", Json{{"epochs", 1}});
     save_preset(*p, "detect.yolo", "fast", Json{{"epochs", 2}});
     save_preset(*p, "llm.lora", "fast", Json{{"rank", 8}});

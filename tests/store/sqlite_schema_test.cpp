@@ -107,8 +107,9 @@ void make_v1_file(const fs::path& path) {
         "INSERT INTO images(id, dataset_id, path, size, sha256, split) "
         "VALUES(7, 1, 'imgs/a.jpg', 10, 'abc', 'train');"
         "INSERT INTO boxes(image_id, cls, cx, cy, w, h) VALUES(7, 0, .5, .5, .1, .1);"
-        "INSERT INTO runs(id, name, task, created_at, updated_at) VALUES(3, 'r', 'detect.yolo', 1, "
-        "1);"
+        "INSERT INTO servers(id, name, url) VALUES(5, 'gpu1', 'https://gpu1:7443');"
+        "INSERT INTO runs(id, name, task, server_id, created_at, updated_at) "
+        "VALUES(3, 'r', 'detect.yolo', 5, 1, 1);"
         "INSERT INTO run_events VALUES(3, 0, 1.0, 'status', '{\"seq\":0,\"kind\":\"status\"}');"
         // Metric values, one row per value as versions 1 and 2 stored them.
         "INSERT INTO metric_names VALUES(1, 'train/box_loss'), (2, 'lr/pg0');"
@@ -127,6 +128,8 @@ TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
     EXPECT_EQ(db.query_int("SELECT count(*) FROM boxes"), 1);
     EXPECT_EQ(db.query_int("SELECT difficult FROM boxes"), 0);  // column added by version 2
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_events WHERE run_id = 3"), 1);
+    // Version 4: the run names its server (the registry's name) instead of a project row.
+    EXPECT_EQ(get_run(*p, 3).setup.server, "gpu1");
     // Version 3 packs an event's values into one row; the series read back are the same.
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_points WHERE run_id = 3"), 3);
     EXPECT_EQ(db.query_int("SELECT count(*) FROM sqlite_schema WHERE name = 'run_values'"), 0);

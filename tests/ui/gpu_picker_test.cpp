@@ -116,22 +116,22 @@ QString device_text(RunSetupView& view) {
 }  // namespace
 
 TEST(GpuPicker, ParsesTheAgentsReport) {
-    const GpuListing listing = parse_gpu_listing(gpu_report(1 * kGiB));
+    const net::GpuReport listing = net::GpuReport::from_json(gpu_report(1 * kGiB));
     EXPECT_TRUE(listing.nvml);
     ASSERT_EQ(listing.gpus.size(), 2u);
     EXPECT_EQ(listing.gpus[0].name, "NVIDIA A100-SXM4-80GB");
     EXPECT_EQ(listing.gpus[0].memory_free(), 79 * kGiB);
-    EXPECT_EQ(listing.gpus[1].mig_instances, 2);
+    EXPECT_EQ(listing.gpus[1].mig.size(), 2u);
     EXPECT_EQ(describe_gpu(listing.gpus[0]),
               "GPU 0 · NVIDIA A100-SXM4-80GB · 79.0 GiB free of 80.0 GiB · 87 % busy · 61 °C");
-    const GpuListing none = parse_gpu_listing(
+    const net::GpuReport none = net::GpuReport::from_json(
         {{"nvml", false}, {"note", "NVML not found (no NVIDIA driver): CPU only"}, {"gpus", {}}});
     EXPECT_TRUE(none.gpus.empty());
     EXPECT_EQ(none.note, "NVML not found (no NVIDIA driver): CPU only");
     Json bad = gpu_report(0);
     bad["gpus"][1]["memory_used"] = "lots";
     try {
-        parse_gpu_listing(bad);
+        net::GpuReport::from_json(bad);
         ADD_FAILURE() << "a text memory_used was accepted";
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("gpus[1].memory_used"), std::string::npos) << e.what();
@@ -199,13 +199,14 @@ TEST(GpuPicker, RunSetupSendsTheChoiceWithTheJob) {
     FakeAgent agent(gpu_report(1 * kGiB));
     const auto dir = uitest::temp_dir();
     auto project = store::Project::create(dir / "p.crucible");
-    const auto server = add_server(*project, "gpu box", agent.url(), "tok", "");
+    uitest::clear_server_registry();
+    add_server("gpu-box", agent.url(), "tok", "");
     RunSetupView view(project.get(), schema_with_device());
     view.show();
     GpuPicker* picker = view.gpu_picker();
     ASSERT_NE(picker, nullptr);
     EXPECT_TRUE(picker->status_text().contains("GPUs unknown"));  // "This computer", no agent
-    view.select_server(server);
+    view.select_server("gpu-box");
     ASSERT_TRUE(uitest::wait_for([&] { return picker->known(); }))
         << picker->status_text().toStdString();
     EXPECT_EQ(picker->gpu_lines().size(), 2);

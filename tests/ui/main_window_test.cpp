@@ -17,6 +17,7 @@
 #include "ui/log_console.h"
 #include "ui/main_window.h"
 #include "ui/run_monitor.h"
+#include "ui/server_access.h"
 
 using namespace crucible;
 using namespace crucible::ui;
@@ -55,8 +56,13 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
             events.push_back(e);
         }
         store::append_events(*project, ids[0], events);
-        store::add_server(*project, {0, "gpu1", "https://gpu1:7443", ""});
+        // A server the project kept itself (schema version 3): opening moves it to the
+        // user's registry, where the studio lists it.
+        project->db().exec(
+            "INSERT INTO servers(name, url, tls_fingerprint) VALUES('gpu1', 'http://gpu1:7443', "
+            "'')");
     }
+    uitest::clear_server_registry();
     MainWindow window;
     window.show();
     ASSERT_TRUE(window.open_project(qpath(file)));
@@ -69,6 +75,9 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
     EXPECT_EQ(runs->child(0)->data(0, MainWindow::kIdRole).toLongLong(), ids[0]);
     ASSERT_NE(top(tree, "Servers"), nullptr);
     EXPECT_EQ(top(tree, "Servers")->childCount(), 1);
+    ASSERT_EQ(list_servers().size(), 1u);
+    EXPECT_EQ(list_servers()[0].url, "http://gpu1:7443");
+    EXPECT_TRUE(store::legacy_servers(*window.project()).empty());
     EXPECT_EQ(top(tree, "Datasets")->childCount(), 0);
     EXPECT_TRUE(window.windowTitle().contains(QString::fromUtf8("项目 runs.crucible")));
     EXPECT_EQ(window.recent_projects().value(0), qpath(file));

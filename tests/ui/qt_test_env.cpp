@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/base/file_io.h"
+#include "core/net/remote_config.h"
 
 namespace crucible::uitest {
 
@@ -50,6 +51,11 @@ class QtEnvironment : public ::testing::Environment {
 std::filesystem::path temp_dir() {
     dirs().push_back(std::make_unique<QTemporaryDir>());
     return path_from_utf8(dirs().back()->path().toStdString());
+}
+
+void clear_server_registry() {
+    std::error_code ec;
+    std::filesystem::remove(net::default_remotes_file(), ec);
 }
 
 }  // namespace crucible::uitest

@@ -9,6 +9,9 @@ namespace crucible::uitest {
 
 // A fresh temporary folder per call (removed at exit).
 std::filesystem::path temp_dir();
+// Empties the user's server registry (remotes.json in the test's config folder), which every
+// test of the process shares: a test that adds servers starts from none.
+void clear_server_registry();
 
 }  // namespace crucible::uitest
 

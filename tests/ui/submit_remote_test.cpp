@@ -86,11 +86,12 @@ TEST(RunSetup, RemoteSubmitUploadsLocalPretrainedWeights) {
     const std::string token = agent.token;
     const Json tasks = agent.tasks;
     auto project = store::Project::create(dir / "p.crucible");
-    const auto server = add_server(*project, "gpu", url, token, "");
+    uitest::clear_server_registry();
+    add_server("gpu", url, token, "");
     RunSetupView view(project.get(), tasks);
     view.show();
     ASSERT_TRUE(view.select_task("test.fake"));
-    view.select_server(server);
+    view.select_server("gpu");
     const auto weights = dir / path_from_utf8("\xe9\xa2\x84\xe8\xae\xad\xe7\xbb\x83 best.pt");
     std::ofstream(weights, std::ios::binary) << std::string(5000, '\x11') << "pt";
     auto* model = qobject_cast<QLineEdit*>(view.form()->editor("model"));
@@ -167,10 +168,11 @@ TEST(RunSetup, ServerFilePickerWalksTheSharedFolders) {
         << outside.findChild<QLabel*>("error")->text().toStdString();
 
     auto project = store::Project::create(dir / "p.crucible");
-    const auto server = add_server(*project, "gpu", agent.url, agent.token, "");
+    uitest::clear_server_registry();
+    add_server("gpu", agent.url, agent.token, "");
     RunSetupView view(project.get(), agent.tasks);
     ASSERT_TRUE(view.select_task("test.fake"));
     EXPECT_FALSE(view.form()->has_server_browser());  // "This computer"
-    view.select_server(server);
+    view.select_server("gpu");
     EXPECT_TRUE(view.form()->has_server_browser());
 }

@@ -65,36 +65,80 @@ Json schema() {
 
 }  // namespace
 
-TEST(Servers, TokensGoToTheSecretStoreNotTheProject) {
+TEST(Servers, OneRegistryWithTheCliTokensInTheSecretStore) {
+    uitest::clear_server_registry();
     const auto dir = uitest::temp_dir();
     auto project = store::Project::create(dir / "p.crucible");
-    const auto id = add_server(*project, "gpu", "http://127.0.0.1:9", "tok-123", "");
-    const auto servers = store::list_servers(*project);
-    ASSERT_EQ(servers.size(), 1u);
-    EXPECT_EQ(servers[0].id, id);
-    EXPECT_EQ(endpoint_for(servers[0]).token, "tok-123");
-    EXPECT_EQ(SecretStore::open_default()->get("agent:http://127.0.0.1:9").value_or(""), "tok-123");
+    add_server("gpu", "http://127.0.0.1:9", "tok-123", "");
+    // The studio's servers are the CLI's remotes: the same file, read by net::RemoteConfig.
+    const auto registry = net::RemoteConfig::load(net::default_remotes_file());
+    ASSERT_EQ(registry.remotes().size(), 1u);
+    EXPECT_EQ(registry.remotes()[0].name, "gpu");
+    ASSERT_EQ(list_servers().size(), 1u);
+    EXPECT_EQ(net::endpoint_for(list_servers()[0]).token, "tok-123");
+    EXPECT_EQ(
+        SecretStore::open_default()->get(net::remote_secret_key("http://127.0.0.1:9")).value_or(""),
+        "tok-123");
     project.reset();
     std::ifstream in(dir / "p.crucible", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
     EXPECT_EQ(bytes.find("tok-123"), std::string::npos);
-    auto reopened = store::Project::open(dir / "p.crucible");
-    EXPECT_THROW(add_server(*reopened, "bad", "ftp://x", "", ""), InputError);
-    EXPECT_THROW(add_server(*reopened, "tls", "https://gpu:7443", "t", ""), InputError);
-    EXPECT_THROW(add_server(*reopened, "", "http://x:1", "", ""), InputError);
+    std::ifstream registry_file(net::default_remotes_file(), std::ios::binary);
+    const std::string registry_bytes((std::istreambuf_iterator<char>(registry_file)), {});
+    EXPECT_EQ(registry_bytes.find("tok-123"), std::string::npos);
+    EXPECT_THROW(add_server("bad", "ftp://x", "", ""), InputError);
+    EXPECT_THROW(add_server("tls", "https://gpu:7443", "t", ""), InputError);  // no fingerprint
+    EXPECT_THROW(add_server("", "http://x:1", "", ""), InputError);
+    EXPECT_THROW(add_server("gpu", "http://other:1", "", ""), InputError);  // the name is taken
+    EXPECT_THROW(add_server("with space", "http://x:1", "", ""), InputError);
+}
+
+TEST(Servers, AnOlderProjectsServersMoveIntoTheRegistryOnce) {
+    uitest::clear_server_registry();
+    add_server("gpu", "http://127.0.0.1:9", "", "");
+    const auto dir = uitest::temp_dir();
+    auto project = store::Project::create(dir / "p.crucible");
+    project->db().exec(
+        "INSERT INTO servers(name, url, tls_fingerprint) VALUES"
+        "('gpu', 'http://127.0.0.1:9/', ''),"   // the same server: nothing to move
+        "('box', 'https://box:7443', 'bad')");  // an https server without a valid pin
+    const auto run =
+        store::create_run(*project, {.name = "r", .task = "toy.task", .server = "box"});
+    auto lines = import_project_servers(*project);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("'box' of the project not moved"), std::string::npos) << lines[0];
+    EXPECT_EQ(list_servers().size(), 1u);
+    // Refused servers stay in the project for the next try; the moved one left it.
+    ASSERT_EQ(store::legacy_servers(*project).size(), 1u);
+    EXPECT_EQ(store::legacy_servers(*project)[0].name, "box");
+
+    // A name the registry has for another address: the server comes in as "<name>-2" and the
+    // project's runs follow it.
+    project->db().exec(
+        "DELETE FROM servers; INSERT INTO servers(name, url) VALUES('gpu', 'http://127.0.0.2:9')");
+    store::rename_run_server(*project, "box", "gpu");
+    lines = import_project_servers(*project);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_NE(lines[0].find("as 'gpu-2'"), std::string::npos) << lines[0];
+    ASSERT_TRUE(find_server("gpu-2").has_value());
+    EXPECT_EQ(find_server("gpu-2")->url, "http://127.0.0.2:9");
+    EXPECT_EQ(store::get_run(*project, run).setup.server, "gpu-2");
+    EXPECT_TRUE(import_project_servers(*project).empty());  // once
+    EXPECT_EQ(list_servers().size(), 2u);
 }
 
 TEST(RunSetup, SubmitSendsTheJobAndRecordsItsId) {
     FakeAgent agent;
     const auto dir = uitest::temp_dir();
     auto project = store::Project::create(dir / "p.crucible");
-    const auto server = add_server(*project, "fake", agent.url(), "tok-9", "");
+    uitest::clear_server_registry();
+    add_server("fake", agent.url(), "tok-9", "");
     RunSetupView view(project.get(), schema());
     view.show();
     auto* submit = view.findChild<QPushButton*>("submit");
     ASSERT_NE(submit, nullptr);
     EXPECT_FALSE(submit->isEnabled());  // "This computer" is chosen
-    view.select_server(server);
+    view.select_server("fake");
     ASSERT_TRUE(submit->isEnabled());
     qobject_cast<QSpinBox*>(view.form()->editor("epochs"))->setValue(3);
     std::int64_t submitted = -1;
@@ -110,8 +154,7 @@ TEST(RunSetup, SubmitSendsTheJobAndRecordsItsId) {
     const auto run = store::get_run(*project, submitted);
     EXPECT_EQ(run.setup.remote_job_id, "job-7");
     EXPECT_EQ(run.setup.state, "queued");
-    ASSERT_TRUE(run.setup.server_id.has_value());
-    EXPECT_EQ(*run.setup.server_id, server);
+    EXPECT_EQ(run.setup.server, "fake");
     ASSERT_EQ(agent.jobs.size(), 1u);
     EXPECT_EQ(agent.jobs[0].first, "Bearer tok-9");
     const Json body = Json::parse(agent.jobs[0].second);

@@ -1,0 +1,366 @@
+#include "core/net/api_types.h"
+
+#include <limits>
+
+#include "core/base/error.h"
+
+namespace crucible::net {
+namespace {
+
+// Optional fields of an object: a missing or null field keeps `fallback`, a field of another
+// type is an InputError naming "<where>.<name>".
+const Json* field(const Json& object, const char* name) {
+    auto it = object.find(name);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string at(const std::string& where, const char* name) {
+    return where.empty() ? name : where + "." + name;
+}
+
+void expect_object(const Json& json, const std::string& where) {
+    if (!json.is_object())
+        throw InputError(where.empty() ? "body" : where,
+                         std::string("expected an object, got ") + json_type_name(json));
+}
+
+std::string text(const Json& object, const char* name, const std::string& where,
+                 std::string fallback = {}) {
+    const Json* f = field(object, name);
+    if (!f) return fallback;
+    if (!f->is_string()) throw InputError(at(where, name), "expected text");
+    return f->get<std::string>();
+}
+
+long long integer(const Json& object, const char* name, const std::string& where,
+                  long long lowest = std::numeric_limits<long long>::min()) {
+    const Json* f = field(object, name);
+    if (!f) return 0;
+    if (!f->is_number_integer()) throw InputError(at(where, name), "expected an integer");
+    const long long v = f->get<long long>();
+    if (v < lowest)
+        throw InputError(at(where, name), "expected at least " + std::to_string(lowest));
+    return v;
+}
+
+int small_integer(const Json& object, const char* name, const std::string& where,
+                  long long lowest = std::numeric_limits<int>::min()) {
+    const long long v = integer(object, name, where, lowest);
+    if (v > std::numeric_limits<int>::max()) throw InputError(at(where, name), "is out of range");
+    return static_cast<int>(v);
+}
+
+std::uint64_t size(const Json& object, const char* name, const std::string& where) {
+    const Json* f = field(object, name);
+    if (!f) return 0;
+    if (!f->is_number() || f->get<double>() < 0)
+        throw InputError(at(where, name), "expected a non-negative number");
+    return f->get<std::uint64_t>();
+}
+
+double number(const Json& object, const char* name, const std::string& where) {
+    const Json* f = field(object, name);
+    if (!f) return 0;
+    if (!f->is_number()) throw InputError(at(where, name), "expected a number");
+    return f->get<double>();
+}
+
+bool flag(const Json& object, const char* name, const std::string& where) {
+    const Json* f = field(object, name);
+    if (!f) return false;
+    if (!f->is_boolean()) throw InputError(at(where, name), "expected true or false");
+    return f->get<bool>();
+}
+
+// The elements of a list field, each with its "<where>.<name>[i]" for messages.
+template <typename Fn>
+void each(const Json& object, const char* name, const std::string& where, Fn&& fn) {
+    const Json* f = field(object, name);
+    if (!f) return;
+    if (!f->is_array()) throw InputError(at(where, name), "expected a list");
+    for (std::size_t i = 0; i < f->size(); ++i)
+        fn((*f)[i], at(where, name) + "[" + std::to_string(i) + "]");
+}
+
+}  // namespace
+
+// ---- GPUs -----------------------------------------------------------------------------------
+
+Json GpuReport::to_json() const {
+    Json gpus_json = Json::array();
+    for (const auto& g : gpus) {
+        Json mig_json = Json::array();
+        for (const auto& m : g.mig)
+            mig_json.push_back(
+                {{"index", m.index}, {"name", m.name}, {"memory_total", m.memory_total}});
+        gpus_json.push_back({{"index", g.index},
+                             {"name", g.name},
+                             {"uuid", g.uuid},
+                             {"memory_total", g.memory_total},
+                             {"memory_used", g.memory_used},
+                             {"utilization", g.utilization},
+                             {"temperature", g.temperature},
+                             {"power_w", g.power_w},
+                             {"processes", g.process_ids},
+                             {"mig_enabled", g.mig_enabled},
+                             {"mig", mig_json}});
+    }
+    return {{"nvml", nvml},
+            {"note", note},
+            {"driver_version", driver_version},
+            {"cuda_driver_version", cuda_driver_version},
+            {"gpus", gpus_json}};
+}
+
+GpuReport GpuReport::from_json(const Json& json) {
+    const std::string where = "gpus";
+    expect_object(json, where);
+    GpuReport r;
+    r.nvml = flag(json, "nvml", where);
+    r.note = text(json, "note", where);
+    r.driver_version = text(json, "driver_version", where);
+    r.cuda_driver_version = small_integer(json, "cuda_driver_version", where);
+    // "gpus[1].memory_used": the list's elements are named after the report, not "gpus.gpus".
+    const Json* list = field(json, "gpus");
+    if (!list) return r;
+    if (!list->is_array()) throw InputError("gpus.gpus", "expected a list");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+        const std::string w = "gpus[" + std::to_string(i) + "]";
+        const Json& g = (*list)[i];
+        expect_object(g, w);
+        GpuInfo info;
+        info.index = small_integer(g, "index", w, 0);
+        info.name = text(g, "name", w);
+        info.uuid = text(g, "uuid", w);
+        info.memory_total = size(g, "memory_total", w);
+        info.memory_used = size(g, "memory_used", w);
+        info.utilization = small_integer(g, "utilization", w);
+        info.temperature = small_integer(g, "temperature", w);
+        info.power_w = number(g, "power_w", w);
+        each(g, "processes", w, [&](const Json& p, const std::string& pw) {
+            if (!p.is_number_integer() || p.get<long long>() < 0 ||
+                p.get<long long>() > std::numeric_limits<unsigned>::max())
+                throw InputError(pw, "expected a process id");
+            info.process_ids.push_back(p.get<unsigned>());
+        });
+        info.mig_enabled = flag(g, "mig_enabled", w);
+        each(g, "mig", w, [&](const Json& m, const std::string& mw) {
+            expect_object(m, mw);
+            info.mig.push_back({small_integer(m, "index", mw, 0), text(m, "name", mw),
+                                size(m, "memory_total", mw)});
+        });
+        r.gpus.push_back(std::move(info));
+    }
+    return r;
+}
+
+// ---- info -------------------------------------------------------------------------------
+
+Json AgentInfo::to_json() const {
+    return {{"version", version},
+            {"protocol", protocol},
+            {"min_protocol", min_protocol},
+            {"tls", tls},
+            {"tasks", tasks},
+            {"gpus", gpus.to_json()},
+            {"max_cpu_jobs", max_cpu_jobs}};
+}
+
+AgentInfo AgentInfo::from_json(const Json& json) {
+    const std::string where = "info";
+    expect_object(json, where);
+    AgentInfo info;
+    info.version = text(json, "version", where);
+    info.protocol = small_integer(json, "protocol", where);
+    info.min_protocol = small_integer(json, "min_protocol", where);
+    info.tls = flag(json, "tls", where);
+    if (const Json* t = field(json, "tasks")) {
+        if (!t->is_array()) throw InputError("info.tasks", "expected a list of task schemas");
+        info.tasks = *t;
+    }
+    if (const Json* g = field(json, "gpus")) info.gpus = GpuReport::from_json(*g);
+    info.max_cpu_jobs = small_integer(json, "max_cpu_jobs", where, 0);
+    return info;
+}
+
+// ---- jobs -----------------------------------------------------------------------------------
+
+Json SubmitRequest::to_json() const {
+    Json body = {{"task", task}, {"options", options}};
+    if (!name.empty()) body["name"] = name;
+    if (priority != 0) body["priority"] = priority;
+    if (gpus) body["gpus"] = *gpus;
+    if (gpu) body["gpu"] = *gpu;
+    return body;
+}
+
+SubmitRequest SubmitRequest::from_json(const Json& body) {
+    if (!body.is_object())
+        throw InputError("body", "expected a JSON object {\"task\":..., \"options\":{...}}");
+    SubmitRequest r;
+    r.task = get_string(body, "task", "body");
+    if (const Json* o = field(body, "options")) {
+        if (!o->is_object()) throw InputError("options", "expected an object of task options");
+        r.options = *o;
+    }
+    r.name = text(body, "name", "");
+    if (r.name.size() > 200) throw InputError("name", "at most 200 characters");
+    r.priority = small_integer(body, "priority", "");
+    if (field(body, "gpus")) {
+        const Json& g = body["gpus"];
+        if (!g.is_number_integer() || g.get<long long>() < 0)
+            throw InputError("gpus", "expected a non-negative integer");
+        if (g.get<long long>() > 1)
+            throw InputError(
+                "gpus",
+                "a job can use one GPU for now: training on several GPUs needs distributed "
+                "training, which this version does not have yet");
+        r.gpus = g.get<int>();
+    }
+    if (field(body, "gpu")) {
+        const Json& g = body["gpu"];
+        if (!g.is_number_integer() || g.get<long long>() < 0 ||
+            g.get<long long>() > std::numeric_limits<int>::max())
+            throw InputError("gpu", "expected the index of one of the agent's GPUs (0, 1, ...)");
+        r.gpu = g.get<int>();
+        r.gpus = 1;
+    }
+    return r;
+}
+
+JobInfo JobInfo::from_request(const SubmitRequest& request) {
+    JobInfo job;
+    job.task = request.task;
+    job.options = request.options;
+    job.name = request.name;
+    job.priority = request.priority;
+    job.gpus = request.gpus.value_or(0);
+    job.requested_gpu = request.gpu;
+    return job;
+}
+
+Json JobInfo::to_json() const {
+    return {{"id", id},
+            {"name", name},
+            {"task", task},
+            {"options", options},
+            {"priority", priority},
+            {"gpus", gpus},
+            {"state", job_state_name(state)},
+            {"reason", reason},
+            {"submitted", submitted},
+            {"started", started},
+            {"finished", finished},
+            {"gpu_ids", gpu_ids},
+            {"requested_gpu", requested_gpu ? Json(*requested_gpu) : Json()},
+            {"pid", pid},
+            {"resume", resume},
+            {"submitted_by", submitted_by}};
+}
+
+JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
+    expect_object(j, where);
+    JobInfo r;
+    r.id = get_string(j, "id", where);
+    r.name = text(j, "name", where);
+    r.task = text(j, "task", where);
+    if (const Json* o = field(j, "options")) {
+        if (!o->is_object()) throw InputError(at(where, "options"), "expected an object");
+        r.options = *o;
+    }
+    r.priority = small_integer(j, "priority", where);
+    r.gpus = small_integer(j, "gpus", where, 0);
+    r.state = parse_job_state(get_string(j, "state", where));
+    r.reason = text(j, "reason", where);
+    r.submitted = number(j, "submitted", where);
+    r.started = number(j, "started", where);
+    r.finished = number(j, "finished", where);
+    each(j, "gpu_ids", where, [&](const Json& g, const std::string& w) {
+        if (!g.is_number_integer()) throw InputError(w, "expected a GPU index");
+        r.gpu_ids.push_back(g.get<int>());
+    });
+    if (field(j, "requested_gpu")) r.requested_gpu = small_integer(j, "requested_gpu", where, 0);
+    r.pid = static_cast<long>(integer(j, "pid", where));
+    r.resume = flag(j, "resume", where);
+    r.submitted_by = text(j, "submitted_by", where);
+    return r;
+}
+
+std::vector<JobInfo> jobs_from_json(const Json& json) {
+    expect_object(json, "jobs");
+    std::vector<JobInfo> out;
+    each(json, "jobs", "",
+         [&](const Json& j, const std::string& w) { out.push_back(JobInfo::from_json(j, w)); });
+    return out;
+}
+
+const char* job_action_name(JobAction action) {
+    switch (action) {
+        case JobAction::Cancel:
+            return "cancel";
+        case JobAction::Pause:
+            return "pause";
+        case JobAction::Resume:
+            return "resume";
+    }
+    return "?";
+}
+
+std::optional<JobAction> parse_job_action(const std::string& name) {
+    for (JobAction a : {JobAction::Cancel, JobAction::Pause, JobAction::Resume})
+        if (name == job_action_name(a)) return a;
+    return std::nullopt;
+}
+
+// ---- artifacts, folders, datasets ---------------------------------------------------------
+
+Json artifacts_to_json(const std::vector<ArtifactEntry>& artifacts) {
+    Json list = Json::array();
+    for (const auto& a : artifacts)
+        list.push_back({{"path", a.path}, {"size", a.size}});
+    return {{"artifacts", list}};
+}
+
+std::vector<ArtifactEntry> artifacts_from_json(const Json& json) {
+    expect_object(json, "artifacts");
+    std::vector<ArtifactEntry> out;
+    each(json, "artifacts", "", [&](const Json& a, const std::string& w) {
+        expect_object(a, w);
+        out.push_back({get_string(a, "path", w), size(a, "size", w)});
+    });
+    return out;
+}
+
+Json FolderListing::to_json() const {
+    if (path.empty()) return {{"roots", roots}};
+    Json list = Json::array();
+    for (const auto& e : entries)
+        list.push_back({{"name", e.name}, {"dir", e.dir}, {"size", e.size}});
+    return {{"path", path}, {"entries", list}};
+}
+
+FolderListing FolderListing::from_json(const Json& json) {
+    expect_object(json, "listing");
+    FolderListing out;
+    each(json, "roots", "", [&](const Json& r, const std::string& w) {
+        if (!r.is_string()) throw InputError(w, "expected a folder path");
+        out.roots.push_back(r.get<std::string>());
+    });
+    out.path = text(json, "path", "");
+    each(json, "entries", "", [&](const Json& e, const std::string& w) {
+        expect_object(e, w);
+        out.entries.push_back({get_string(e, "name", w), flag(e, "dir", w), size(e, "size", w)});
+    });
+    return out;
+}
+
+Json DatasetSummary::to_json() const {
+    return {{"id", id}, {"name", name}, {"files", files}};
+}
+
+DatasetSummary DatasetSummary::from_json(const Json& json, const std::string& where) {
+    expect_object(json, where);
+    return {get_string(json, "id", where), text(json, "name", where), size(json, "files", where)};
+}
+
+}  // namespace crucible::net

@@ -1,0 +1,152 @@
+#pragma once
+// The bodies of the agent's API as types, each with its one JSON mapping: the agent writes them
+// with to_json() and the client reads them with from_json(), so the two sides cannot drift.
+// from_json() treats the JSON as outside input: a field of the wrong type, a negative size or a
+// list that is not a list is an InputError naming the field ("gpus[1].memory_used"); a missing
+// optional field takes its default. resources/api/openapi.yaml documents the same shapes.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/base/job_state.h"
+#include "core/base/json.h"
+
+namespace crucible::net {
+
+// ---- GET /v1/gpus (and "gpus" of GET /v1/info) ----------------------------------------------
+
+struct MigInstance {
+    int index = 0;
+    std::string name;
+    std::uint64_t memory_total = 0;
+};
+
+struct GpuInfo {
+    int index = 0;
+    std::string name;
+    std::string uuid;
+    std::uint64_t memory_total = 0, memory_used = 0;
+    int utilization = 0;  // percent
+    int temperature = 0;  // °C
+    double power_w = 0;
+    std::vector<unsigned> process_ids;
+    bool mig_enabled = false;
+    std::vector<MigInstance> mig;
+
+    std::uint64_t memory_free() const {
+        return memory_total > memory_used ? memory_total - memory_used : 0;
+    }
+};
+
+struct GpuReport {
+    bool nvml = false;            // NVML found and initialised
+    std::string note;             // why there are no GPUs, in words
+    std::string driver_version;   // "550.54.15"
+    int cuda_driver_version = 0;  // 12040 = 12.4
+    std::vector<GpuInfo> gpus;
+
+    Json to_json() const;
+    static GpuReport from_json(const Json& json);
+};
+
+// ---- GET /v1/info -----------------------------------------------------------------------------
+
+struct AgentInfo {
+    std::string version;  // crucible-agent's version
+    int protocol = 0, min_protocol = 0;
+    bool tls = false;
+    Json tasks = Json::array();  // every task's option schema (OptionSchema::to_json)
+    GpuReport gpus;
+    int max_cpu_jobs = 0;
+
+    Json to_json() const;
+    static AgentInfo from_json(const Json& json);
+};
+
+// ---- POST /v1/jobs and the jobs it returns -------------------------------------------------
+
+struct SubmitRequest {
+    std::string task;  // "detect.yolo" or an alias
+    Json options = Json::object();
+    std::string name;  // user label, at most 200 characters
+    int priority = 0;  // higher first
+    // GPUs asked for (at most 1 for now); unset: the agent's default, as 0 (the CPU, or any
+    // one GPU when the scheduler has one free).
+    std::optional<int> gpus;
+    std::optional<int> gpu;  // one GPU by the agent's index (implies gpus = 1)
+
+    Json to_json() const;
+    // Validates a submit body: InputError naming the field.
+    static SubmitRequest from_json(const Json& body);
+};
+
+// A job as the agent keeps it (its job.json) and shows it.
+struct JobInfo {
+    std::string id;
+    std::string name;  // user label
+    std::string task;  // "detect.yolo"
+    Json options = Json::object();
+    int priority = 0;  // higher first; FIFO within a priority
+    int gpus = 0;      // GPUs asked for (0 = CPU or any one GPU when present, see scheduler)
+    JobState state = JobState::Queued;
+    std::string reason;  // why it ended / was interrupted
+    double submitted = 0, started = 0, finished = 0;
+    std::vector<int> gpu_ids;          // assigned while running
+    std::optional<int> requested_gpu;  // the GPU (agent index) asked for; none: any free one
+    long pid = 0;
+    bool resume = false;  // next start continues from the last checkpoint
+    std::string submitted_by;
+
+    // A new, queued job for a request (no id yet).
+    static JobInfo from_request(const SubmitRequest& request);
+    Json to_json() const;
+    static JobInfo from_json(const Json& json, const std::string& where);
+};
+
+// GET /v1/jobs
+std::vector<JobInfo> jobs_from_json(const Json& json);
+
+// POST /v1/jobs/{id}/cancel|pause|resume
+enum class JobAction { Cancel, Pause, Resume };
+const char* job_action_name(JobAction action);  // "cancel", "pause", "resume"
+std::optional<JobAction> parse_job_action(const std::string& name);
+
+// ---- GET /v1/jobs/{id}/artifacts ---------------------------------------------------------
+
+struct ArtifactEntry {
+    std::string path;  // relative to the job folder, '/' separators
+    std::uint64_t size = 0;
+};
+Json artifacts_to_json(const std::vector<ArtifactEntry>& artifacts);
+std::vector<ArtifactEntry> artifacts_from_json(const Json& json);
+
+// ---- GET /v1/fs ---------------------------------------------------------------------------
+
+struct FolderEntry {
+    std::string name;
+    bool dir = false;
+    std::uint64_t size = 0;
+};
+// Without a path: the shared roots; with one: that folder's entries.
+struct FolderListing {
+    std::vector<std::string> roots;
+    std::string path;
+    std::vector<FolderEntry> entries;
+
+    Json to_json() const;
+    static FolderListing from_json(const Json& json);
+};
+
+// ---- GET /v1/datasets and POST /v1/datasets ---------------------------------------------
+
+struct DatasetSummary {
+    std::string id;
+    std::string name;
+    std::uint64_t files = 0;
+
+    Json to_json() const;
+    static DatasetSummary from_json(const Json& json, const std::string& where);
+};
+
+}  // namespace crucible::net
