@@ -16,17 +16,13 @@
 #include <QSlider>
 #include <QSplitter>
 #include <QTabWidget>
-#include <QTemporaryDir>
 #include <QTimer>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
 
-#include "core/base/error.h"
-#include "core/base/file_io.h"
-#include "core/base/job_folder.h"
 #include "core/base/job_state.h"
-#include "core/store/run_store.h"
+#include "core/store/project.h"
 #include "ui/background.h"
 #include "ui/eval_panels.h"
 #include "ui/samples_panel.h"
@@ -39,79 +35,11 @@ QString qs(const std::string& s) {
     return QString::fromStdString(s);
 }
 
-// Loss curves first, then quality metrics, then the rest: what a user looks at first.
-int metric_rank(const QString& m) {
-    if (m.startsWith(QStringLiteral("train/"))) return 0;
-    if (m.startsWith(QStringLiteral("val/"))) return 1;
-    if (m.startsWith(QStringLiteral("metrics/"))) return 2;
-    if (m.startsWith(QStringLiteral("lr/"))) return 4;
-    return 3;
-}
-
-constexpr std::uint64_t kMaxReportBytes = 256ull << 20;
-
-bool ends_with(const std::string& text, const std::string& tail) {
-    return text.size() >= tail.size() &&
-           text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-bool names_validation_report(const std::string& artifact) {
-    return artifact == kValidationReportArtifact ||
-           ends_with(artifact, std::string("/") + kValidationReportArtifact);
-}
-
-// What a background fetch hands back; found = false when the run has no report (yet).
-struct ValidationFetch {
-    bool found = false;
-    QString source;
-    ValidationData data;
-};
-
-ValidationFetch parse_report_file(const std::filesystem::path& file, const QString& source) {
-    ValidationFetch out;
-    out.found = true;
-    out.source = source;
-    out.data = parse_validation_report(
-        parse_json(read_file_bytes_limited(file, kMaxReportBytes), path_to_utf8(file)));
-    return out;
-}
-
 bool is_state(const QString& text, JobState state) {
     return text == QLatin1String(job_state_name(state));
 }
 
-// Lists the job's artifacts and downloads the report (artifacts/ first) with the core/net client.
-ValidationFetch fetch_remote_report(const net::RemoteEndpoint& endpoint, const std::string& job) {
-    net::ApiClient client(endpoint);
-    std::string path;
-    for (const auto& artifact : client.artifacts(job)) {
-        const std::string& p = artifact.path;
-        if (p == JobFolder{}.validation_report().generic_string()) {
-            path = p;
-            break;
-        }
-        if (path.empty() && names_validation_report(p)) path = p;
-    }
-    if (path.empty()) return {};
-    QTemporaryDir folder;
-    if (!folder.isValid()) throw Error("no temporary folder for " + path);
-    const auto file = path_from_utf8(folder.path().toStdString()) / kValidationReportArtifact;
-    client.download(job, path, file, /*overwrite=*/true);
-    return parse_report_file(file, QString::fromStdString(path));
-}
-
 }  // namespace
-
-QString format_duration(double s) {
-    if (!std::isfinite(s) || s < 0) return QStringLiteral("—");
-    const auto total = static_cast<long long>(std::llround(s));
-    const long long d = total / 86400, h = (total / 3600) % 24, m = (total / 60) % 60,
-                    sec = total % 60;
-    if (d > 0) return QStringLiteral("%1d %2h").arg(d).arg(h);
-    if (h > 0) return QStringLiteral("%1h %2m").arg(h).arg(m, 2, 10, QLatin1Char('0'));
-    if (m > 0) return QStringLiteral("%1m %2s").arg(m).arg(sec, 2, 10, QLatin1Char('0'));
-    return QStringLiteral("%1s").arg(sec);
-}
 
 RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
     auto* outer = new QVBoxLayout(this);
@@ -206,194 +134,115 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
         if (dirty_ || eval_dirty_) redraw_now();
     });
     frame_timer_->start();
-    file_timer_ = new QTimer(this);
-    connect(file_timer_, &QTimer::timeout, this, &RunMonitor::poll_files);
     set_buttons();
 }
 
 RunMonitor::~RunMonitor() {
-    stop_ = true;
-    for (auto& t : followers_)
-        if (t.joinable()) t.join();
+    // Sources go first, while the widgets their signals reach still exist; none waits.
+    for (auto& link : links_)
+        link.sources.clear();
 }
 
 int RunMonitor::add_run(const QString& name) {
-    auto run = std::make_unique<Run>();
-    run->name = name;
-    runs_.push_back(std::move(run));
+    const int index = model_.add_run(name);
+    links_.emplace_back();
     rebuild_charts();
-    return run_count() - 1;
+    return index;
 }
 
 void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
-    Run& run = *runs_.at(static_cast<std::size_t>(index));
-    const std::size_t before = run.series.series().size();
-    for (const auto& e : events) {
-        if (e.seq >= 0 && e.seq <= run.series.last_seq()) continue;
-        // Events come from outside (a server, a file): a malformed one is reported and skipped.
-        try {
-            run.series.apply(e);
-            const Json& f = e.fields;
-            if (e.kind == event_kind::kProgress) {
-                run.progress.step = f.value("step", std::int64_t{0});
-                run.progress.total_steps = f.value("total_steps", std::int64_t{0});
-                run.progress.epoch = f.value("epoch", 0);
-                run.progress.epochs = f.value("epochs", 0);
-                run.progress.items_per_s = f.value("items_per_s", 0.0);
-                run.progress.eta_s = f.value("eta_s", -1.0);
-            } else if (e.kind == event_kind::kStatus) {
-                run.progress.state = qs(f.value("state", std::string()));
-                run.progress.reason = qs(f.value("reason", std::string()));
-                log_->appendPlainText(QStringLiteral("[%1] state: %2%3")
-                                          .arg(run.name, run.progress.state,
-                                               run.progress.reason.isEmpty()
-                                                   ? QString()
-                                                   : QStringLiteral(" (") + run.progress.reason +
-                                                         QStringLiteral(")")));
-            } else if (e.kind == event_kind::kLog) {
-                log_->appendPlainText(QStringLiteral("[%1] %2: %3")
-                                          .arg(run.name, qs(f.value("level", std::string("info"))),
-                                               qs(f.value("message", std::string()))));
-            } else if (e.kind == event_kind::kAlarm) {
-                QString text = qs(f.value("alarm", std::string("alarm"))) + QStringLiteral(": ") +
-                               qs(f.value("message", std::string()));
-                run.progress.alarms << text;
-                log_->appendPlainText(QStringLiteral("[%1] ALARM %2").arg(run.name, text));
-            } else if (e.kind == event_kind::kRollback) {
-                const auto to_step = f.value("to_step", std::int64_t{0});
-                log_->appendPlainText(QStringLiteral("[%1] resumed: points after step %2 replaced")
-                                          .arg(run.name)
-                                          .arg(static_cast<long long>(to_step)));
-                // Evaluations a rollback supersedes are dropped, as every other point.
-                const auto kept =
-                    std::remove_if(run.evals.begin(), run.evals.end(),
-                                   [&](const EvalRows& r) { return r.step > to_step; });
-                if (kept != run.evals.end()) {
-                    run.evals.erase(kept, run.evals.end());
-                    eval_dirty_ = true;
-                }
-                if (samples_) samples_->drop_after(run.name, to_step);
-            } else if (e.kind == event_kind::kEval) {
-                auto rows = f.find("per_class");
-                if (rows != f.end() && rows->is_array() && !rows->empty()) {
-                    run.evals.push_back({e.step(), f.value("epoch", 0), parse_per_class(*rows)});
-                    eval_dirty_ = true;
-                }
-            } else if (e.kind == event_kind::kSample) {
-                add_sample(index, e);
-            } else if (e.kind == event_kind::kArtifact) {
-                const std::string name = f.value("name", std::string());
-                log_->appendPlainText(QStringLiteral("[%1] artifact: %2").arg(run.name, qs(name)));
-                // A report written again (e.g. a later validation) is fetched again.
-                if (names_validation_report(name) && run.validation_fetch != Fetch::Busy) {
-                    run.validation_fetch = Fetch::Wanted;
-                    fetch_validation(index);
-                }
-            }
-            if (e.kind == event_kind::kStatus &&
-                is_state(run.progress.state, JobState::Succeeded) &&
-                run.validation_fetch == Fetch::Idle) {
-                run.validation_fetch = Fetch::Wanted;  // the report is written before the end
-                fetch_validation(index);
-            }
-        } catch (const std::exception& ex) {
-            log_->appendPlainText(tr("[%1] event %2 skipped: %3")
-                                      .arg(run.name)
-                                      .arg(static_cast<long long>(e.seq))
-                                      .arg(QString::fromUtf8(ex.what())));
-        }
-    }
-    if (run.series.series().size() != before) metrics_dirty_ = true;
+    RunChanges changes = model_.apply(index, events);
+    if (!changes.applied) return;
+    const QString& name = model_.name(index);
+    for (const auto& line : changes.log)
+        log_->appendPlainText(line);
+    if (changes.rolled_back_to && samples_) samples_->drop_after(name, *changes.rolled_back_to);
+    if (!changes.samples.empty()) add_samples(index, changes);
+    if (changes.evals) eval_dirty_ = true;
+    if (changes.new_metrics) metrics_dirty_ = true;
     dirty_ = true;
+    RunLink& run = link(index);
+    // A report written again (e.g. a later validation) is fetched again; one written before the
+    // run succeeded is fetched when it does.
+    if ((changes.report_written && run.validation_fetch != Fetch::Busy) ||
+        (changes.succeeded && run.validation_fetch == Fetch::Idle)) {
+        run.validation_fetch = Fetch::Wanted;
+        fetch_validation(index);
+    }
+}
+
+void RunMonitor::add_source(int index, std::unique_ptr<RunSource> source,
+                            std::function<void(const std::vector<Event>&)> on_new) {
+    RunSource* s = source.get();
+    RunLink& run = link(index);
+    const RunPlace place = s->place();
+    if (place.known()) run.place = place;
+    run.sources.push_back(std::move(source));
+    connect(s, &RunSource::arrived, this,
+            [this, index, s, on_new = std::move(on_new)](const std::vector<Event>& events) {
+                if (on_new) on_new(events);
+                RunLink& r = link(index);
+                // A live stream continues after the stored events: it waits until they are in.
+                if (r.stored && r.stored != s) {
+                    r.held.insert(r.held.end(), events.begin(), events.end());
+                    return;
+                }
+                apply_events(index, events);
+            });
+    connect(s, &RunSource::problem, this, [this, index](const QString& message) {
+        log_->appendPlainText(QStringLiteral("[%1] %2").arg(model_.name(index), message));
+    });
+    connect(s, &RunSource::ended, this, [this, index, s] {
+        RunLink& r = link(index);
+        if (r.stored != s) return;
+        r.stored = nullptr;
+        std::vector<Event> held;
+        held.swap(r.held);
+        if (!held.empty()) apply_events(index, held);
+        redraw_now();
+    });
+    s->start();
 }
 
 int RunMonitor::add_store_run(store::Project& project, std::int64_t run_id, const QString& name) {
-    int index = add_run(name);
-    apply_events(index, store::read_events(project, run_id));
+    const int index = add_run(name);
+    auto source = std::make_unique<StoredRunSource>(project.path(), run_id);
+    link(index).stored = source.get();
+    add_source(index, std::move(source));
     return index;
+}
+
+bool RunMonitor::loading() const {
+    return std::any_of(links_.begin(), links_.end(),
+                       [](const RunLink& r) { return r.stored != nullptr; });
 }
 
 int RunMonitor::follow_file(const std::filesystem::path& events_jsonl, const QString& name,
                             int interval_ms) {
-    int index = add_run(name);
-    runs_.back()->file = events_jsonl;
-    file_timer_->start(interval_ms);
-    poll_files();
+    const int index = add_run(name);
+    add_source(index, std::make_unique<EventsFileSource>(events_jsonl, interval_ms));
     fetch_validation(index);
     return index;
-}
-
-void RunMonitor::poll_files() {
-    for (std::size_t i = 0; i < runs_.size(); ++i) {
-        Run& run = *runs_[i];
-        if (run.file.empty() || run.file_busy) continue;
-        run.file_busy = true;
-        const auto path = run.file;
-        const auto after = run.series.last_seq();
-        const int index = static_cast<int>(i);
-        run_in_background<std::vector<Event>>(
-            this,
-            [path, after] {
-                if (!std::filesystem::exists(path)) return std::vector<Event>{};
-                return read_event_log(path, after);
-            },
-            [this, index](std::vector<Event> events, QString error) {
-                runs_.at(static_cast<std::size_t>(index))->file_busy = false;
-                if (!error.isEmpty()) {
-                    log_->appendPlainText(tr("cannot read events: %1").arg(error));
-                    return;
-                }
-                if (!events.empty()) apply_events(index, events);
-            });
-    }
 }
 
 void RunMonitor::follow_remote(int index, const net::RemoteEndpoint& endpoint,
                                const QString& job_id, std::int64_t after_seq,
                                std::function<void(const std::vector<Event>&)> on_new) {
     set_remote_job(endpoint, job_id);
-    Run& run = *runs_.at(static_cast<std::size_t>(index));
-    run.endpoint = endpoint;
-    run.job_id = job_id;
+    add_source(index, std::make_unique<AgentRunSource>(endpoint, job_id.toStdString(), after_seq),
+               std::move(on_new));
     fetch_validation(index);  // a run that ended before it was opened
-    auto on_new_shared =
-        std::make_shared<std::function<void(const std::vector<Event>&)>>(std::move(on_new));
-    followers_.emplace_back(
-        [this, endpoint, job = job_id.toStdString(), after_seq, index, on_new_shared] {
-            try {
-                net::ApiClient client(endpoint);
-                client.follow_events(
-                    job, after_seq,
-                    [&](const Event& e) {
-                        // One event per queued call keeps order; the frame timer batches drawing.
-                        QMetaObject::invokeMethod(
-                            this,
-                            [this, index, e, on_new_shared] {
-                                std::vector<Event> batch{e};
-                                if (*on_new_shared) (*on_new_shared)(batch);
-                                apply_events(index, batch);
-                            },
-                            Qt::QueuedConnection);
-                        return !stop_.load();
-                    },
-                    &stop_, std::chrono::seconds(10));
-            } catch (const std::exception& e) {
-                QString text = QString::fromUtf8(e.what());
-                QMetaObject::invokeMethod(
-                    this, [this, text] { log_->appendPlainText(tr("event stream: %1").arg(text)); },
-                    Qt::QueuedConnection);
-            }
-        });
 }
 
 void RunMonitor::set_remote_job(const net::RemoteEndpoint& endpoint, const QString& job_id) {
-    endpoint_ = endpoint;
-    job_id_ = job_id;
+    control_ = RunPlace{};
+    control_.endpoint = endpoint;
+    control_.job = job_id.toStdString();
     set_buttons();
 }
 
 void RunMonitor::set_buttons() {
-    const bool remote = !job_id_.isEmpty();
+    const bool remote = control_.remote();
     pause_->setEnabled(remote);
     resume_->setEnabled(remote);
     cancel_->setEnabled(remote);
@@ -404,16 +253,14 @@ void RunMonitor::set_buttons() {
 }
 
 void RunMonitor::request(const QString& action) {
-    if (job_id_.isEmpty()) return;
-    const auto endpoint = endpoint_;
     const auto job_action = net::parse_job_action(action.toStdString());
-    if (!job_action) return;
-    const std::string job = job_id_.toStdString();
+    if (!control_.remote() || !job_action) return;
+    const RunPlace place = control_;
     log_->appendPlainText(tr("%1 requested").arg(action));
     run_in_background<bool>(
         this,
-        [endpoint, job, job_action] {
-            net::ApiClient(endpoint).control(job, *job_action);
+        [place, job_action] {
+            send_control(place, *job_action);
             return true;
         },
         [this, action](bool, QString error) {
@@ -425,20 +272,8 @@ void RunMonitor::request(const QString& action) {
         });
 }
 
-QStringList RunMonitor::metric_names() const {
-    QStringList names;
-    for (const auto& run : runs_)
-        for (const auto& [name, s] : run->series.series())
-            if (!names.contains(qs(name))) names << qs(name);
-    std::stable_sort(names.begin(), names.end(), [](const QString& a, const QString& b) {
-        int ra = metric_rank(a), rb = metric_rank(b);
-        return ra != rb ? ra < rb : a < b;
-    });
-    return names;
-}
-
 void RunMonitor::update_metric_list() {
-    const QStringList names = metric_names();
+    const QStringList names = model_.metric_names();
     const bool first = shown_.isEmpty() && metric_list_->count() == 0;
     QSignalBlocker block(metric_list_);
     for (const auto& name : names) {
@@ -480,8 +315,8 @@ RunChart* RunMonitor::chart(const QString& metric) const {
 
 void RunMonitor::rebuild_charts() {
     std::vector<ChartRun> runs;
-    for (const auto& r : runs_)
-        runs.push_back({r->name, &r->series});
+    for (int r = 0; r < model_.run_count(); ++r)
+        runs.push_back({model_.name(r), &model_.series(r)});
     for (auto it = charts_.begin(); it != charts_.end();) {
         if (!shown_.contains(it->first)) {
             it->second->deleteLater();
@@ -522,9 +357,9 @@ void RunMonitor::redraw_now() {
 }
 
 void RunMonitor::update_progress() {
-    if (runs_.empty()) return;
+    if (model_.run_count() == 0) return;
     // The bar follows the last run added (the one being watched); others are overlays.
-    const RunProgress& p = runs_.back()->progress;
+    const RunProgress& p = model_.progress(model_.run_count() - 1);
     if (p.total_steps > 0)
         progress_bar_->setValue(static_cast<int>(1000.0 * static_cast<double>(p.step) /
                                                  static_cast<double>(p.total_steps)));
@@ -542,19 +377,7 @@ void RunMonitor::update_progress() {
 }
 
 QString RunMonitor::progress_text() const {
-    if (runs_.empty()) return {};
-    const RunProgress& p = runs_.back()->progress;
-    if (p.total_steps <= 0) return {};
-    QString text = tr("step %1/%2 · epoch %3/%4 · %5 it/s")
-                       .arg(p.step)
-                       .arg(p.total_steps)
-                       .arg(p.epoch + 1)
-                       .arg(p.epochs)
-                       .arg(p.items_per_s, 0, 'f', 1);
-    const auto state = try_parse_job_state(p.state.toStdString());
-    const bool ended = state && is_final_state(*state);
-    if (!ended && p.eta_s >= 0) text += tr(" · ETA %1").arg(format_duration(p.eta_s));
-    return text;
+    return model_.run_count() == 0 ? QString() : model_.progress_text(model_.run_count() - 1);
 }
 
 QString RunMonitor::log_text() const {
@@ -605,91 +428,60 @@ QStringList RunMonitor::export_all(const QString& folder) {
 }
 
 void RunMonitor::fetch_validation(int index) {
-    Run& run = *runs_.at(static_cast<std::size_t>(index));
+    RunLink& run = link(index);
     if (run.validation_fetch != Fetch::Wanted) return;
-    const bool remote = !run.job_id.isEmpty();
-    if (!remote && run.file.empty()) return;  // no source yet: following it fetches
+    if (!run.place.known()) return;  // no place yet: following the run fetches
     run.validation_fetch = Fetch::Busy;
-    const auto endpoint = run.endpoint;
-    const std::string job = run.job_id.toStdString();
-    const auto local = run.file.empty() ? std::filesystem::path()
-                                        : JobFolder{run.file.parent_path()}.validation_report();
-    run_in_background<ValidationFetch>(
-        this,
-        [remote, endpoint, job, local]() -> ValidationFetch {
-            if (remote) return fetch_remote_report(endpoint, job);
-            std::error_code ec;
-            if (!std::filesystem::is_regular_file(local, ec)) return {};
-            return parse_report_file(local, QString::fromStdString(path_to_utf8(local)));
-        },
-        [this, index](ValidationFetch fetched, QString error) {
-            Run& r = *runs_.at(static_cast<std::size_t>(index));
+    run_in_background<FetchedReport>(
+        this, [place = run.place] { return fetch_validation_report(place); },
+        [this, index](FetchedReport fetched, QString error) {
+            RunLink& r = link(index);
+            const QString& name = model_.name(index);
             r.validation_fetch = Fetch::Done;
             if (!error.isEmpty()) {
-                log_->appendPlainText(tr("[%1] validation report: %2").arg(r.name, error));
+                log_->appendPlainText(tr("[%1] validation report: %2").arg(name, error));
                 return;
             }
             if (!fetched.found) {
                 r.validation_fetch = Fetch::Idle;  // an artifact event may name it later
                 return;
             }
-            log_->appendPlainText(tr("[%1] validation report %2").arg(r.name, fetched.source));
-            r.validation = std::move(fetched.data);
+            log_->appendPlainText(tr("[%1] validation report %2").arg(name, fetched.source));
+            model_.set_validation(index, std::move(fetched.data));
             update_eval_panels();
             emit validation_loaded(index);
         });
 }
 
 void RunMonitor::set_validation_report(int index, const Json& report) {
-    Run& run = *runs_.at(static_cast<std::size_t>(index));
-    run.validation = parse_validation_report(report);
+    model_.set_validation(index, parse_validation_report(report));
     update_eval_panels();
 }
 
-void RunMonitor::add_sample(int index, const Event& e) {
-    const Run& run = *runs_.at(static_cast<std::size_t>(index));
-    SampleEntry entry;
-    entry.step = e.step();
-    entry.run = run.name;
-    entry.prompt = qs(e.fields.value("prompt", std::string()));
-    entry.text = qs(e.fields.value("text", std::string()));
-    const std::string image = e.fields.value("image", std::string());
-    entry.image = qs(image);
+void RunMonitor::add_samples(int index, const RunChanges& changes) {
     if (!samples_) samples_ = new SamplesPanel(tabs_);
     show_panel(samples_, tr("Samples"));
-    samples_->add(std::move(entry));
-    if (!image.empty()) load_sample_image(index, image);
+    for (const RunSample& s : changes.samples) {
+        SampleEntry entry;
+        entry.step = s.step;
+        entry.run = model_.name(index);
+        entry.prompt = s.prompt;
+        entry.text = s.text;
+        entry.image = s.image;
+        samples_->add(std::move(entry));
+        if (!s.image.isEmpty()) load_sample_image(index, s.image.toStdString());
+    }
 }
 
 void RunMonitor::load_sample_image(int index, const std::string& artifact) {
-    const Run& run = *runs_.at(static_cast<std::size_t>(index));
+    const RunPlace& place = link(index).place;
     const QString name = qs(artifact);
-    const bool remote = !run.job_id.isEmpty();
-    if (!remote && run.file.empty()) {
+    if (!place.known()) {
         samples_->set_image(name, {}, tr("(picture on the server: %1)").arg(name));
         return;
     }
-    const auto endpoint = run.endpoint;
-    const std::string job = run.job_id.toStdString();
-    const auto artifacts =
-        run.file.empty() ? std::filesystem::path() : JobFolder{run.file.parent_path()}.artifacts();
     run_in_background<QImage>(
-        this,
-        [remote, endpoint, job, artifact, artifacts]() -> QImage {
-            if (!remote) {
-                // Artifact names are relative to artifacts/ (the agent refuses the rest itself).
-                const auto local = artifacts / path_from_utf8(artifact);
-                if (!is_path_inside(artifacts, local))
-                    throw InputError(artifact, "refused: the name leaves artifacts/");
-                return QImage(QString::fromStdString(path_to_utf8(local)));
-            }
-            QTemporaryDir folder;
-            if (!folder.isValid()) throw Error("no temporary folder for " + artifact);
-            const auto file = path_from_utf8(folder.path().toStdString()) / "sample";
-            net::ApiClient(endpoint).download(
-                job, path_to_utf8(JobFolder{}.artifacts()) + "/" + artifact, file, true);
-            return QImage(QString::fromStdString(path_to_utf8(file)));
-        },
+        this, [place, artifact] { return fetch_sample_picture(place, artifact); },
         [this, name](QImage picture, QString error) {
             if (!samples_) return;
             if (picture.isNull() && error.isEmpty()) error = tr("not a readable picture");
@@ -703,20 +495,22 @@ void RunMonitor::show_panel(QWidget* panel, const QString& title) {
 }
 
 void RunMonitor::update_eval_panels() {
-    if (runs_.empty()) return;
+    if (model_.run_count() == 0) return;
     // Like the progress bar, the panels follow the last run added.
-    const Run& run = *runs_.back();
-    const ValidationData* report = run.validation ? &*run.validation : nullptr;
-    if (!run.evals.empty() || (report && !report->per_class.empty())) {
+    const int run = model_.run_count() - 1;
+    const QString& name = model_.name(run);
+    const std::vector<EvalRows>& evals = model_.evals(run);
+    const ValidationData* report = model_.validation(run);
+    if (!evals.empty() || (report && !report->per_class.empty())) {
         if (!per_class_) per_class_ = new PerClassTable(tabs_);
-        if (!run.evals.empty()) {
-            const EvalRows& last = run.evals.back();
+        if (!evals.empty()) {
+            const EvalRows& last = evals.back();
             per_class_->set_rows(last.rows, tr("%1 · epoch %2, step %3")
-                                                .arg(run.name)
+                                                .arg(name)
                                                 .arg(last.epoch)
                                                 .arg(static_cast<long long>(last.step)));
         } else {
-            per_class_->set_rows(report->per_class, tr("%1 · validation report").arg(run.name));
+            per_class_->set_rows(report->per_class, tr("%1 · validation report").arg(name));
         }
         show_panel(per_class_, tr("Per class"));
     }

@@ -1,33 +1,32 @@
 #pragma once
-// The run monitor: charts of every metric a run reports (one chart per checked metric, each
+// The run monitor's view: charts of every metric a run reports (one chart per checked metric, each
 // overlaying every run in the monitor), smoothing slider, log-y, x by step / epoch / wall time,
 // progress with ETA, state and alarms, the run's log, and Pause / Resume / Cancel sent to the
-// agent through the core/net client. Events come from the project (core/store), from an
-// events.jsonl file that is followed as it grows, or live from an agent; every source goes
-// through apply_events, so a rollback drops superseded points the same way everywhere.
+// agent. It holds widgets and wiring only: the data is a RunModel (run_model.h), and events come
+// from RunSources (run_source.h): the project, an events.jsonl followed as it grows, or an agent
+// live. Closing the monitor cancels its sources and returns at once; nothing waits for a thread.
 // Validation panels appear when their data does: a sortable per-class table from the latest
 // `eval` event's per_class rows, and, from a validation report the run writes
-// (artifacts/val_metrics.json: fetched from the agent through the core/net client, or read
-// beside a followed events.jsonl, in the background, when the run succeeds or an `artifact`
-// event names it), a confusion-matrix heat map and precision/recall curves. A "Samples" tab shows
-// the `sample` events (generated text, or pictures loaded from the run's artifacts the same way).
+// (artifacts/val_metrics.json, fetched from the run's place in the background when the run
+// succeeds or an `artifact` event names it), a confusion-matrix heat map and precision/recall
+// curves. A "Samples" tab shows the `sample` events (generated text, or pictures loaded from the
+// run's artifacts the same way).
 #include <QString>
 #include <QStringList>
 #include <QWidget>
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
-#include <optional>
-#include <thread>
 #include <vector>
 
 #include "core/base/event.h"
 #include "core/net/api_client.h"
 #include "ui/run_chart.h"
+#include "ui/run_model.h"
 #include "ui/run_series.h"
+#include "ui/run_source.h"
 #include "ui/validation_report.h"
 
 class QCheckBox;
@@ -53,43 +52,33 @@ class PerClassTable;
 class PrCurvePanel;
 class SamplesPanel;
 
-struct RunProgress {
-    std::int64_t step = 0, total_steps = 0;
-    int epoch = 0, epochs = 0;
-    double items_per_s = 0, eta_s = -1;
-    QString state;   // last status event's state
-    QString reason;  // why it ended, when it says
-    QStringList alarms;
-};
-
-// "3m 05s", "1h 02m", "2d 4h"
-QString format_duration(double seconds);
-
 class RunMonitor : public QWidget {
     Q_OBJECT
   public:
     explicit RunMonitor(QWidget* parent = nullptr);
+    // Cancels the sources and returns at once, whatever the disk or the network does.
     ~RunMonitor() override;
 
     // Adds a run to the monitor (several runs are overlaid); returns its index.
     int add_run(const QString& name);
-    int run_count() const { return static_cast<int>(runs_.size()); }
-    const RunSeries& series(int run) const {
-        return runs_.at(static_cast<std::size_t>(run))->series;
-    }
-    const RunProgress& progress(int run) const {
-        return runs_.at(static_cast<std::size_t>(run))->progress;
-    }
+    int run_count() const { return model_.run_count(); }
+    const RunModel& model() const { return model_; }
+    const RunSeries& series(int run) const { return model_.series(run); }
+    const RunProgress& progress(int run) const { return model_.progress(run); }
 
     // Applies events in seq order to run `run` (GUI thread). Charts redraw on the next frame.
     void apply_events(int run, const std::vector<Event>& events);
-    // A run of the project: its stored events. Returns the run index.
+    // A run of the project: its stored events, read in the background and applied in slices
+    // (loading() until all are in). Returns the run index.
     int add_store_run(store::Project& project, std::int64_t run_id, const QString& name);
+    // True while stored events of a run are still being read.
+    bool loading() const;
     // Follows an events.jsonl as it grows (read in the background every `interval_ms`).
     int follow_file(const std::filesystem::path& events_jsonl, const QString& name,
                     int interval_ms = 500);
     // Follows a job of an agent live (SSE, reconnecting) after `after_seq`; `on_new` (GUI
-    // thread) receives each batch, e.g. to keep it in the project.
+    // thread) receives each batch, e.g. to keep it in the project. Events of the stream wait
+    // until the run's stored events are in.
     void follow_remote(int run, const net::RemoteEndpoint& endpoint, const QString& job_id,
                        std::int64_t after_seq,
                        std::function<void(const std::vector<Event>&)> on_new = {});
@@ -99,7 +88,7 @@ class RunMonitor : public QWidget {
     // Sends "pause", "resume" or "cancel" in the background; the answer lands in the log.
     void request(const QString& action);
 
-    QStringList metric_names() const;
+    QStringList metric_names() const { return model_.metric_names(); }
     void set_metric_shown(const QString& metric, bool shown);
     QStringList shown_metrics() const;
     RunChart* chart(const QString& metric) const;
@@ -130,49 +119,41 @@ class RunMonitor : public QWidget {
     void validation_loaded(int run);
 
   private:
-    struct EvalRows {
-        std::int64_t step = -1;
-        int epoch = 0;
-        std::vector<ClassMetricsRow> rows;
-    };
     enum class Fetch { Idle, Wanted, Busy, Done };
-    struct Run {
-        QString name;
-        RunSeries series;
-        RunProgress progress;
-        std::filesystem::path file;
-        bool file_busy = false;
-        net::RemoteEndpoint endpoint;  // where the run's job lives, when it is followed live
-        QString job_id;
-        std::vector<EvalRows> evals;  // eval events with per_class rows, in order
+    // What the view keeps per run besides the model: its sources and where its job folder is.
+    struct RunLink {
+        std::vector<std::unique_ptr<RunSource>> sources;
+        RunSource* stored = nullptr;  // the project's events, while they are read
+        std::vector<Event> held;      // live events that wait for the stored ones
+        RunPlace place;
         Fetch validation_fetch = Fetch::Idle;
-        std::optional<ValidationData> validation;
     };
+    RunLink& link(int run) { return links_.at(static_cast<std::size_t>(run)); }
+    // Connects and starts a source of run `run`.
+    void add_source(int run, std::unique_ptr<RunSource> source,
+                    std::function<void(const std::vector<Event>&)> on_new = {});
     void update_metric_list();
     void update_progress();
     void rebuild_charts();
-    void poll_files();
     void set_buttons();
     // Fetches the run's validation report in the background once it is wanted and the run has
-    // a source (an agent job or an events file).
+    // a place (an agent job or a job folder).
     void fetch_validation(int run);
     void update_eval_panels();
-    // A `sample` event: into the Samples tab; its picture (an artifact) loads in the background.
-    void add_sample(int run, const Event& event);
+    // Samples into the Samples tab; their pictures (artifacts) load in the background.
+    void add_samples(int run, const RunChanges& changes);
     void load_sample_image(int run, const std::string& artifact);
     void show_panel(QWidget* panel, const QString& title);
 
-    std::vector<std::unique_ptr<Run>> runs_;
+    RunModel model_;
+    std::vector<RunLink> links_;
     std::map<QString, RunChart*> charts_;
     QStringList shown_;
     bool dirty_ = false;
     bool metrics_dirty_ = false;
     bool eval_dirty_ = false;
 
-    net::RemoteEndpoint endpoint_;
-    QString job_id_;
-    std::atomic<bool> stop_{false};
-    std::vector<std::thread> followers_;
+    RunPlace control_;  // the agent job of Pause / Resume / Cancel
 
     QListWidget* metric_list_ = nullptr;
     QWidget* chart_area_ = nullptr;
@@ -195,7 +176,6 @@ class RunMonitor : public QWidget {
     PrCurvePanel* pr_curves_ = nullptr;
     SamplesPanel* samples_ = nullptr;
     QTimer* frame_timer_ = nullptr;
-    QTimer* file_timer_ = nullptr;
 };
 
 }  // namespace crucible::ui

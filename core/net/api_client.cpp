@@ -450,15 +450,54 @@ std::string ApiClient::push_dataset(const std::filesystem::path& folder, const s
     return res.value("id", std::string());
 }
 
+StreamStop::StreamStop() : shared_(std::make_shared<Shared>()) {}
+
+void StreamStop::request() {
+    if (requested_.exchange(true)) return;
+    // ClientImpl::stop() waits for httplib's socket mutex, which a request holds while it
+    // connects (up to the connection timeout); the caller (a GUI thread, say) must not.
+    std::thread([shared = shared_] {
+        std::lock_guard<std::mutex> lock(shared->mutex);
+        shared->wake.notify_all();
+        if (shared->client) shared->client->stop();
+    }).detach();
+}
+
+bool StreamStop::attach(httplib::ClientImpl* client) {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    if (requested_) return false;
+    shared_->client = client;
+    return true;
+}
+
+void StreamStop::detach() {
+    std::lock_guard<std::mutex> lock(shared_->mutex);  // waits for a stop() under way
+    shared_->client = nullptr;
+}
+
+bool StreamStop::sleep_for(std::chrono::milliseconds duration) {
+    std::unique_lock<std::mutex> lock(shared_->mutex);
+    return !shared_->wake.wait_for(lock, duration, [this] { return requested_.load(); });
+}
+
 std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t after_seq,
                                       const std::function<bool(const Event&)>& on_event,
-                                      const std::atomic<bool>* stop,
-                                      std::chrono::milliseconds max_backoff) {
+                                      StreamStop* stop, std::chrono::milliseconds max_backoff) {
     std::chrono::milliseconds backoff(250);
     std::int64_t last = after_seq;
     bool keep_going = true;
-    while (keep_going && !(stop && *stop)) {
+    auto stopped = [stop] { return stop && stop->requested(); };
+    while (keep_going && !stopped()) {
         auto cli = connect(std::chrono::seconds(60));
+        // A stop requested before the socket exists inside Get() is seen at the response's
+        // headers (or the read timeout).
+        if (stop && !stop->attach(cli.get())) break;
+        struct Detach {
+            StreamStop* stop;
+            ~Detach() {
+                if (stop) stop->detach();
+            }
+        } detach{stop};
         httplib::Headers h{{"Last-Event-ID", std::to_string(last)},
                            {"Accept", "text/event-stream"}};
         std::string buffer;
@@ -468,7 +507,7 @@ std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t af
             routes::kJobEvents.path({job_id}), h,
             [&](const httplib::Response& r) {
                 status = r.status;
-                return r.status == 200;
+                return r.status == 200 && !stopped();
             },
             [&](const char* data, size_t n) {
                 buffer.append(data, n);
@@ -488,14 +527,17 @@ std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t af
                         return false;
                     }
                 }
-                return !(stop && *stop);
+                return !stopped();
             });
         if (res && res->status == 200) ended_cleanly = true;
-        if (!keep_going || (stop && *stop)) break;
+        if (!keep_going || stopped()) break;
         if (ended_cleanly) break;  // the job finished and the agent closed the stream
         if (status >= 400 && status != 503)
             throw ApiError(status, "event stream of job " + job_id + " refused");
-        std::this_thread::sleep_for(backoff);
+        if (!stop)
+            std::this_thread::sleep_for(backoff);
+        else if (!stop->sleep_for(backoff))
+            break;
         backoff = std::min(backoff * 2, max_backoff);
     }
     return last;

@@ -5,11 +5,13 @@
 // after the last seq, so each event is delivered once.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/base/error.h"
@@ -77,6 +79,31 @@ class ApiError : public Error {
     std::string code_;
 };
 
+// Ends a follow_events call from another thread: request() returns at once (it sets a flag and
+// hands the rest to a short-lived thread of its own), cuts a reconnect's backoff short and
+// closes the connection the call waits on (httplib's ClientImpl::stop(), which may wait while
+// a connection is being made, shuts the socket down so a blocked read returns).
+class StreamStop {
+  public:
+    StreamStop();
+    void request();
+    bool requested() const { return requested_.load(); }
+
+  private:
+    friend class ApiClient;
+    struct Shared {
+        std::mutex mutex;
+        std::condition_variable wake;
+        httplib::ClientImpl* client = nullptr;
+    };
+    bool attach(httplib::ClientImpl* client);  // false when a stop was requested already
+    void detach();
+    bool sleep_for(std::chrono::milliseconds duration);  // false when stopped meanwhile
+
+    std::atomic<bool> requested_{false};
+    std::shared_ptr<Shared> shared_;  // also held by the thread request() starts
+};
+
 class ApiClient {
   public:
     explicit ApiClient(RemoteEndpoint endpoint);
@@ -125,12 +152,13 @@ class ApiClient {
     std::string push_dataset(const std::filesystem::path& folder, const std::string& name,
                              const std::function<void(const std::string&)>& progress = {});
 
-    // Follows a job's events after `after_seq` until the stream ends (job finished) or `stop`.
-    // Reconnects with exponential backoff (up to max_backoff) on network errors; `on_event`
-    // returns false to stop. Returns the last seq delivered.
+    // Follows a job's events after `after_seq` until the stream ends (job finished) or `stop` is
+    // requested (from any thread; it also interrupts a read that waits for bytes). Reconnects
+    // with exponential backoff (up to max_backoff) on network errors; `on_event` returns false
+    // to stop. Returns the last seq delivered.
     std::int64_t follow_events(const std::string& job_id, std::int64_t after_seq,
                                const std::function<bool(const Event&)>& on_event,
-                               const std::atomic<bool>* stop = nullptr,
+                               StreamStop* stop = nullptr,
                                std::chrono::milliseconds max_backoff = std::chrono::seconds(30));
 
     // Downloads an artifact to `out`. The bytes go to `<out>.crucible-part` first, next to a

@@ -170,11 +170,12 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
     return stored;
 }
 
-std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq) {
+std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq,
+                               std::int64_t max_events) {
     std::vector<Event> out;
     auto s = project.db().prepare(
-        "SELECT seq, record FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq");
-    s.bind_all(run_id, after_seq);
+        "SELECT seq, record FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?");
+    s.bind_all(run_id, after_seq, max_events);  // SQLite reads a negative LIMIT as none
     while (s.step()) {
         std::string where =
             "run " + std::to_string(run_id) + " seq " + std::to_string(s.column_int64(0));

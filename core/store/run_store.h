@@ -42,8 +42,10 @@ RunInfo get_run(Project& project, std::int64_t run_id);  // InputError when miss
 // Stores events in one transaction; an event whose (run, seq) is already stored is skipped, so
 // replaying a stream after a reconnect stores each event once. Returns how many were new.
 std::size_t append_events(Project& project, std::int64_t run_id, const std::vector<Event>& events);
-// Events with seq > after_seq, in seq order, as received (rollbacks included).
-std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq = -1);
+// Events with seq > after_seq, in seq order, as received (rollbacks included); at most
+// `max_events` of them when it is not negative, so a long run can be read in slices.
+std::vector<Event> read_events(Project& project, std::int64_t run_id, std::int64_t after_seq = -1,
+                               std::int64_t max_events = -1);
 std::int64_t last_event_seq(Project& project, std::int64_t run_id);  // -1 when none
 
 // One plotted series; points superseded by a later rollback are dropped (drop_superseded rules).

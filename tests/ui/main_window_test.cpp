@@ -87,6 +87,7 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
     ASSERT_EQ(window.tabs()->count(), 1);
     auto* monitor = qobject_cast<RunMonitor*>(window.tabs()->widget(0));
     ASSERT_NE(monitor, nullptr);
+    ASSERT_TRUE(uitest::wait_for([&] { return !monitor->loading(); }));  // read in the background
     ASSERT_NE(monitor->series(0).find("train/loss"), nullptr);
     EXPECT_EQ(monitor->series(0).find("train/loss")->size(), 30u);
 
@@ -127,6 +128,7 @@ TEST(MainWindow, DemoProjectShowsADatasetAndARun) {
     ASSERT_EQ(runs.size(), 1u);
     RunMonitor* monitor = window.open_run(runs[0].id);
     ASSERT_NE(monitor, nullptr);
+    ASSERT_TRUE(uitest::wait_for([&] { return !monitor->loading(); }));
     EXPECT_TRUE(monitor->metric_names().contains("metrics/mAP50(B)"));
     const Series* loss = monitor->series(0).find("train/box_loss");
     ASSERT_NE(loss, nullptr);

@@ -215,6 +215,8 @@ TEST(RunMonitor, StoreRunAndGrowingEventsFile) {
     store::append_events(*project, id, stored);
     RunMonitor monitor;
     const int r = monitor.add_store_run(*project, id, "stored");
+    // Read in the background: the run fills once its stored events are in.
+    ASSERT_TRUE(uitest::wait_for([&] { return !monitor.loading(); }));
     ASSERT_NE(monitor.series(r).find("val/loss"), nullptr);
     EXPECT_EQ(monitor.series(r).find("val/loss")->size(), 10u);
 
