@@ -2,6 +2,7 @@
 // The `crucible` command line is a set of command groups (dataset, train, val, project, ...).
 // Each group lives in its own cmd_<group>.cpp and registers itself with a static
 // RegisterCommand, so adding a group never touches main.cpp.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,20 @@ const std::vector<Subcommand>& subcommands();
 
 struct RegisterSubcommand {
     explicit RegisterSubcommand(Subcommand subcommand);
+};
+
+// Words that name no command or group may still mean something to a part of the CLI that knows
+// more (a task's own tools: `crucible llm tokenize`, found through the engine's task commands).
+// `run` returns nullopt when the words are not its; `usage` adds lines to `crucible --help`.
+struct CommandResolver {
+    std::optional<int> (*run)(const std::vector<std::string>& args);
+    void (*usage)();
+};
+
+const std::vector<CommandResolver>& resolvers();
+
+struct RegisterResolver {
+    explicit RegisterResolver(CommandResolver resolver);
 };
 
 }  // namespace crucible::cli

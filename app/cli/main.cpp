@@ -35,6 +35,19 @@ RegisterSubcommand::RegisterSubcommand(Subcommand subcommand) {
     sub_registry().push_back(std::move(subcommand));
 }
 
+static std::vector<CommandResolver>& resolver_registry() {
+    static std::vector<CommandResolver> all;
+    return all;
+}
+
+const std::vector<CommandResolver>& resolvers() {
+    return resolver_registry();
+}
+
+RegisterResolver::RegisterResolver(CommandResolver resolver) {
+    resolver_registry().push_back(resolver);
+}
+
 static std::vector<Subcommand> subcommands_of(const std::string& group) {
     std::vector<Subcommand> out;
     for (const auto& s : subcommands())
@@ -67,6 +80,8 @@ static void print_usage() {
     std::sort(groups.begin(), groups.end());
     for (const auto& g : groups)
         std::printf("  %-10s (%zu subcommands)\n", g.c_str(), subcommands_of(g).size());
+    for (const auto& r : resolvers())
+        r.usage();
     std::printf("\n'crucible <command> --help' explains a command.\n");
 }
 
@@ -96,6 +111,8 @@ static int cli_main(int argc, char** argv) {
         print_group_usage(args[0]);
         return args.size() > 1 && (args[1] == "--help" || args[1] == "-h") ? 0 : 2;
     }
+    for (const auto& r : resolvers())
+        if (const auto code = r.run(args)) return *code;
     std::fprintf(stderr, "crucible: unknown command '%s'\n\n", args[0].c_str());
     print_usage();
     return 2;

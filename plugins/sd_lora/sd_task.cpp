@@ -546,7 +546,7 @@ class SdLoraTask : public engine::Task {
 };
 
 engine::RegisterTask registration(
-    {kSdLoraTaskId, "Stable Diffusion 1.x LoRA", {"sd_lora"}, "sd_lora", [] {
+    {kSdLoraTaskId, "Stable Diffusion 1.x LoRA", {"sd_lora", "sd"}, "sd_lora", [] {
          return std::make_unique<SdLoraTask>();
      }});
 

@@ -1,6 +1,7 @@
 // `crucible train|val|predict|export detect` through the executable: starting from an Ultralytics
 // .pt (read without Python), exporting it, validating and predicting with it, fine-tuning it on a
-// dataset with another class count, and the messages for bad options.
+// dataset with another class count, the messages for bad options, and how the CLI finds the
+// commands tasks register.
 #include <gtest/gtest.h>
 
 #ifndef _WIN32  // popen/WEXITSTATUS
@@ -149,6 +150,38 @@ TEST(DetectCli, BadOptionsAreNamed) {
     EXPECT_NE(wrong_nc.code, 0);
     EXPECT_NE(wrong_nc.out.find("has 4 classes but the dataset has 2"), std::string::npos)
         << wrong_nc.out;
+}
+
+// Tasks own their commands (core/engine/task_commands.h): the verbs reach any task by id or
+// alias, a task without the verb says so, and a task's tools are listed under its alias.
+TEST(TaskCommands, VerbsAndToolsAreFoundThroughTheTasks) {
+    const auto dir = test_support::fresh_temp_dir("task_commands_cli");
+    auto verbs = run(dir, "val --help");
+    EXPECT_EQ(verbs.code, 0);
+    EXPECT_NE(verbs.out.find("detect.yolo"), std::string::npos) << verbs.out;
+    auto by_id = run(dir, "export detect.yolo --help");
+    EXPECT_EQ(by_id.code, 0) << by_id.out;
+    EXPECT_NE(by_id.out.find("model=WEIGHTS"), std::string::npos) << by_id.out;
+    auto no_val = run(dir, "val llm data=x");
+    EXPECT_NE(no_val.code, 0);
+    EXPECT_NE(no_val.out.find("the task llm.lora has no val command"), std::string::npos)
+        << no_val.out;
+    EXPECT_NE(no_val.out.find("detect (detect.yolo)"), std::string::npos) << no_val.out;
+    auto unknown = run(dir, "predict nosuchtask");
+    EXPECT_NE(unknown.code, 0);
+    EXPECT_NE(unknown.out.find("nosuchtask"), std::string::npos) << unknown.out;
+    auto tools = run(dir, "llm --help");
+    EXPECT_EQ(tools.code, 0);
+    EXPECT_NE(tools.out.find("tokenize"), std::string::npos) << tools.out;
+    EXPECT_NE(tools.out.find("merge"), std::string::npos) << tools.out;
+    auto sd_export = run(dir, "export sd --help");
+    EXPECT_EQ(sd_export.code, 0) << sd_export.out;
+    EXPECT_NE(sd_export.out.find("diffusers"), std::string::npos) << sd_export.out;
+    auto bad_tool = run(dir, "sd nosuchtool");
+    EXPECT_NE(bad_tool.code, 0);
+    EXPECT_NE(bad_tool.out.find("unknown tool 'nosuchtool'"), std::string::npos) << bad_tool.out;
+    auto overview = run(dir, "--help");
+    EXPECT_NE(overview.out.find("tools of llm.lora"), std::string::npos) << overview.out;
 }
 
 }  // namespace

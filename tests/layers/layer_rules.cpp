@@ -113,6 +113,10 @@ std::vector<Violation> check_tree(const std::filesystem::path& root) {
                     add("core/base uses only std, spdlog, nlohmann-json, OpenSSL, CLI11");
                 if ((layer == "app/studio" || layer == "app/agent") && is_torch_header(inc))
                     add("studio and agent never use LibTorch");
+                // Executables reach tasks through the engine's registries (tasks, their
+                // commands), never through a plugin's headers.
+                if (starts_with(rel, "app/") && starts_with(inc, "plugins/"))
+                    add("app/ includes no plugin code (tasks register their commands)");
                 // Our own folders.
                 bool own = starts_with(inc, "core/") || starts_with(inc, "plugins/") ||
                            starts_with(inc, "ui/") || starts_with(inc, "app/");

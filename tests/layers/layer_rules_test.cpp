@@ -40,6 +40,7 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     write(root / "core/base/job_folder.h", "return dir / \"spec.json\";\n");
     write(root / "ui/route.cpp", "client.get(\"/v1/jobs/\" + id);\n");
     write(root / "app/cli/route.cpp", "client.get(\"/v1/info\");\n");
+    write(root / "app/cli/cmd_x.cpp", "#include \"plugins/detect/task/predictor.h\"\n");
     write(root / "core/jobs/route.cpp", "r.Get(R\"(/v1/jobs/([^/]+))\", f);\n");
     write(root / "core/net/api_routes.h", "Route kInfo{HttpMethod::Get, \"/v1/info\"};\n");
     auto v = check_tree(root);
@@ -59,6 +60,7 @@ TEST(LayerRules, PlantedViolationsAreFound) {
     EXPECT_TRUE(files.count("ui/spells.cpp \"artifacts/\""));
     EXPECT_TRUE(files.count("ui/route.cpp \"/v1/"));
     EXPECT_TRUE(files.count("app/cli/route.cpp \"/v1/"));
+    EXPECT_TRUE(files.count("app/cli/cmd_x.cpp plugins/detect/task/predictor.h"));
     EXPECT_TRUE(files.count("core/jobs/route.cpp R\"(/v1/"));
     for (auto& x : v) {
         EXPECT_NE(x.file, "core/engine/good.cpp");

@@ -1,19 +1,21 @@
 // `crucible export detect model=WEIGHTS format=safetensors [out=FILE]`: converts detection
 // weights (an Ultralytics .pt read without Python, or a Crucible .safetensors) into Crucible
-// safetensors weights that record their scale and class names.
+// safetensors weights that record their scale and class names. The detection task's `export`
+// command (core/engine/task_commands.h).
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
+#include "core/engine/task_commands.h"
 #include "core/engine/weights_file.h"
+#include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/model_source.h"
 
-namespace crucible::cli {
+namespace crucible::detect {
 namespace {
 
 OptionSchema export_schema() {
@@ -34,20 +36,18 @@ int run_export(const std::vector<std::string>& args) {
             "usage: crucible export detect model=WEIGHTS [format=safetensors] [out=FILE]\n");
         return args.empty() ? 2 : 0;
     }
-    if (args[0] != "detect") throw InputError(args[0], "unknown task for export (known: detect)");
     const auto schema = export_schema();
-    const Json opt = schema.resolve(schema.parse_key_values({args.begin() + 1, args.end()}));
+    const Json opt = schema.resolve(schema.parse_key_values(args));
     const std::string model = opt["model"].get<std::string>();
     if (model.empty()) throw InputError("model", "is required: a .pt or .safetensors file");
-    auto loaded = detect::load_detection_model(model, std::nullopt);
+    auto loaded = load_detection_model(model, std::nullopt);
     std::filesystem::path out = path_from_utf8(opt["out"].get<std::string>());
     if (out.empty()) {
         out = path_from_utf8(model);
         out.replace_extension(".safetensors");
         if (out == path_from_utf8(model)) throw InputError("out", "would overwrite the input");
     }
-    auto meta =
-        detect::detection_weights_metadata(loaded.scale, loaded.model->num_classes(), loaded.names);
+    auto meta = detection_weights_metadata(loaded.scale, loaded.model->num_classes(), loaded.names);
     meta["crucible_task"] = "detect.yolo";
     meta["crucible_source"] = path_to_utf8(path_from_utf8(model).filename());
     engine::save_module_safetensors(*loaded.model, out, meta);
@@ -57,7 +57,9 @@ int run_export(const std::vector<std::string>& args) {
     return 0;
 }
 
-RegisterCommand reg({"export", "convert model weights (export detect model=X.pt)", &run_export});
+engine::RegisterTaskCommand export_command(
+    {kDetectTaskId, "export", "convert weights (Ultralytics .pt) to Crucible safetensors",
+     &run_export});
 
 }  // namespace
-}  // namespace crucible::cli
+}  // namespace crucible::detect

@@ -1,14 +1,14 @@
 // `crucible predict detect source=DIR|FILE model=... [conf=0.25] [iou=0.7] [imgsz=640]`: runs a
 // detection model on images and writes them with their boxes drawn (and, with save_txt=true,
 // label files in the `save_txt save_conf` layout that `crucible val detect predictions=` reads)
-// to runs/detect/predict, predict2, ... as the yolo CLI does.
+// to runs/detect/predict, predict2, ... as the yolo CLI does. The detection task's `predict`
+// command (core/engine/task_commands.h).
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
@@ -19,13 +19,15 @@
 #include "core/engine/cpu_memory.h"
 #include "core/engine/device.h"
 #include "core/engine/run_folder.h"
+#include "core/engine/task_commands.h"
 #include "core/engine/threads.h"
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/task/detect_schema.h"
+#include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/model_source.h"
 #include "plugins/detect/task/predictor.h"
 
-namespace crucible::cli {
+namespace crucible::detect {
 namespace {
 
 OptionSchema predict_schema() {
@@ -154,18 +156,16 @@ int run_predict_detect(const std::vector<std::string>& words) {
     return bad == images.size() ? 1 : 0;
 }
 
-int run_predict(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        print_usage();
-        return args.empty() ? 2 : 0;
-    }
-    if (args[0] != "detect") throw InputError(args[0], "unknown task for predict (known: detect)");
-    return run_predict_detect({args.begin() + 1, args.end()});
-}
-
-RegisterCommand reg({"predict",
-                     "run a model on images and draw its detections (predict detect ...)",
-                     &run_predict});
+engine::RegisterTaskCommand predict_command({kDetectTaskId, "predict",
+                                             "run a model on images and draw its detections",
+                                             [](const std::vector<std::string>& args) {
+                                                 if (args.empty() || args[0] == "--help" ||
+                                                     args[0] == "-h" || args[0] == "help") {
+                                                     print_usage();
+                                                     return args.empty() ? 2 : 0;
+                                                 }
+                                                 return run_predict_detect(args);
+                                             }});
 
 }  // namespace
-}  // namespace crucible::cli
+}  // namespace crucible::detect

@@ -12,14 +12,15 @@
 #include <string>
 #include <vector>
 
-#include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/safetensors.h"
+#include "core/engine/task_commands.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/lora.h"
+#include "plugins/sd_lora/sd_task.h"
 
-namespace crucible::cli {
+namespace crucible::sd {
 namespace {
 
 int inspect(const std::vector<std::string>& args) {
@@ -70,11 +71,12 @@ int inspect(const std::vector<std::string>& args) {
 }
 
 int convert(const std::vector<std::string>& args) {
+    const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
     if (args.size() != 2) {
         std::printf(
-            "usage: crucible sd convert SRC DST  (single-file .safetensors <-> diffusers "
-            "folder)\n");
-        return 2;
+            "usage: crucible export sd SRC DST  (single-file .safetensors <-> diffusers "
+            "folder; also crucible sd convert)\n");
+        return help ? 0 : 2;
     }
     const auto src = path_from_utf8(args[0]);
     const auto dst = path_from_utf8(args[1]);
@@ -88,11 +90,17 @@ int convert(const std::vector<std::string>& args) {
     return 0;
 }
 
-RegisterSubcommand inspect_cmd({"sd", "inspect",
-                                "show the modules, rank and metadata of a kohya LoRA", &inspect});
-RegisterSubcommand convert_cmd({"sd", "convert",
-                                "convert an SD 1.x model: single-file <-> diffusers folder",
-                                &convert});
+engine::RegisterTaskCommand inspect_command({kSdLoraTaskId, "inspect",
+                                             "show the modules, rank and metadata of a kohya LoRA",
+                                             &inspect});
+// Converting the base model between its two layouts is this task's export; `crucible sd convert`
+// says the same.
+engine::RegisterTaskCommand export_command(
+    {kSdLoraTaskId, "export", "convert an SD 1.x model: single-file <-> diffusers folder",
+     &convert});
+engine::RegisterTaskCommand convert_command({kSdLoraTaskId, "convert",
+                                             "convert an SD 1.x model (same as export sd)",
+                                             &convert});
 
 }  // namespace
-}  // namespace crucible::cli
+}  // namespace crucible::sd

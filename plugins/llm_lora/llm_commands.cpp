@@ -10,19 +10,20 @@
 #include <string>
 #include <vector>
 
-#include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/data/chat_template.h"
+#include "core/engine/task_commands.h"
 #include "plugins/llm_lora/chat_batches.h"
 #include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/llm_task.h"
 #include "plugins/llm_lora/peft_adapter.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "plugins/llm_lora/unicode_text.h"
 
-namespace crucible::cli {
+namespace crucible::llm {
 namespace {
 
 bool wants_help(const std::vector<std::string>& args) {
@@ -137,12 +138,16 @@ int run_merge(const std::vector<std::string>& args) {
     return 0;
 }
 
-RegisterSubcommand reg_tokenize({"llm", "tokenize",
-                                 "print the token ids of a text or a chat template",
-                                 &run_tokenize});
-RegisterSubcommand reg_merge({"llm", "merge",
-                              "merge a LoRA adapter into its base model (Hugging Face layout)",
-                              &run_merge});
+engine::RegisterTaskCommand tokenize_command({kLlmTaskId, "tokenize",
+                                              "print the token ids of a text or a chat template",
+                                              &run_tokenize});
+// Merging an adapter into its base is this task's export; `crucible llm merge` says the same.
+engine::RegisterTaskCommand export_command(
+    {kLlmTaskId, "export", "merge a LoRA adapter into its base model (Hugging Face layout)",
+     &run_merge});
+engine::RegisterTaskCommand merge_command(
+    {kLlmTaskId, "merge", "merge a LoRA adapter into its base model (same as export llm)",
+     &run_merge});
 
 }  // namespace
-}  // namespace crucible::cli
+}  // namespace crucible::llm

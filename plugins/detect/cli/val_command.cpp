@@ -1,4 +1,5 @@
-// `crucible val <task> key=value ...`: validation in the `yolo val` habit.
+// `crucible val detect key=value ...`: validation in the `yolo val` habit, registered as the
+// detection task's `val` command (core/engine/task_commands.h).
 //
 //   crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]
 //   crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]
@@ -13,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
@@ -21,14 +21,16 @@
 #include "core/data/dataset_io.h"
 #include "core/engine/cpu_memory.h"
 #include "core/engine/device.h"
+#include "core/engine/task_commands.h"
 #include "core/engine/threads.h"
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/metrics/prediction_folder.h"
 #include "plugins/detect/task/detect_schema.h"
+#include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/detection_validator.h"
 #include "plugins/detect/task/model_source.h"
 
-namespace crucible::cli {
+namespace crucible::detect {
 namespace {
 
 OptionSchema val_detect_schema() {
@@ -198,24 +200,16 @@ int run_val_detect(const std::vector<std::string>& words) {
     return 0;
 }
 
-int run_val(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        print_usage();
-        return args.empty() ? 2 : 0;
-    }
-    if (args[0] == "detect") {
-        const std::vector<std::string> rest(args.begin() + 1, args.end());
-        if (!rest.empty() && (rest[0] == "--help" || rest[0] == "-h")) {
-            print_usage();
-            return 0;
-        }
-        return run_val_detect(rest);
-    }
-    throw InputError(args[0], "unknown task for val (known: detect)");
-}
-
-RegisterCommand reg({"val", "validate: score predictions against a dataset (val detect ...)",
-                     &run_val});
+engine::RegisterTaskCommand val_command({kDetectTaskId, "val",
+                                         "score predictions or a model against a dataset's labels",
+                                         [](const std::vector<std::string>& args) {
+                                             if (args.empty() || args[0] == "--help" ||
+                                                 args[0] == "-h" || args[0] == "help") {
+                                                 print_usage();
+                                                 return args.empty() ? 2 : 0;
+                                             }
+                                             return run_val_detect(args);
+                                         }});
 
 }  // namespace
-}  // namespace crucible::cli
+}  // namespace crucible::detect

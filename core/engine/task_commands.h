@@ -1,0 +1,48 @@
+#pragma once
+// What a task offers on the command line besides training: the verbs
+// `crucible val|predict|export <task> ...` and tools of its own (`crucible <task> <tool> ...`,
+// e.g. `crucible llm tokenize`). A plugin registers them beside its task with a static
+// RegisterTaskCommand, so the CLI includes no plugin code: it finds a command here by the task's
+// id or alias, and says so when a task has no such command.
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace crucible::engine {
+
+// The verbs every task may answer; anything else a task registers is one of its tools.
+inline constexpr const char* kTaskVerbs[] = {"val", "predict", "export"};
+bool is_task_verb(const std::string& name);
+
+struct TaskCommand {
+    std::string task;     // the task's id ("detect.yolo")
+    std::string name;     // a verb ("val") or a tool ("tokenize")
+    std::string summary;  // one line for --help
+    // Receives the words after `crucible <verb> <task>` or `crucible <task> <tool>`; returns the
+    // exit code. Throws on error (the CLI prints "crucible: error: ...").
+    std::function<int(const std::vector<std::string>& args)> run;
+};
+
+class TaskCommands {
+  public:
+    static TaskCommands& instance();
+    // A second command with the same task and name is an Error.
+    void add(TaskCommand command);
+    // The command `name` of the task with this id or alias; nullptr when it has none (or the
+    // task is unknown: TaskRegistry::get says which tasks there are).
+    const TaskCommand* find(const std::string& task, const std::string& name) const;
+    // Every command of one task (by id or alias), sorted by name.
+    std::vector<const TaskCommand*> of_task(const std::string& task) const;
+    // Every task's command of this name (a verb), sorted by task id.
+    std::vector<const TaskCommand*> named(const std::string& name) const;
+
+  private:
+    std::vector<std::unique_ptr<TaskCommand>> commands_;
+};
+
+struct RegisterTaskCommand {
+    explicit RegisterTaskCommand(TaskCommand command);
+};
+
+}  // namespace crucible::engine
