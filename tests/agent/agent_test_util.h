@@ -9,15 +9,13 @@
 
 #include "core/jobs/agent_service.h"
 #include "core/net/api_client.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::test {
 
+// A new folder for one test's agent (tests/support/temp_dir.h; gone when the process ends).
 inline std::filesystem::path fresh_dir(const std::string& name) {
-    auto d = std::filesystem::temp_directory_path() /
-             ("crucible_agent_" + name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    std::filesystem::create_directories(d);
-    return d;
+    return test_support::scratch_dir("agent_" + name);
 }
 
 // The schema the fake task publishes (what `crucible-worker describe` would print).

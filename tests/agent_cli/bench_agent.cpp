@@ -25,6 +25,7 @@
 #include "core/jobs/agent_service.h"
 #include "core/net/api_client.h"
 #include "core/net/tls.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 namespace fs = std::filesystem;
@@ -51,10 +52,7 @@ double percentile(std::vector<double> v, double p) {
 }
 
 fs::path fresh_dir(const std::string& name) {
-    auto d = fs::temp_directory_path() / ("crucible_bench_agent_" + name);
-    fs::remove_all(d);
-    fs::create_directories(d);
-    return d;
+    return test_support::scratch_dir("bench_agent_" + name);
 }
 
 struct Agent {

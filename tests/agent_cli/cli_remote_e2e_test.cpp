@@ -19,6 +19,7 @@
 #include "core/net/api_client.h"
 #include "core/net/token_store.h"
 #include "tests/support/free_port.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 namespace fs = std::filesystem;
@@ -39,8 +40,7 @@ struct CliRemoteE2E : ::testing::Test {
     int runs = 0;
 
     void SetUp() override {
-        root = fs::temp_directory_path() / ("crucible_cli_e2e_" + std::to_string(::getpid()));
-        fs::remove_all(root);
+        root = test_support::scratch_dir("cli_e2e");
         data = root / "agent-data";
         config = root / "config";
         fs::create_directories(data);

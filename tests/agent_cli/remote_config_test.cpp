@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/net/remote_config.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 using namespace crucible::net;
@@ -20,11 +21,9 @@ const std::string kFp =
 struct RemoteConfigTest : ::testing::Test {
     std::filesystem::path dir;
     void SetUp() override {
-        dir = std::filesystem::temp_directory_path() /
-              ("crucible_remote_cfg_" +
-               std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
-        std::filesystem::remove_all(dir);
-        std::filesystem::create_directories(dir);
+        dir = test_support::scratch_dir(
+            std::string("remote_cfg_") +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     }
     void TearDown() override { std::filesystem::remove_all(dir); }
     void write(const std::string& text) const {

@@ -15,30 +15,13 @@
 #include "core/data/caption_image.h"
 #include "core/data/caption_text.h"
 #include "core/data/image_io.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::data {
 namespace {
 namespace fs = std::filesystem;
 
-class TempDir {
-  public:
-    TempDir() {
-        path_ = fs::temp_directory_path() /
-                ("crucible_caption_" + std::to_string(platform::process_id()) + "_" +
-                 std::to_string(counter_++));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const { return path_; }
-
-  private:
-    static inline int counter_ = 0;
-    fs::path path_;
-};
+using test_support::TempDir;
 
 void write_text(const fs::path& p, const std::string& s) {
     fs::create_directories(p.parent_path());

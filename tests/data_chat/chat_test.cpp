@@ -8,6 +8,7 @@
 #include "core/base/file_io.h"
 #include "core/data/chat_dataset.h"
 #include "core/data/chat_template.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::data {
 namespace {
@@ -114,9 +115,8 @@ TEST(ChatDataset, ManyBadRowsAreCountedNotListed) {
 }
 
 TEST(ChatDataset, FileWithChineseNameAndBom) {
-    const auto dir = std::filesystem::temp_directory_path() /
-                     ("crucible_chat_" + std::to_string(platform::process_id()));
-    std::filesystem::create_directories(dir);
+    const test_support::TempDir scratch("chat");
+    const std::filesystem::path dir = scratch.path();
     const auto path = dir / path_from_utf8("数据.jsonl");
     std::ofstream(path, std::ios::binary)
         << "\xEF\xBB\xBF{\"instruction\":\"i\",\"output\":\"o\"}\n";

@@ -11,20 +11,6 @@
 
 namespace crucible::data::test {
 
-TempDir::TempDir() {
-    path_ = std::filesystem::temp_directory_path() / ("crucible-dfmt-" + random_hex(6));
-    std::filesystem::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
-std::filesystem::path TempDir::operator/(std::string_view utf8) const {
-    return path_ / path_from_utf8(utf8);
-}
-
 cv::Mat make_image(int width, int height, int seed) {
     cv::Mat image(height, width, CV_8UC3, cv::Scalar(40 + seed % 50, 90, 160));
     cv::rectangle(image, cv::Point(width / 5, height / 4), cv::Point(width / 2, height / 2),

@@ -7,21 +7,12 @@
 #include <string>
 #include <string_view>
 
+#include "tests/support/temp_dir.h"
+
 namespace crucible::data::test {
 
-// A fresh folder under the system temp dir, removed when the object dies.
-class TempDir {
-  public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(std::string_view utf8) const;
-
-  private:
-    std::filesystem::path path_;
-};
+// The tests' one temporary folder (tests/support/temp_dir.h).
+using TempDir = test_support::TempDir;
 
 // An image with some structure (so JPEG has real scan data).
 cv::Mat make_image(int width, int height, int seed = 0);

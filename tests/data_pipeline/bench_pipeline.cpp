@@ -28,6 +28,7 @@
 #include "core/data/image_io.h"
 #include "core/data/loader/batch_loader.h"
 #include "core/data/synth/synth.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace crucible;
@@ -144,9 +145,7 @@ int main(int argc, char** argv) {
         }
     }
     const bool own_dir = dir.empty();
-    if (own_dir)
-        dir = fs::temp_directory_path() /
-              ("crucible_bench_pipeline_" + std::to_string(platform::process_id()));
+    if (own_dir) dir = test_support::scratch_dir("bench_pipeline");
     SynthOptions so;
     so.train = count;
     so.val = 0;

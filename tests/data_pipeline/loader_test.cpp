@@ -13,6 +13,7 @@
 #include "core/base/file_io.h"
 #include "core/data/loader/batch_loader.h"
 #include "core/data/synth/synth.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace crucible;
@@ -25,8 +26,7 @@ constexpr int kImages = 14;
 class Loader : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
-        dir_ = new fs::path(fs::temp_directory_path() /
-                            ("crucible_loader_" + std::to_string(platform::process_id())));
+        dir_ = new fs::path(test_support::scratch_dir("loader"));
         fs::remove_all(*dir_);
         SynthOptions o;
         o.train = kImages;

@@ -13,6 +13,7 @@
 #include "core/base/file_io.h"
 #include "core/data/image_io.h"
 #include "core/data/synth/synth.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace crucible;
@@ -21,11 +22,7 @@ using namespace crucible::data;
 namespace {
 
 fs::path temp_dir(const std::string& name) {
-    const fs::path p = fs::temp_directory_path() /
-                       ("crucible_synth_" + name + "_" + std::to_string(platform::process_id()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
+    return test_support::scratch_dir("synth_" + name);
 }
 
 SynthOptions small_options(std::uint64_t seed) {

@@ -11,25 +11,14 @@
 #include "core/base/json.h"
 #include "plugins/detect/metrics/prediction_folder.h"
 #include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::detect {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static std::mt19937_64 rng{std::random_device{}()};
-        path = fs::temp_directory_path() / ("crucible_val_test_" + std::to_string(rng()));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
+using test_support::TempDir;
 
 void write(const fs::path& p, const std::string& text) {
     fs::create_directories(p.parent_path());
@@ -124,15 +113,15 @@ TEST(LabelText, RowsAndPolygons) {
 
 TEST(PredictionFolder, MissingFileMeansNoPredictionsAndExtraFilesAreListed) {
     TempDir t;
-    write(t.path / "labels/a.txt", "0 0.5 0.5 0.2 0.2\n");
-    write(t.path / "labels/b.txt", "0 0.3 0.3 0.2 0.2\n");
-    write(t.path / "labels/classes.txt", "cat\n\n");
-    write(t.path / "pred/a.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
-    write(t.path / "pred/zzz.txt", "0 0.5 0.5 0.2 0.2 0.9\n");  // no such image
-    const auto ds = load_label_folder(t.path / "labels");
+    write(t.path() / "labels/a.txt", "0 0.5 0.5 0.2 0.2\n");
+    write(t.path() / "labels/b.txt", "0 0.3 0.3 0.2 0.2\n");
+    write(t.path() / "labels/classes.txt", "cat\n\n");
+    write(t.path() / "pred/a.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
+    write(t.path() / "pred/zzz.txt", "0 0.5 0.5 0.2 0.2 0.9\n");  // no such image
+    const auto ds = load_label_folder(t.path() / "labels");
     ASSERT_EQ(ds.images.size(), 2u);
     ASSERT_EQ(ds.class_names, std::vector<std::string>{"cat"});
-    const auto r = evaluate_prediction_folder(ds, t.path / "pred");
+    const auto r = evaluate_prediction_folder(ds, t.path() / "pred");
     EXPECT_EQ(r.prediction_files, 1);
     EXPECT_EQ(r.unmatched_files, std::vector<std::string>{"zzz.txt"});
     EXPECT_EQ(r.metrics.images, 2);
@@ -145,9 +134,9 @@ TEST(PredictionFolder, MissingFileMeansNoPredictionsAndExtraFilesAreListed) {
 
 TEST(PredictionFolder, UsesTheLabelsSubfolderOfARunFolder) {
     TempDir t;
-    write(t.path / "gt/x.txt", "0 0.5 0.5 0.2 0.2\n");
-    write(t.path / "run/labels/x.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
-    const auto r = evaluate_prediction_folder(load_label_folder(t.path / "gt"), t.path / "run");
+    write(t.path() / "gt/x.txt", "0 0.5 0.5 0.2 0.2\n");
+    write(t.path() / "run/labels/x.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
+    const auto r = evaluate_prediction_folder(load_label_folder(t.path() / "gt"), t.path() / "run");
     EXPECT_EQ(r.prediction_files, 1);
     EXPECT_NEAR(r.metrics.map50, 0.995, 1e-12);
 }
@@ -155,21 +144,22 @@ TEST(PredictionFolder, UsesTheLabelsSubfolderOfARunFolder) {
 TEST(PredictionFolder, ChineseNames) {
     TempDir t;
     const fs::path name = path_from_utf8("\xE5\x9B\xBE\xE7\x89\x87.txt");  // 图片.txt
-    write(t.path / "gt" / name, "0 0.5 0.5 0.2 0.2\n");
-    write(t.path / "pred" / name, "0 0.5 0.5 0.2 0.2 0.9\n");
-    const auto r = evaluate_prediction_folder(load_label_folder(t.path / "gt"), t.path / "pred");
+    write(t.path() / "gt" / name, "0 0.5 0.5 0.2 0.2\n");
+    write(t.path() / "pred" / name, "0 0.5 0.5 0.2 0.2 0.9\n");
+    const auto r =
+        evaluate_prediction_folder(load_label_folder(t.path() / "gt"), t.path() / "pred");
     EXPECT_EQ(r.prediction_files, 1);
     EXPECT_NEAR(r.metrics.map50, 0.995, 1e-12);
 }
 
 TEST(PredictionFolder, BadLinesInSeveralFilesAreAllReported) {
     TempDir t;
-    write(t.path / "gt/a.txt", "0 0.5 0.5 0.2 0.2\n");
-    write(t.path / "gt/b.txt", "0 0.5 0.5 0.2 0.2\n");
-    write(t.path / "pred/a.txt", "0 0.5 0.5 0.2 0.2 0.9\n0 0.5 0.5 0.2\n");
-    write(t.path / "pred/b.txt", "x 0.5 0.5 0.2 0.2 0.9\n");
+    write(t.path() / "gt/a.txt", "0 0.5 0.5 0.2 0.2\n");
+    write(t.path() / "gt/b.txt", "0 0.5 0.5 0.2 0.2\n");
+    write(t.path() / "pred/a.txt", "0 0.5 0.5 0.2 0.2 0.9\n0 0.5 0.5 0.2\n");
+    write(t.path() / "pred/b.txt", "x 0.5 0.5 0.2 0.2 0.9\n");
     try {
-        evaluate_prediction_folder(load_label_folder(t.path / "gt"), t.path / "pred");
+        evaluate_prediction_folder(load_label_folder(t.path() / "gt"), t.path() / "pred");
         FAIL() << "expected InputError";
     } catch (const InputError& e) {
         const std::string msg = e.what();
@@ -181,28 +171,28 @@ TEST(PredictionFolder, BadLinesInSeveralFilesAreAllReported) {
 
 TEST(PredictionFolder, RefusesWhatIsNotAFolderAndSharedStems) {
     TempDir t;
-    write(t.path / "gt/a.txt", "0 0.5 0.5 0.2 0.2\n");
-    EXPECT_THROW(evaluate_prediction_folder(load_label_folder(t.path / "gt"), t.path / "nope"),
+    write(t.path() / "gt/a.txt", "0 0.5 0.5 0.2 0.2\n");
+    EXPECT_THROW(evaluate_prediction_folder(load_label_folder(t.path() / "gt"), t.path() / "nope"),
                  InputError);
-    EXPECT_THROW(load_label_folder(t.path / "gt/a.txt"), InputError);
+    EXPECT_THROW(load_label_folder(t.path() / "gt/a.txt"), InputError);
     data::DetectionDataset ds;
     ds.images.resize(2);
     ds.images[0].path = "train/x.jpg";
     ds.images[1].path = "more/x.png";
     try {
-        evaluate_prediction_folder(ds, t.path / "gt");
+        evaluate_prediction_folder(ds, t.path() / "gt");
         FAIL() << "expected InputError";
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("cannot be told apart"), std::string::npos);
     }
-    write(t.path / "bad/l.txt", "0 0.5 0.5 0.2\n");
-    EXPECT_THROW(load_label_folder(t.path / "bad"), InputError);
+    write(t.path() / "bad/l.txt", "0 0.5 0.5 0.2\n");
+    EXPECT_THROW(load_label_folder(t.path() / "bad"), InputError);
 }
 
 TEST(PredictionFolder, SplitAndTagsOfADataset) {
     TempDir t;
-    write(t.path / "pred/v1.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
-    write(t.path / "pred/v2.txt", "0 0.1 0.1 0.1 0.1 0.9\n");  // misses
+    write(t.path() / "pred/v1.txt", "0 0.5 0.5 0.2 0.2 0.9\n");
+    write(t.path() / "pred/v2.txt", "0 0.1 0.1 0.1 0.1 0.9\n");  // misses
     data::DetectionDataset ds;
     ds.class_names = {"a"};
     auto add = [&](const char* path, const char* split, const char* station) {
@@ -221,7 +211,7 @@ TEST(PredictionFolder, SplitAndTagsOfADataset) {
     PredictionFolderOptions o;
     o.split = "val";
     o.tag_key = "station";
-    const auto r = evaluate_prediction_folder(ds, t.path / "pred", o);
+    const auto r = evaluate_prediction_folder(ds, t.path() / "pred", o);
     EXPECT_EQ(r.metrics.images, 2);
     ASSERT_EQ(r.by_tag.size(), 2u);
     EXPECT_NEAR(r.by_tag.at("1").map50, 0.995, 1e-12);
@@ -272,8 +262,8 @@ TEST(ValCli, TableBadInputAndModelNeedsData) {
     EXPECT_NE(table.out.find("0.768"), std::string::npos) << table.out;  // mAP50 of the fixture
 
     TempDir t;
-    write(t.path / "p/val_00000.txt", "0 0.5 0.5 0.2 0.2 0.9\n0 0.5 oops 0.2 0.2 0.9\n");
-    auto bad = run_cli("val detect " + labels + "predictions='" + (t.path / "p").string() + "'");
+    write(t.path() / "p/val_00000.txt", "0 0.5 0.5 0.2 0.2 0.9\n0 0.5 oops 0.2 0.2 0.9\n");
+    auto bad = run_cli("val detect " + labels + "predictions='" + (t.path() / "p").string() + "'");
     EXPECT_EQ(bad.code, 1) << bad.out;
     EXPECT_NE(bad.out.find("val_00000.txt:2"), std::string::npos) << bad.out;
 

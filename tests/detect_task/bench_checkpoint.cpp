@@ -18,6 +18,7 @@
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/tensor_state.h"
 #include "plugins/detect/model/yolo_model.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 using Clock = std::chrono::steady_clock;
@@ -92,10 +93,8 @@ int main(int argc, char** argv) {
     }
     torch::set_num_threads(1);
     keep_large_blocks_in_heap();  // as crucible-worker and `crucible train` run
-    const auto dir = std::filesystem::temp_directory_path() / "crucible_bench_checkpoint";
-    std::filesystem::create_directories(dir);
+    const test_support::TempDir dir("bench_checkpoint");
     for (char s : scales)
         bench_scale(s, classes, dir);
-    std::filesystem::remove_all(dir);
     return 0;
 }

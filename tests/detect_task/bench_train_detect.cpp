@@ -31,6 +31,7 @@
 #include "plugins/detect/model/yolo_model.h"
 #include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detect_task.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -92,7 +93,8 @@ int main(int argc, char** argv) {
     const Json config = schema.resolve(probe);
     const int imgsz = config["imgsz"].get<int>(), batch = config["batch"].get<int>();
 
-    const fs::path root = fs::temp_directory_path() / "crucible_bench_train_detect";
+    const test_support::TempDir scratch("bench_train_detect");
+    const fs::path root = scratch.path();
     data::SynthOptions so;
     so.train = dataset["train"];
     so.val = 16;

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "tests/support/temp_dir.h"
+
 using namespace crucible::layers;
 
 namespace {
@@ -24,8 +26,8 @@ TEST(LayerRules, RealTreeHasNoViolations) {
 }
 
 TEST(LayerRules, PlantedViolationsAreFound) {
-    auto root = std::filesystem::temp_directory_path() / "crucible_layer_plant";
-    std::filesystem::remove_all(root);
+    const crucible::test_support::TempDir plant("layer_plant");
+    const std::filesystem::path root = plant.path();
     write(root / "core/base/bad.cpp", "#include <QString>\n#include <opencv2/core.hpp>\n");
     write(root / "ui/bad.cpp", "#include <torch/torch.h>\n#include \"core/engine/device.h\"\n");
     write(root / "core/data/bad.h", "  #  include \"core/store/project.h\"\n");
@@ -67,5 +69,4 @@ TEST(LayerRules, PlantedViolationsAreFound) {
         EXPECT_NE(x.file, "core/base/job_folder.h");  // the one place that names them
         EXPECT_NE(x.file, "core/net/api_routes.h");   // the one place that names routes
     }
-    std::filesystem::remove_all(root);
 }

@@ -17,6 +17,7 @@
 #include "core/engine/pt/pt_checkpoint.h"
 #include "core/engine/pt/zip_reader.h"
 #include "tests/pt_reader/pt_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace crucible;
@@ -203,9 +204,8 @@ TEST(PtReader, ReferenceCheckpointStateDictMatchesTheReferenceShapes) {
 }
 
 TEST(PtReader, ChineseFileName) {
-    const fs::path dir =
-        fs::temp_directory_path() / ("crucible_pt_" + std::to_string(platform::process_id()));
-    fs::create_directories(dir);
+    const test_support::TempDir scratch("pt");
+    const fs::path dir = scratch.path();
     const fs::path target = dir / path_from_utf8("权重 模型.pt");
     write_file_atomically(target, make_zip(tiny_entries(tiny_checkpoint_pickle(false))));
     const PtCheckpoint ck = read_pt_checkpoint(target);
@@ -254,8 +254,8 @@ TEST(PtReader, PlainStateDictFile) {
 }
 
 TEST(PtReader, GlobalsAreInertRecords) {
-    const fs::path marker =
-        fs::temp_directory_path() / ("crucible_pt_pwned_" + std::to_string(platform::process_id()));
+    const test_support::TempDir scratch("pt_pwned");
+    const fs::path marker = scratch / "pwned";
     fs::remove(marker);
     Pickle p;
     p.global("os", "system").str("touch " + path_to_utf8(marker)).op('\x85').op('R').stop();

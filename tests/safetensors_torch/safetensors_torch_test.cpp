@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 using namespace crucible::engine;
@@ -100,9 +101,8 @@ TEST(SafetensorsTorch, ScalarsEmptyAndNonContiguousTensors) {
 }
 
 TEST(SafetensorsTorch, MetadataAndChineseFileName) {
-    const auto dir =
-        std::filesystem::temp_directory_path() / path_from_utf8("crucible_st_torch_中文");
-    std::filesystem::remove_all(dir);
+    const test_support::TempDir scratch("st_torch_中文");
+    const std::filesystem::path dir = scratch.path();
     const auto path = dir / path_from_utf8("适配器.safetensors");
     const std::map<std::string, std::string> meta{{"format", "pt"}, {"模型", "yolov8n"}};
     save_safetensors(path, {{"w", torch::randn({2, 3})}}, meta);

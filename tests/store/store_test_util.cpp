@@ -10,20 +10,6 @@ namespace crucible::store::test {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir(const std::string& tag) {
-    path_ = fs::temp_directory_path() / ("crucible-" + tag + "-" + random_hex(6));
-    fs::create_directories(path_);
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-}
-
-fs::path TempDir::operator/(const std::string& utf8) const {
-    return path_ / path_from_utf8(utf8);
-}
-
 void write_random_file(const fs::path& path, std::size_t size, std::uint64_t seed) {
     fs::create_directories(path.parent_path());
     std::string bytes(size, '\0');

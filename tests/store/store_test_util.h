@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the store tests and the store benchmark: temporary folders and small
+// Helpers shared by the store tests and the store benchmark: small
 // generated datasets (random bytes named .jpg: importing hashes files, it does not decode them).
 #include <cstdint>
 #include <filesystem>
@@ -7,21 +7,12 @@
 #include <vector>
 
 #include "core/data/detection_types.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::store::test {
 
-class TempDir {
-  public:
-    explicit TempDir(const std::string& tag = "store");
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(const std::string& utf8) const;
-
-  private:
-    std::filesystem::path path_;
-};
+// The tests' one temporary folder (tests/support/temp_dir.h).
+using TempDir = test_support::TempDir;
 
 // Writes `size` pseudo-random bytes (deterministic for a seed).
 void write_random_file(const std::filesystem::path& path, std::size_t size, std::uint64_t seed);

@@ -1,16 +1,10 @@
 #include "tests/support/results_csv.h"
 
+#include "tests/support/temp_dir.h"
+
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#ifdef _WIN32
-#include <process.h>
-#define CRUCIBLE_GETPID _getpid
-#else
-#include <unistd.h>
-#define CRUCIBLE_GETPID getpid
-#endif
 
 namespace crucible::test_support {
 
@@ -61,12 +55,7 @@ ResultsCsv read_results_csv(const std::filesystem::path& file) {
 }
 
 std::filesystem::path fresh_temp_dir(const std::string& name) {
-    std::string leaf = "crucible_";
-    leaf.append(name).append("_").append(std::to_string(CRUCIBLE_GETPID()));
-    const auto dir = std::filesystem::temp_directory_path() / leaf;
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return scratch_dir(name);
 }
 
 }  // namespace crucible::test_support
