@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
@@ -10,7 +11,6 @@
 #include "core/base/sha256.h"
 #include "core/engine/algorithms.h"
 #include "core/engine/autocast.h"
-#include "core/engine/cpu_memory.h"
 #include "core/engine/device_memory.h"
 #include "core/engine/fault.h"
 #include "core/engine/grad_clip.h"

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
         if (a.rfind("classes=", 0) == 0) classes = std::atoll(a.c_str() + 8);
     }
     torch::set_num_threads(1);
-    keep_large_blocks_in_heap();  // as crucible-worker and `crucible train` run
+    keep_freed_memory_for_reuse();  // as crucible-worker and `crucible train` run
     const auto dir = std::filesystem::temp_directory_path() / "crucible_bench_checkpoint";
     std::filesystem::create_directories(dir);
     for (char s : scales)
