@@ -1,15 +1,23 @@
 #include "core/base/allocator.h"
 
+#include <mutex>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 namespace crucible {
 
-void keep_large_blocks_in_heap() {
+bool keep_freed_memory_for_reuse() {
 #if defined(__GLIBC__)
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    static std::once_flag once;
+    static bool changed = false;
+    std::call_once(once, [] {
+        changed = mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, 2147483647) == 1;
+    });
+    return changed;
+#else
+    return false;
 #endif
 }
 

@@ -29,7 +29,7 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
     if (!std::filesystem::is_directory(job_dir))
         throw InputError(path_to_utf8(job_dir), "job folder does not exist");
     paths.create();
-    keep_large_blocks_in_heap();  // activations, batches and checkpoints reuse heap blocks
+    keep_freed_memory_for_reuse();  // activations, batches and checkpoints reuse freed memory
     LogOptions log;
     log.file = paths.worker_log();
     log.console = options.console;

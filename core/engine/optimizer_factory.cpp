@@ -7,17 +7,15 @@ namespace crucible::engine {
 namespace {
 
 template <class Options>
-std::vector<torch::optim::OptimizerParamGroup> make_groups(const ParamGroups& g,
+std::vector<torch::optim::OptimizerParamGroup> make_groups(const ParamGroups& groups,
                                                            const Options& base, double decay) {
     std::vector<torch::optim::OptimizerParamGroup> out;
-    auto with_decay = [&](double d) {
+    for (const auto& g : groups) {
         auto o = std::make_unique<Options>(base);
-        o->weight_decay(d);
-        return o;
-    };
-    out.emplace_back(g.biases, with_decay(0.0));
-    out.emplace_back(g.weights, with_decay(decay));
-    out.emplace_back(g.norm_weights, with_decay(0.0));
+        o->weight_decay(g.decay == WeightDecay::Scaled ? decay : 0.0);
+        o->lr(base.lr() * g.lr_factor);
+        out.emplace_back(g.params, std::move(o));
+    }
     return out;
 }
 
@@ -25,7 +23,8 @@ std::vector<torch::optim::OptimizerParamGroup> make_groups(const ParamGroups& g,
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerChoice& c,
                                                         const ParamGroups& groups, double decay) {
-    if (groups.size() == 0) throw Error("the model has no trainable parameters");
+    check_param_groups(groups);
+    if (parameter_count(groups) == 0) throw Error("the model has no trainable parameters");
     if (c.name == "SGD") {
         auto base = torch::optim::SGDOptions(c.lr)
                         .momentum(c.momentum)

@@ -1,7 +1,7 @@
 #pragma once
-// Builds the optimizer with the three parameter groups in the reference order (pg0 biases without
-// decay, pg1 weights with the scaled decay, pg2 norm weights without decay), and sets a group's
-// learning rate and SGD momentum / Adam beta1.
+// Builds the optimizer with one optimizer group per parameter group, in the task's order, each
+// with the scaled weight decay or none (param_groups.h), and sets a group's learning rate and SGD
+// momentum / Adam beta1.
 #include <torch/torch.h>
 
 #include <memory>
@@ -11,6 +11,8 @@
 
 namespace crucible::engine {
 
+// `weight_decay` is the scaled decay, for the groups with WeightDecay::Scaled. A group starts at
+// choice.lr · lr_factor (the schedule sets it again before every step).
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerChoice& choice,
                                                         const ParamGroups& groups,
                                                         double weight_decay);

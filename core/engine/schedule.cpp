@@ -49,14 +49,17 @@ ScheduleValues schedule_at(const ScheduleConfig& c, std::int64_t ni, int epoch) 
     const double f = lr_factor(epoch, c.epochs, c.lrf, c.cos_lr);
     v.accumulate = accumulate_steps(c.nbs, c.batch);
     v.momentum = c.momentum;
-    for (int j = 0; j < 3; ++j)
-        v.lr[j] = c.initial_lr[j] * f;
+    v.lr.reserve(c.groups.size());
+    for (const auto& g : c.groups)
+        v.lr.push_back(g.initial_lr * f);
     if (c.warmup_iters > 0 && ni <= c.warmup_iters) {
         const double x = static_cast<double>(ni), x1 = static_cast<double>(c.warmup_iters);
         v.accumulate = std::max(1, static_cast<int>(round_half_even(
                                        interp(x, 0, x1, 1, static_cast<double>(c.nbs) / c.batch))));
-        for (int j = 0; j < 3; ++j)
-            v.lr[j] = interp(x, 0, x1, j == 0 ? c.warmup_bias_lr : 0.0, c.initial_lr[j] * f);
+        for (std::size_t j = 0; j < c.groups.size(); ++j) {
+            const double start = c.groups[j].warmup == Warmup::Bias ? c.warmup_bias_lr : 0.0;
+            v.lr[j] = interp(x, 0, x1, start, c.groups[j].initial_lr * f);
+        }
         if (c.has_momentum) v.momentum = interp(x, 0, x1, c.warmup_momentum, c.momentum);
     }
     return v;

@@ -1,10 +1,12 @@
 #pragma once
 // The schedule arithmetic of SPECS.md "YOLOv8" as plain functions, so tests can check the values
 // at given iterations by hand: nbs accumulation, warmup, linear / cosine LR factor, optimizer=auto.
-// Rounding follows the reference (round half to even, as Python's round()).
-#include <array>
+// Rounding follows the reference (round half to even, as Python's round()). It knows parameter
+// groups only as a list of starting learning rates and warm-up styles (param_groups.h has the
+// groups themselves); it never needs LibTorch.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace crucible::engine {
 
@@ -22,6 +24,18 @@ double lr_factor(int epoch, int epochs, double lrf, bool cosine);
 // Linear interpolation of x in [x0, x1] to [y0, y1], clamped at the ends (numpy.interp).
 double interp(double x, double x0, double x1, double y0, double y1);
 
+// How a parameter group's learning rate warms up.
+enum class Warmup {
+    Ramp,  // rises from 0 to its learning rate (weights)
+    Bias,  // falls from warmup_bias_lr to its learning rate (the reference's biases, pg0)
+};
+
+// One parameter group as the schedule sees it.
+struct ScheduleGroup {
+    double initial_lr = 0.01;  // the run's learning rate times the group's factor
+    Warmup warmup = Warmup::Ramp;
+};
+
 struct ScheduleConfig {
     int epochs = 100;
     int batch = 16;
@@ -31,21 +45,21 @@ struct ScheduleConfig {
     double momentum = 0.937;
     double warmup_momentum = 0.8;
     double warmup_bias_lr = 0.1;
-    std::int64_t warmup_iters = -1;                      // from warmup_iterations()
-    std::array<double, 3> initial_lr{0.01, 0.01, 0.01};  // per group (pg0 biases, pg1, pg2)
-    bool has_momentum = true;                            // SGD: momentum ramps during warmup
+    std::int64_t warmup_iters = -1;  // from warmup_iterations()
+    std::vector<ScheduleGroup> groups;
+    bool has_momentum = true;  // SGD: momentum ramps during warmup
 };
 
 struct ScheduleValues {
     int accumulate = 1;
-    std::array<double, 3> lr{};
-    double momentum = 0;  // only meaningful when has_momentum
+    std::vector<double> lr;  // one per group, in ScheduleConfig::groups order
+    double momentum = 0;     // only meaningful when has_momentum
 };
 
 // Values in force for global iteration `ni` (= index + batches_per_epoch · epoch) of `epoch`.
-// During warmup (ni <= warmup_iters) the bias LR falls from warmup_bias_lr and the others rise
-// from 0 towards initial_lr · lr_factor(epoch), momentum rises warmup_momentum → momentum and the
-// accumulation ramps 1 → nbs/batch; afterwards LR = initial_lr · lr_factor(epoch).
+// During warmup (ni <= warmup_iters) a Bias group's LR falls from warmup_bias_lr and a Ramp
+// group's rises from 0 towards initial_lr · lr_factor(epoch), momentum rises warmup_momentum →
+// momentum and the accumulation ramps 1 → nbs/batch; afterwards LR = initial_lr · lr_factor(epoch).
 ScheduleValues schedule_at(const ScheduleConfig& config, std::int64_t ni, int epoch);
 
 // optimizer=auto (SPECS.md): iterations = ceil(N / max(batch, nbs)) · epochs; > 10,000 → SGD

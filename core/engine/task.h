@@ -94,9 +94,11 @@ class Task {
     virtual std::vector<std::string> eval_columns() const = 0;
     virtual EvalResult validate(torch::nn::Module& model) = 0;
 
-    // How the parameters split into the three optimizer groups; the default rule goes by name
-    // and module type (see param_groups.h).
-    virtual ParamGroups split_parameters(torch::nn::Module& model) {
+    // The optimizer's parameter groups of `model` (param_groups.h): name, parameters, weight
+    // decay, learning-rate factor and warm-up of each. The engine runs any number of them and
+    // names their learning rates `lr/<name>`. The default is the YOLO split pg0 / pg1 / pg2, by
+    // name and module type. Called once per run, on the trained model (not its EMA copy).
+    virtual ParamGroups parameter_groups(torch::nn::Module& model) {
         return default_parameter_split(model);
     }
 

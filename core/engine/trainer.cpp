@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
@@ -10,7 +11,6 @@
 #include "core/base/sha256.h"
 #include "core/engine/algorithms.h"
 #include "core/engine/autocast.h"
-#include "core/engine/cpu_memory.h"
 #include "core/engine/device_memory.h"
 #include "core/engine/fault.h"
 #include "core/engine/grad_clip.h"
@@ -43,6 +43,11 @@ std::string format_duration(double seconds) {
 
 std::string first_line(const std::string& text) {
     return text.substr(0, text.find('\n'));
+}
+
+// The metric and results.csv column of a parameter group's learning rate.
+std::string lr_metric(const std::string& group) {
+    return "lr/" + group;
 }
 
 }  // namespace
@@ -176,10 +181,10 @@ void Trainer::Impl::setup(bool resume) {
         ema = std::make_unique<ModelEma>(copy, *model);
     }
 
-    groups = task.split_parameters(*model);
-    params.clear();
-    for (const auto* g : {&groups.biases, &groups.weights, &groups.norm_weights})
-        params.insert(params.end(), g->begin(), g->end());
+    groups = task.parameter_groups(*model);
+    check_param_groups(groups);
+    group_names = engine::group_names(groups);
+    params = all_parameters(groups);
     choice =
         choose_optimizer(opt.optimizer, data->items_per_epoch(), opt.batch, opt.nbs, opt.epochs,
                          task.num_classes(), opt.lr0, opt.momentum, opt.warmup_bias_lr);
@@ -196,7 +201,9 @@ void Trainer::Impl::setup(bool resume) {
     schedule.warmup_momentum = opt.warmup_momentum;
     schedule.warmup_bias_lr = choice.warmup_bias_lr;
     schedule.warmup_iters = warmup_iterations(opt.warmup_epochs, nb);
-    schedule.initial_lr = {choice.lr, choice.lr, choice.lr};
+    schedule.groups.clear();
+    for (const auto& g : groups)
+        schedule.groups.push_back({choice.lr * g.lr_factor, g.warmup});
     schedule.has_momentum = choice.name == "SGD";
 
     loss_names = task.loss_names();
@@ -205,21 +212,19 @@ void Trainer::Impl::setup(bool resume) {
     for (const auto& n : loss_names)
         columns.push_back("train/" + n);
     columns.insert(columns.end(), eval_columns.begin(), eval_columns.end());
-    for (int j = 0; j < 3; ++j)
-        columns.push_back("lr/pg" + std::to_string(j));
+    for (const auto& name : group_names)
+        columns.push_back(lr_metric(name));
     results = ResultsTable(columns);
     s.loss_sum.assign(loss_names.size(), 0.0);
+    s.lr.assign(groups.size(), 0.0);
 
     log("info",
         std::string(info.id) + " on " + device.describe() +
             (amp.enabled ? (amp.dtype == torch::kBFloat16 ? " (AMP bf16)" : " (AMP fp16)") : "") +
             ", " + std::to_string(threads) + " CPU threads; optimizer " + choice.name +
             "(lr=" + std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
-            ") with " + std::to_string(groups.weights.size()) +
-            " weight(decay=" + std::to_string(weight_decay) + "), " +
-            std::to_string(groups.norm_weights.size()) + " norm weight(decay=0), " +
-            std::to_string(groups.biases.size()) + " bias(decay=0); accumulate " +
-            std::to_string(accumulate) + ", " + std::to_string(nb) + " batches per epoch");
+            ") with " + describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
+            std::to_string(nb) + " batches per epoch");
     store.remove_stale_temp_files();
     if (resume) {
         if (!resume_from_checkpoint()) {
@@ -231,9 +236,23 @@ void Trainer::Impl::setup(bool resume) {
     results.write(paths.results_csv());
 }
 
+std::string Trainer::Impl::describe_groups() const {
+    // e.g. "pg0 (64 params, decay 0, bias warm-up), pg1 (...)"
+    std::string out;
+    for (const auto& g : groups) {
+        if (!out.empty()) out += ", ";
+        out += g.name + " (" + std::to_string(g.params.size()) + " params, decay " +
+               std::to_string(g.decay == WeightDecay::Scaled ? weight_decay : 0.0);
+        if (g.lr_factor != 1.0) out += ", lr x" + std::to_string(g.lr_factor);
+        if (g.warmup == Warmup::Bias) out += ", bias warm-up";
+        out += ")";
+    }
+    return out;
+}
+
 void Trainer::Impl::apply_schedule(std::int64_t ni) {
     const ScheduleValues v = schedule_at(schedule, ni, s.epoch);
-    for (std::size_t j = 0; j < 3; ++j) {
+    for (std::size_t j = 0; j < groups.size(); ++j) {
         set_group_lr(*optimizer, j, v.lr[j]);
         if (schedule.has_momentum) set_group_momentum(*optimizer, j, v.momentum);
     }
@@ -310,8 +329,8 @@ void Trainer::Impl::report_step(std::int64_t batch_items) {
         std::snprintf(buf, sizeof buf, "  %s %.4g", loss_names[k].c_str(), mean);
         line += buf;
     }
-    for (int j = 0; j < 3; ++j)
-        values["lr/pg" + std::to_string(j)] = s.lr[static_cast<std::size_t>(j)];
+    for (std::size_t j = 0; j < groups.size(); ++j)
+        values[lr_metric(group_names[j])] = s.lr[j];
     if (auto memory = device_memory(device.device)) {
         memory->seconds_per_step = seconds_per_step;
         values[metric_key::kGpuMemAllocatedGib] =
@@ -379,8 +398,8 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     Json train_values = Json::object();
     for (std::size_t k = 0; k < loss_names.size(); ++k)
         train_values["train/" + loss_names[k]] = loss_means[k];
-    for (int j = 0; j < 3; ++j)
-        train_values["lr/pg" + std::to_string(j)] = s.lr[static_cast<std::size_t>(j)];
+    for (std::size_t j = 0; j < groups.size(); ++j)
+        train_values[lr_metric(group_names[j])] = s.lr[j];
     emit(make_metric(epoch + 1, s.step, train_values));
     if (validated) {
         eval_values["fitness"] = fitness;

@@ -1,13 +1,95 @@
 // Saving and restoring the whole training state (issue [4/10] "Checkpoints" and "Resume").
 
+#include <optional>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/log.h"
+#include "core/engine/optimizer_state.h"
 #include "core/engine/step_profile.h"
 #include "core/engine/tensor_state.h"
 #include "core/engine/trainer_impl.h"
 
 namespace crucible::engine {
+
+namespace {
+
+// Checkpoints before parameter groups had names (format 1 up to [B2 2/8]) kept the learning
+// rates as an array of the three default groups and results.csv with their columns.
+std::string legacy_group_name(std::size_t index) {
+    return "pg" + std::to_string(index);
+}
+
+}  // namespace
+
+Json Trainer::Impl::lr_by_group() const {
+    Json out = Json::object();
+    for (std::size_t j = 0; j < group_names.size(); ++j)
+        out[group_names[j]] = s.lr[j];
+    return out;
+}
+
+void Trainer::Impl::restore_lr(const Json& lr, const std::string& where) {
+    // {"<group>": lr, ...}, or the older [pg0, pg1, pg2], whose pg1 stands for a group of
+    // another name (as in restore_results). The values only label the metrics until the next
+    // step sets them from the schedule; a group the checkpoint lacks reads 0.
+    Json by_name = lr;
+    double fallback = 0;
+    if (lr.is_array()) {
+        by_name = Json::object();
+        for (std::size_t j = 0; j < lr.size(); ++j)
+            by_name[legacy_group_name(j)] = lr[j];
+        if (lr.size() > 1 && lr[1].is_number()) fallback = lr[1].get<double>();
+    }
+    if (!by_name.is_object()) throw InputError(where, "field 'lr' must be an object");
+    for (std::size_t j = 0; j < group_names.size(); ++j) {
+        const auto it = by_name.find(group_names[j]);
+        s.lr[j] = it != by_name.end() && it->is_number() ? it->get<double>() : fallback;
+    }
+}
+
+void Trainer::Impl::restore_results(const Json& columns, const Json& rows, bool legacy,
+                                    const std::string& where) {
+    if (columns == Json(results.columns())) {
+        results.set_rows_json(rows);
+        return;
+    }
+    if (!legacy)
+        throw InputError(where, "checkpoint's results.csv columns differ from this task's");
+    // A checkpoint of the three default groups for a task that now declares its own: the rows
+    // keep every other column, and a group's lr/<name> column reads the old lr/pg1 (the group
+    // that held every trainable parameter of the LoRA tasks, which had neither biases nor norms).
+    std::vector<std::string> old_columns;
+    if (columns.is_array())
+        for (const auto& c : columns)
+            old_columns.push_back(c.is_string() ? c.get<std::string>() : "");
+    auto index_of = [&](const std::string& name) -> std::optional<std::size_t> {
+        for (std::size_t i = 0; i < old_columns.size(); ++i)
+            if (old_columns[i] == name) return i;
+        return std::nullopt;
+    };
+    std::vector<std::string> rest_old, rest_new;
+    for (const auto& c : old_columns)
+        if (c.rfind("lr/", 0) != 0) rest_old.push_back(c);
+    for (const auto& c : results.columns())
+        if (c.rfind("lr/", 0) != 0) rest_new.push_back(c);
+    const auto old_lr = index_of("lr/" + legacy_group_name(1));
+    if (rest_old != rest_new || !old_lr || !rows.is_array())
+        throw InputError(where, "checkpoint's results.csv columns differ from this task's");
+    Json mapped = Json::array();
+    for (const auto& row : rows) {
+        const auto values = row.get<std::vector<double>>();
+        if (values.size() != old_columns.size())
+            throw InputError(where, "checkpoint's results.csv rows do not match its columns");
+        std::vector<double> out;
+        for (const auto& c : results.columns()) {
+            const auto at = c.rfind("lr/", 0) == 0 ? old_lr : index_of(c);
+            out.push_back(values[*at]);
+        }
+        mapped.push_back(out);
+    }
+    results.set_rows_json(mapped);
+}
 
 std::string Trainer::Impl::encode_state() {
     sync_losses();
@@ -27,7 +109,8 @@ std::string Trainer::Impl::encode_state() {
                  {"best_fitness", s.best_fitness},
                  {"best_epoch", s.best_epoch},
                  {"elapsed_s", elapsed_now()},
-                 {"lr", s.lr},
+                 {"lr", lr_by_group()},
+                 {"param_groups", group_names},
                  {"momentum", s.momentum},
                  {"optimizer", choice.name},
                  {"ema_updates", ema ? ema->updates() : 0},
@@ -38,7 +121,7 @@ std::string Trainer::Impl::encode_state() {
                  {"device", device.describe()}};
     data.blobs["model"] = module_to_bytes(*model);
     if (ema) data.blobs["ema"] = module_to_bytes(ema->module());
-    data.blobs["optimizer"] = optimizer_to_bytes(*optimizer);
+    data.blobs["optimizer"] = optimizer_state_to_bytes(*optimizer, group_names);
     data.blobs["grads"] = grads_to_bytes(*model);
     data.blobs["rng"] = rng_to_bytes();
     return encode_checkpoint(data);
@@ -100,7 +183,7 @@ void Trainer::Impl::restore_state(const CheckpointData& data, const std::string&
             copy_module_state(*model, ema->module());
         ema->set_updates(m.value("ema_updates", 0LL));
     }
-    optimizer_from_bytes(*optimizer, data.blobs.at("optimizer"));
+    optimizer_state_from_bytes(*optimizer, group_names, data.blobs.at("optimizer"));
     grads_from_bytes(*model, data.blobs.at("grads"));
     scaler.load_state(m.value("scaler", Json::object()));
 
@@ -114,11 +197,10 @@ void Trainer::Impl::restore_state(const CheckpointData& data, const std::string&
     s.best_fitness = get_number(m, "best_fitness", where);
     s.best_epoch = static_cast<int>(get_integer(m, "best_epoch", where));
     s.elapsed_s = get_number(m, "elapsed_s", where);
-    s.lr = need("lr").get<std::array<double, 3>>();
+    restore_lr(need("lr"), where);
     s.momentum = get_number(m, "momentum", where);
-    if (m.value("results_columns", Json::array()) != Json(results.columns()))
-        throw InputError(where, "checkpoint's results.csv columns differ from this task's");
-    results.set_rows_json(need("results_rows"));
+    restore_results(m.value("results_columns", Json::array()), need("results_rows"),
+                    !m.contains("param_groups"), where);
     if (s.index > nb)
         throw InputError(where, "checkpoint position lies beyond the epoch's batches");
 

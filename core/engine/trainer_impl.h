@@ -3,7 +3,6 @@
 // (saving and restoring that state). Not part of the engine's interface.
 #include <torch/torch.h>
 
-#include <array>
 #include <chrono>
 #include <deque>
 #include <map>
@@ -39,8 +38,8 @@ struct LoopState {
     bool has_best = false;
     double best_fitness = 0;
     int best_epoch = -1;
-    double elapsed_s = 0;  // training time before this process (results.csv `time`)
-    std::array<double, 3> lr{};
+    double elapsed_s = 0;    // training time before this process (results.csv `time`)
+    std::vector<double> lr;  // per parameter group, in the task's order
     double momentum = 0;
 };
 
@@ -62,8 +61,9 @@ struct Trainer::Impl {
     std::int64_t nb = 0;
     std::shared_ptr<torch::nn::Module> model;
     std::unique_ptr<ModelEma> ema;
-    ParamGroups groups;
-    std::vector<torch::Tensor> params;  // every optimized parameter
+    ParamGroups groups;  // the task's, in its order
+    std::vector<std::string> group_names;
+    std::vector<torch::Tensor> params;  // every optimized parameter, in group order
     OptimizerChoice choice;
     double weight_decay = 0;
     std::unique_ptr<torch::optim::Optimizer> optimizer;
@@ -97,6 +97,7 @@ struct Trainer::Impl {
     void sync_losses();
     void optimizer_step();
     void apply_schedule(std::int64_t ni);
+    std::string describe_groups() const;  // for the first log line
     void report_step(std::int64_t batch_items);
     TrainOutcome end_epoch(bool& stop);
     TrainOutcome finish(JobState state, const std::string& reason);
@@ -107,6 +108,12 @@ struct Trainer::Impl {
 
     // trainer_checkpoint.cpp
     std::string encode_state();
+    Json lr_by_group() const;  // {"<group>": lr} of s.lr
+    void restore_lr(const Json& lr, const std::string& where);
+    // results.csv rows of a checkpoint, into `results`; `legacy`: written before parameter groups
+    // had names, whose lr/pg0..2 columns may differ from the task's groups now.
+    void restore_results(const Json& columns, const Json& rows, bool legacy,
+                         const std::string& where);
     void restore_state(const CheckpointData& data, const std::string& where);
     // Encodes the state of this step and hands it to the background writer (best.ckpt too when
     // `best`); the outcome is reported by report_checkpoints once the write has finished.

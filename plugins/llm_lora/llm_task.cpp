@@ -292,6 +292,12 @@ class LlmLoraTask : public engine::Task {
         return m.ptr();
     }
 
+    // One group, `lora`: every adapter matrix (the base model is frozen), decayed alike and
+    // warmed up from 0, as PEFT's trainer runs them; its learning rate is the metric lr/lora.
+    engine::ParamGroups parameter_groups(torch::nn::Module& model) override {
+        return {engine::trainable_parameters(model, "lora")};
+    }
+
     std::vector<std::string> loss_names() const override { return {"loss"}; }
 
     engine::LossOutput compute_loss(torch::nn::Module& model, const Batch& batch) override {

@@ -216,23 +216,24 @@ void LoraNetworkImpl::save_peft(const std::filesystem::path& folder, const std::
     write_json_file(folder / "adapter_config.json", config);
 }
 
-void LoraNetworkImpl::scale_learning_rates(const std::map<std::string, double>& ratio_by_prefix) {
-    if (lr_scale) throw Error("scale_learning_rates called twice");
-    std::vector<LrScaleImpl::Entry> entries;
-    for (std::size_t i = 0; i < targets.size(); ++i)
-        for (const auto& [prefix, ratio] : ratio_by_prefix)
-            if (ratio != 1.0 && has_prefix(targets[i], prefix))
-                for (const auto& p : adapters[i]->named_parameters(false))
-                    entries.push_back({targets[i].kohya + "." + p.key(), p.value(), ratio});
-    if (!entries.empty()) lr_scale = register_module("lr_scale", LrScale(entries));
-}
-
-void LoraNetworkImpl::begin_step() {
-    if (lr_scale) lr_scale->begin_step();
-}
-
-void LoraNetworkImpl::settle() {
-    if (lr_scale) lr_scale->settle();
+engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_factor,
+                                          double text_encoder_lr_factor) {
+    engine::ParamGroup unet, text;
+    unet.name = "unet";
+    unet.lr_factor = unet_lr_factor;
+    text.name = "text_encoder";
+    text.lr_factor = text_encoder_lr_factor;
+    for (std::size_t i = 0; i < net.targets.size(); ++i) {
+        const bool te = has_prefix(net.targets[i], "lora_te");
+        if (!te && !has_prefix(net.targets[i], "lora_unet"))
+            throw Error("LoRA target '" + net.targets[i].kohya +
+                        "' is neither UNet nor text encoder");
+        for (const auto& p : net.adapters[i]->named_parameters(/*recurse=*/true))
+            (te ? text : unet).add(net.targets[i].kohya + "." + p.key(), p.value());
+    }
+    engine::ParamGroups groups = {std::move(unet)};
+    if (!text.params.empty()) groups.push_back(std::move(text));
+    return groups;
 }
 
 std::string safetensors_data_hash(const std::string& bytes) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/base/json.h"
-#include "plugins/sd_lora/lr_scale.h"
+#include "core/engine/param_groups.h"
 #include "plugins/sd_lora/nn.h"
 
 namespace crucible::sd {
@@ -64,22 +64,20 @@ struct LoraNetworkImpl : torch::nn::Module {
     void save_peft(const std::filesystem::path& folder, const std::string& base_model,
                    const std::string& kohya_prefix = "") const;
 
-    // Learning rates of their own (lr_scale.h): the adapters whose kohya key starts with a
-    // prefix + "_" ("lora_unet", "lora_te") step with ratio × the optimizer's learning rate.
-    // Ratios of 1 are left out; nothing is added when none remains. Call before the optimizer
-    // and checkpoints see the network (it adds buffers under "lr_scale.").
-    void scale_learning_rates(const std::map<std::string, double>& ratio_by_prefix);
-    // lr_scale.h: settle the previous step / settle it and remember the values; no-ops without
-    // scaled learning rates.
-    void begin_step();
-    void settle();
-
     std::vector<LoraTarget> targets;
     std::vector<LoraAdapter> adapters;
     LoraOptions options;
-    LrScale lr_scale{nullptr};
 };
 TORCH_MODULE(LoraNetwork);
+
+// The optimizer's parameter groups of a network (core/engine/param_groups.h), so UNet and text
+// encoder train at learning rates of their own (kohya's unet_lr / text_encoder_lr): `unet`, the
+// adapters whose kohya key starts with "lora_unet_", at `unet_lr_factor` × the run's learning
+// rate, and `text_encoder` ("lora_te_") at `text_encoder_lr_factor`, only when the network has
+// such adapters. Every adapter matrix is decayed (as kohya decays them all) and warms up from 0.
+// Parameters in the network's order.
+engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_factor,
+                                          double text_encoder_lr_factor);
 
 // Writes a kohya LoRA file: `metadata` (ss_* keys) plus sshs_model_hash, the SHA-256 of the bytes
 // after the header. Returns the hash.

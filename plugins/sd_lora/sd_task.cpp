@@ -242,10 +242,6 @@ class SdLoraTask : public engine::Task {
         ++batches_seen_;
         if (sample_every_ > 0 && batches_seen_ % sample_every_ == 0)
             render_samples(net, "step" + std::to_string(batches_seen_));
-        // Settles the last optimizer step's learning-rate ratios (lr_scale.h) and remembers the
-        // values this step starts from. After the samples: their settle() settles the last step;
-        // one between begin_step() and this step would clear it unscaled.
-        net.begin_step();
         net.install();
         const auto& b = std::any_cast<const SdBatch&>(batch.data);
         const torch::Tensor loss = diffusion_loss(b, b.noise_seed, {});
@@ -256,7 +252,6 @@ class SdLoraTask : public engine::Task {
 
     engine::EvalResult validate(torch::nn::Module& model) override {
         auto& net = dynamic_cast<LoraNetworkImpl&>(model);
-        net.settle();
         net.install();
         torch::NoGradGuard no_grad;
         // A fixed probe: the first batches of epoch 0 with fixed noise and spread timesteps, so
@@ -281,17 +276,11 @@ class SdLoraTask : public engine::Task {
         return r;
     }
 
-    engine::ParamGroups split_parameters(torch::nn::Module& model) override {
-        // Every adapter matrix is a weight (decayed, as kohya decays all of them); there are no
-        // biases or norms. UNet and text-encoder adapters share the group: the engine's groups
-        // are weight-decay classes under one learning-rate schedule, and their own learning rates
-        // come from the network's lr_scale (set_learning_rates).
-        engine::ParamGroups g;
-        for (const auto& p : model.named_parameters(true)) {
-            g.weights.push_back(p.value());
-            g.weight_names.push_back(p.key());
-        }
-        return g;
+    // `unet` and `text_encoder` (when it trains) at unet_lr / text_encoder_lr: the metrics
+    // lr/unet and lr/text_encoder.
+    engine::ParamGroups parameter_groups(torch::nn::Module& model) override {
+        return lora_parameter_groups(dynamic_cast<LoraNetworkImpl&>(model), unet_factor_,
+                                     text_factor_);
     }
 
     Json weights_metadata() const override { return {{"ss_network_module", "networks.lora"}}; }
@@ -310,8 +299,6 @@ class SdLoraTask : public engine::Task {
         auto last = make_network();
         const fs::path last_file = dir / "weights" / "last.safetensors";
         if (fs::exists(last_file)) engine::load_module_safetensors(*last, last_file);
-        last->settle();
-        best_net.settle();
         const std::string format = ctx_.config.at("lora_format").get<std::string>();
         const std::string base = ctx_.config.at("model").get<std::string>();
         if (format != "peft") {
@@ -333,19 +320,18 @@ class SdLoraTask : public engine::Task {
     double cache_seconds() const { return cache_seconds_; }
 
   private:
-    // The adapters of the UNet (and of the text encoder when it trains) on the run's device, with
-    // their learning-rate ratios; the same layout every call (model, EMA copy, export).
+    // The adapters of the UNet (and of the text encoder when it trains) on the run's device; the
+    // same layout every call (model, EMA copy, export).
     LoraNetwork make_network() const {
         std::vector<LoraTarget> all = targets_;
         all.insert(all.end(), text_targets_.begin(), text_targets_.end());
         auto net = LoraNetwork(all, lora_);
-        net->scale_learning_rates({{"lora_unet", unet_ratio_}, {"lora_te", text_ratio_}});
         net->to(ctx_.device);
         return net;
     }
 
-    // unet_lr / text_encoder_lr against the learning rate the engine's optimizer will run with
-    // (lr0, or what optimizer=auto picks, by the engine's own rule).
+    // unet_lr / text_encoder_lr as factors of the learning rate the engine's optimizer runs with
+    // (lr0, or what optimizer=auto picks, by the engine's own rule): the groups' lr_factor.
     void set_learning_rates(const Json& cfg) {
         base_lr_ = engine::choose_optimizer(
                        cfg.at("optimizer").get<std::string>(), data_->items_per_epoch(),
@@ -356,8 +342,8 @@ class SdLoraTask : public engine::Task {
         auto lr_of = [&](const char* key) {
             return cfg.at(key).is_null() ? base_lr_ : cfg.at(key).get<double>();
         };
-        // Ratios of 1 add nothing (scale_learning_rates skips them), whatever lr0 is.
-        auto ratio_of = [&](double lr) {
+        // A rate equal to the run's is a factor of exactly 1, whatever lr0 is.
+        auto factor_of = [&](double lr) {
             if (lr == base_lr_) return 1.0;
             if (!(base_lr_ > 0))
                 throw InputError("lr0", "must be above 0 when unet_lr or text_encoder_lr differ");
@@ -365,12 +351,8 @@ class SdLoraTask : public engine::Task {
         };
         unet_lr_ = lr_of("unet_lr");
         text_lr_ = train_text_ ? lr_of("text_encoder_lr") : 0.0;
-        unet_ratio_ = ratio_of(unet_lr_);
-        text_ratio_ = train_text_ ? ratio_of(text_lr_) : 1.0;
-        if ((unet_ratio_ != 1.0 || text_ratio_ != 1.0) && cfg.at("ema").get<bool>())
-            throw InputError("ema",
-                             "is not available with unet_lr / text_encoder_lr other than "
-                             "the run's learning rate");
+        unet_factor_ = factor_of(unet_lr_);
+        text_factor_ = train_text_ ? factor_of(text_lr_) : 1.0;
     }
 
     // Text states [B, T, D] of the captions. With the text encoder's LoRA training they change
@@ -433,7 +415,6 @@ class SdLoraTask : public engine::Task {
         if (prompts_.empty()) return;
         const bool was_training = net.is_training();
         net.eval();
-        net.settle();
         net.install();
         torch::NoGradGuard no_grad;
         const fs::path out = ctx_.artifacts_dir / "samples";
@@ -531,7 +512,7 @@ class SdLoraTask : public engine::Task {
     LoraOptions lora_;
     bool train_text_ = false;
     double base_lr_ = 1, unet_lr_ = 1, text_lr_ = 0;
-    double unet_ratio_ = 1, text_ratio_ = 1;  // learning rate / the optimizer's
+    double unet_factor_ = 1, text_factor_ = 1;  // learning rate / the optimizer's
     SamplerKind sampler_ = SamplerKind::Ddim;
     NoiseSchedule schedule_;
     std::unique_ptr<SdTrainingData> data_;

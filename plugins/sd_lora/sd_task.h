@@ -2,7 +2,8 @@
 // The Stable Diffusion 1.x LoRA task `diffusion.sd_lora` (alias `sd_lora`): kohya-style caption
 // folders, cached VAE latents, epsilon (or v) prediction loss with optional min-SNR weights, LoRA
 // on the UNet's transformer blocks and optionally on the text encoder (train_text_encoder, with
-// kohya's unet_lr / text_encoder_lr), trained with the engine's AdamW, optional gradient
+// kohya's unet_lr / text_encoder_lr as the parameter groups `unet` and `text_encoder`), trained
+// with the engine's AdamW (a weight EMA when asked for), optional gradient
 // checkpointing, DDIM or Euler + CFG sample PNGs every N steps, and kohya `.safetensors`
 // (optionally PEFT) output.
 namespace crucible::sd {

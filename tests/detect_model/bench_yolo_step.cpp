@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/engine/cpu_memory.h"
+#include "core/base/allocator.h"
 #include "plugins/detect/loss/detection_loss.h"
 #include "plugins/detect/model/yolo_model.h"
 
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     at::set_num_threads(threads);
-    crucible::engine::keep_freed_memory_for_reuse();  // as training does
+    crucible::keep_freed_memory_for_reuse();  // as training does
     std::printf("yolov8%c nc=%lld imgsz=%lld batch=%lld threads=%d, mean of %d iterations (CPU)\n",
                 scale, static_cast<long long>(nc), static_cast<long long>(imgsz),
                 static_cast<long long>(batch), threads, iterations);

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
         if (a.rfind("classes=", 0) == 0) classes = std::atoll(a.c_str() + 8);
     }
     torch::set_num_threads(1);
-    keep_large_blocks_in_heap();  // as crucible-worker and `crucible train` run
+    keep_freed_memory_for_reuse();  // as crucible-worker and `crucible train` run
     const test_support::TempDir dir("bench_checkpoint");
     for (char s : scales)
         bench_scale(s, classes, dir);

@@ -41,10 +41,62 @@ TORCH_MODULE(Net);
 TEST(ParamGroups, DefaultRuleSplitsBiasesWeightsAndNormWeights) {
     Net net;
     const ParamGroups g = default_parameter_split(*net);
-    EXPECT_EQ(g.bias_names, (std::vector<std::string>{"bn.bias", "fc.bias"}));
-    EXPECT_EQ(g.weight_names, (std::vector<std::string>{"conv.weight", "fc.weight"}));
-    EXPECT_EQ(g.norm_names, (std::vector<std::string>{"bn.weight"}));
-    EXPECT_EQ(g.size(), 5u);  // frozen parameters left out
+    ASSERT_EQ(group_names(g), (std::vector<std::string>{"pg0", "pg1", "pg2"}));
+    EXPECT_EQ(g[0].param_names, (std::vector<std::string>{"bn.bias", "fc.bias"}));
+    EXPECT_EQ(g[1].param_names, (std::vector<std::string>{"conv.weight", "fc.weight"}));
+    EXPECT_EQ(g[2].param_names, (std::vector<std::string>{"bn.weight"}));
+    EXPECT_EQ(parameter_count(g), 5u);  // frozen parameters left out
+    EXPECT_EQ(g[0].decay, WeightDecay::None);
+    EXPECT_EQ(g[1].decay, WeightDecay::Scaled);
+    EXPECT_EQ(g[2].decay, WeightDecay::None);
+    EXPECT_EQ(g[0].warmup, Warmup::Bias);
+    EXPECT_EQ(g[1].warmup, Warmup::Ramp);
+    EXPECT_EQ(g[2].warmup, Warmup::Ramp);
+    for (const auto& group : g)
+        EXPECT_EQ(group.lr_factor, 1.0);
+    EXPECT_NO_THROW(check_param_groups(g));
+    // Empty groups stay: results.csv keeps lr/pg0..2 whatever the model has.
+    auto linear = torch::nn::Linear(torch::nn::LinearOptions(2, 2).bias(false));
+    const ParamGroups only_weights = default_parameter_split(*linear);
+    ASSERT_EQ(only_weights.size(), 3u);
+    EXPECT_TRUE(only_weights[0].params.empty());
+    EXPECT_EQ(only_weights[1].params.size(), 1u);
+}
+
+TEST(ParamGroups, TrainableParametersFormOneGroupInModuleOrder) {
+    Net net;
+    const ParamGroup g = trainable_parameters(*net, "lora");
+    EXPECT_EQ(g.name, "lora");
+    EXPECT_EQ(g.param_names, (std::vector<std::string>{"conv.weight", "bn.weight", "bn.bias",
+                                                       "fc.weight", "fc.bias"}));
+    EXPECT_EQ(g.decay, WeightDecay::Scaled);
+    EXPECT_EQ(g.warmup, Warmup::Ramp);
+}
+
+TEST(ParamGroups, BadDeclarationsAreRefused) {
+    Net net;
+    const ParamGroups good = default_parameter_split(*net);
+    auto expect_refused = [](const ParamGroups& g, const std::string& words) {
+        try {
+            check_param_groups(g);
+            ADD_FAILURE() << "accepted; expected: " << words;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+        }
+    };
+    expect_refused({}, "no parameter groups");
+    ParamGroups twice = good;
+    twice[2].name = "pg0";
+    expect_refused(twice, "declared twice");
+    ParamGroups spaced = good;
+    spaced[1].name = "my group";
+    expect_refused(spaced, "letters, digits");
+    ParamGroups negative = good;
+    negative[1].lr_factor = -1;
+    expect_refused(negative, "learning-rate factor");
+    ParamGroups shared = good;
+    shared[2].add("fc.weight again", shared[1].params[1]);
+    expect_refused(shared, "fc.weight again");
 }
 
 TEST(ParamGroups, OptimizerGroupsCarryDecayOnlyOnWeights) {
@@ -69,6 +121,27 @@ TEST(ParamGroups, OptimizerGroupsCarryDecayOnlyOnWeights) {
     EXPECT_EQ(a1.weight_decay(), 5e-4);
     EXPECT_EQ(a0.weight_decay(), 0.0);  // not AdamW's default 1e-2
     EXPECT_EQ(std::get<0>(a1.betas()), 0.9);
+}
+
+TEST(ParamGroups, OptimizerHasOneGroupPerDeclaredGroupWithItsFactor) {
+    Net net;
+    ParamGroup body = trainable_parameters(*net, "body");
+    ParamGroup head;
+    head.name = "head";
+    head.decay = WeightDecay::None;
+    head.lr_factor = 0.25;
+    head.add("fc.weight", body.params.at(3));
+    body.params.erase(body.params.begin() + 3);
+    body.param_names.erase(body.param_names.begin() + 3);
+    auto opt = make_optimizer({"AdamW", 0.002, 0.9, 0.0}, {body, head}, 1e-3);
+    ASSERT_EQ(opt->param_groups().size(), 2u);
+    EXPECT_EQ(opt->param_groups()[0].params().size(), 4u);
+    auto& b = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[0].options());
+    auto& h = static_cast<torch::optim::AdamWOptions&>(opt->param_groups()[1].options());
+    EXPECT_EQ(b.weight_decay(), 1e-3);
+    EXPECT_EQ(h.weight_decay(), 0.0);
+    EXPECT_EQ(b.lr(), 0.002);
+    EXPECT_EQ(h.lr(), 0.0005);
 }
 
 TEST(Ema, DecayRampAndUpdateArithmetic) {

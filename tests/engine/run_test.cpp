@@ -10,11 +10,16 @@
 #include "core/engine/checkpoint_file.h"
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/host_read.h"
+#include "core/engine/optimizer_factory.h"
+#include "core/engine/optimizer_state.h"
 #include "core/engine/schedule.h"
 #include "core/engine/stop_control.h"
+#include "core/engine/task.h"
+#include "core/engine/tensor_state.h"
 #include "core/engine/trainer.h"
 #include "core/engine/weights_file.h"
 #include "tests/engine/test_util.h"
+#include "tests/engine/toy_task.h"
 
 namespace crucible::engine {
 namespace {
@@ -357,6 +362,134 @@ TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
     std::filesystem::remove_all(dir);
     std::filesystem::remove_all(tune);
     std::filesystem::remove_all(fresh);
+}
+
+TEST(EngineRun, TaskDeclaredGroupsGetTheirOwnRatesColumnsAndCheckpointEntries) {
+    const auto ref = fresh_dir("groups_ref");
+    const auto dir = fresh_dir("groups");
+    Json o = base_options();
+    o["param_groups"] = "body_head";
+    o["nbs"] = 24;  // the pause lands inside an accumulation window
+    o["weight_decay"] = 0.01;
+    write_toy_spec(ref, o);
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(ref), worker_exit_code(JobState::Succeeded));
+    const auto csv = csv_of(ref, /*drop_time=*/false);
+    EXPECT_EQ(csv.at(0),
+              (std::vector<std::string>{"epoch", "time", "train/mse_loss", "metrics/neg_mse",
+                                        "val/mse_loss", "lr/body", "lr/head"}));
+    const auto metrics = of_kind(events_of(ref), "metric");
+    ASSERT_FALSE(metrics.empty());
+    for (const auto& m : metrics) {
+        const Json& v = m.fields["values"];
+        ASSERT_TRUE(v.contains("lr/body") && v.contains("lr/head")) << v.dump();
+        EXPECT_FALSE(v.contains("lr/pg0"));
+        const int epoch = m.fields["epoch"].get<int>() - 1;
+        EXPECT_DOUBLE_EQ(v["lr/body"].get<double>(), 0.05 * lr_factor(epoch, 4, 0.01, false));
+        EXPECT_DOUBLE_EQ(v["lr/head"].get<double>(), 0.5 * v["lr/body"].get<double>());
+    }
+    CheckpointStore store(ref / "checkpoints", 3);
+    std::vector<std::string> rejected;
+    const auto loaded = store.load_newest_valid(rejected);
+    ASSERT_TRUE(loaded);
+    EXPECT_EQ(loaded->data.meta["param_groups"], Json::array({"body", "head"}));
+    EXPECT_TRUE(loaded->data.meta["lr"].contains("head"));
+
+    // Paused in the middle and resumed: the state of each group comes back by its name.
+    write_stop_request(JobFolder{dir}, StopRequest::Pause);
+    EXPECT_EQ(run_in_process(dir), worker_exit_code(JobState::Paused));
+    ASSERT_EQ(run_in_process(dir, /*resume=*/true), worker_exit_code(JobState::Succeeded));
+    EXPECT_EQ(weights_sha(dir), weights_sha(ref));
+    EXPECT_EQ(csv_of(dir), csv_of(ref));
+    std::filesystem::remove_all(ref);
+    std::filesystem::remove_all(dir);
+}
+
+// Rewrites the newest checkpoint of `dir` in the layout checkpoints had before parameter groups
+// had names: the learning rates as an array [pg0, pg1, pg2], no `param_groups`, and the optimizer
+// as LibTorch's own archive (groups by position).
+void rewrite_as_unnamed_groups(const std::filesystem::path& dir, const Json& options) {
+    CheckpointStore store(dir / "checkpoints", 3);
+    std::vector<std::string> rejected;
+    auto loaded = store.load_newest_valid(rejected);
+    ASSERT_TRUE(loaded);
+    CheckpointData& data = loaded->data;
+    ASSERT_TRUE(data.meta.contains("param_groups"));
+    const Json lr = data.meta["lr"];
+    data.meta["lr"] = Json::array({lr.at("pg0"), lr.at("pg1"), lr.at("pg2")});
+    data.meta.erase("param_groups");
+
+    // The optimizer's state into an optimizer of the same parameters, and out in LibTorch's form.
+    const auto task = TaskRegistry::instance().get(toy::kTaskId).make();
+    TaskContext context;
+    context.config = task->schema().resolve(options);
+    context.log = [](const std::string&, const std::string&) {};
+    task->setup(context);
+    const auto model = task->build_model();
+    const ParamGroups groups = task->parameter_groups(*model);
+    ASSERT_EQ(group_names(groups), (std::vector<std::string>{"pg0", "pg1", "pg2"}));
+    auto optimizer =
+        make_optimizer({"SGD", 0.05, options.at("momentum").get<double>(), 0.1}, groups, 0.0);
+    optimizer_state_from_bytes(*optimizer, group_names(groups), data.blobs.at("optimizer"));
+    data.blobs["optimizer"] = optimizer_to_bytes(*optimizer);
+    write_file_atomically(loaded->file, encode_checkpoint(data));
+}
+
+TEST(EngineRun, ACheckpointFromBeforeNamedGroupsResumesExactly) {
+    toy::ensure_registered();
+    const auto ref = fresh_dir("unnamed_ref");
+    const auto dir = fresh_dir("unnamed");
+    Json o = base_options();
+    o["nbs"] = 24;
+    o["lrf"] = 1.0;         // a constant rate: 2 epochs extended to 3 are the first 2 of 3
+    o["momentum"] = 0.937;  // momentum buffers to carry over
+    o["epochs"] = 3;
+    write_toy_spec(ref, o);
+    ASSERT_EQ(run_in_process(ref), worker_exit_code(JobState::Succeeded));
+    // 2 epochs, rewritten in the old layout, then extended to 3.
+    o["epochs"] = 2;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
+    ASSERT_NO_FATAL_FAILURE(rewrite_as_unnamed_groups(dir, o));
+    o["epochs"] = 3;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir, /*resume=*/true), worker_exit_code(JobState::Succeeded));
+    EXPECT_EQ(of_kind(events_of(dir), "rollback").at(0).fields["to_step"], 12);
+    EXPECT_EQ(weights_sha(dir), weights_sha(ref));
+    EXPECT_EQ(csv_of(dir), csv_of(ref));
+    std::filesystem::remove_all(ref);
+    std::filesystem::remove_all(dir);
+}
+
+// The same older layout resumed by a task that now declares groups of its own (as the LoRA
+// tasks do): its lr/<group> columns of the epochs before read the old lr/pg1, the other columns
+// stay. Plain SGD keeps no optimizer state, so the states are not what is tested here.
+TEST(EngineRun, ACheckpointOfTheDefaultGroupsResumesIntoATasksOwnGroups) {
+    toy::ensure_registered();
+    const auto dir = fresh_dir("unnamed_own");
+    Json o = base_options();
+    o["momentum"] = 0.0;
+    o["lrf"] = 1.0;
+    o["epochs"] = 1;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
+    const auto before = csv_of(dir);
+    ASSERT_NO_FATAL_FAILURE(rewrite_as_unnamed_groups(dir, o));
+    o["param_groups"] = "body_head";
+    o["epochs"] = 2;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir, /*resume=*/true), worker_exit_code(JobState::Succeeded));
+    const auto after = csv_of(dir);
+    ASSERT_EQ(after.size(), 3u);
+    EXPECT_EQ(after[0], (std::vector<std::string>{"epoch", "train/mse_loss", "metrics/neg_mse",
+                                                  "val/mse_loss", "lr/body", "lr/head"}));
+    // epoch, the loss and the metrics as they were; lr/body and lr/head from lr/pg1 (0.05).
+    EXPECT_EQ(std::vector<std::string>(after[1].begin(), after[1].begin() + 4),
+              std::vector<std::string>(before[1].begin(), before[1].begin() + 4));
+    EXPECT_EQ(after[1][4], before[1][5]);
+    EXPECT_EQ(after[1][5], before[1][5]);
+    EXPECT_EQ(std::stod(after[2][5]), 0.025);  // the head's half rate from here on
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ ScheduleConfig sgd_config() {
     c.warmup_momentum = 0.8;
     c.warmup_bias_lr = 0.1;
     c.warmup_iters = 100;
-    c.initial_lr = {0.01, 0.01, 0.01};
+    c.groups = {{0.01, Warmup::Bias}, {0.01, Warmup::Ramp}, {0.01, Warmup::Ramp}};
     c.has_momentum = true;
     return c;
 }
@@ -96,6 +96,22 @@ TEST(Schedule, AfterWarmup) {
     for (double lr : v.lr)
         EXPECT_NEAR(lr, 0.01 * 0.703, 1e-15);
     EXPECT_DOUBLE_EQ(v.momentum, 0.937);
+}
+
+TEST(Schedule, AnyNumberOfGroupsEachWithItsRateAndWarmup) {
+    auto c = sgd_config();
+    c.groups = {
+        {0.02, Warmup::Ramp}, {0.005, Warmup::Bias}, {0.01, Warmup::Ramp}, {0.04, Warmup::Ramp}};
+    auto v = schedule_at(c, 50, 0);  // half-way through the warm-up
+    ASSERT_EQ(v.lr.size(), 4u);
+    EXPECT_NEAR(v.lr[0], 0.01, 1e-15);
+    EXPECT_NEAR(v.lr[1], 0.1 + 0.5 * (0.005 - 0.1), 1e-15);
+    EXPECT_NEAR(v.lr[3], 0.02, 1e-15);
+    v = schedule_at(c, 150, 3);
+    EXPECT_NEAR(v.lr[1], 0.005 * 0.703, 1e-15);
+    EXPECT_NEAR(v.lr[3], 0.04 * 0.703, 1e-15);
+    c.groups.clear();
+    EXPECT_TRUE(schedule_at(c, 10, 0).lr.empty());
 }
 
 TEST(Schedule, AdamMomentumNotRamped) {

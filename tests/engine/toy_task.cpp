@@ -120,7 +120,15 @@ class ToyTask : public Task {
                           {},
                           "ask the allocator for an impossible tensor at this step",
                           "test"};
-        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at).add(oom_at);
+        OptionSpec groups{"param_groups",
+                          OptionType::Choice,
+                          "default",
+                          {},
+                          {},
+                          {"default", "body_head"},
+                          "default: pg0/pg1/pg2; body_head: body (fc1, bn) and head (fc2, half lr)",
+                          "test"};
+        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at).add(oom_at).add(groups);
         return s;
     }
     void setup(const TaskContext& c) override {
@@ -169,6 +177,21 @@ class ToyTask : public Task {
         r.per_class = Json::array({{{"class", "all"}, {"mse", mse}}});
         r.fitness = fitness_ == "decreasing" ? 1.0 / (++evals_) : -mse;
         return r;
+    }
+    ParamGroups parameter_groups(torch::nn::Module& model) override {
+        if (ctx_.config["param_groups"].get<std::string>() == "default")
+            return default_parameter_split(model);
+        // Two groups of the task's own: the body decayed with a bias-style warm-up, the head
+        // without decay at half the learning rate.
+        ParamGroup body, head;
+        body.name = "body";
+        body.warmup = Warmup::Bias;
+        head.name = "head";
+        head.decay = WeightDecay::None;
+        head.lr_factor = 0.5;
+        for (const auto& p : model.named_parameters())
+            (p.key().rfind("fc2.", 0) == 0 ? head : body).add(p.key(), p.value());
+        return {body, head};
     }
     int num_classes() const override { return 1; }
     std::string dataset_hash() const override { return "toy-" + std::to_string(ctx_.seed); }

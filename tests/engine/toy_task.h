@@ -3,7 +3,8 @@
 // Dropout, Linear) on seeded random data, with a deterministic "loader" whose order depends only
 // on (seed, epoch). Registered as `toy.regression` (alias `toy`). Options beyond the engine's:
 //   samples, dim, dropout; fitness = "loss" (−val MSE), "decreasing" (1/(epoch+1): only the
-//   first epoch is ever best, for early stopping), nan_at_step (loss becomes NaN there).
+//   first epoch is ever best, for early stopping), nan_at_step (loss becomes NaN there),
+//   param_groups ("default": the engine's pg0/pg1/pg2; "body_head": two groups of its own).
 #include <string>
 
 namespace crucible::engine::toy {

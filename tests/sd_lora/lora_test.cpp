@@ -1,5 +1,6 @@
 // LoRA: the SD 1.5 kohya module list, forward = merged forward, kohya file layout and hash,
-// loading back, PEFT layout, UNet and text encoder in one network, learning rates of their own.
+// loading back, PEFT layout, UNet and text encoder in one network, and their parameter groups at
+// learning rates of their own.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -11,10 +12,11 @@
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/base/sha256.h"
+#include "core/engine/optimizer_factory.h"
 #include "core/engine/safetensors_torch.h"
+#include "core/engine/schedule.h"
 #include "plugins/sd_lora/clip_text.h"
 #include "plugins/sd_lora/lora.h"
-#include "plugins/sd_lora/lr_scale.h"
 #include "plugins/sd_lora/unet.h"
 #include "tests/sd_lora/sd_test_util.h"
 
@@ -197,21 +199,19 @@ TEST(Lora, UNetAndTextEncoderInOneNetwork) {
               (std::set<std::string>{"q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2"}));
 }
 
-// Steps `params` with `optimizer` for 4 gradients drawn from seed 21, settling `net` (which holds
-// them) around each step as the task does.
-void four_steps(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params,
-                LoraNetworkImpl* net) {
+// Steps `params` with `optimizer` for 4 gradients drawn from seed 21.
+void four_steps(torch::optim::Optimizer& optimizer, const std::vector<torch::Tensor>& params) {
     torch::manual_seed(21);
     for (int i = 0; i < 4; ++i) {
-        if (net) net->begin_step();
         for (const auto& p : params)
             p.mutable_grad() = torch::randn_like(p);
         optimizer.step();
     }
-    if (net) net->settle();
 }
 
-TEST(LrScale, AStepTimesTheRatioIsAStepWithTheScaledRate) {
+// The network's groups in the engine's optimizer, at the schedule's rates: with unet_lr twice
+// text_encoder_lr, each adapter moves exactly as a plain optimizer at its own rate moves it.
+TEST(LoraGroups, UnetAtTwiceTheTextEncodersRateStepsAsAnOptimizerAtEachRate) {
     UNet unet(UNetConfig::tiny());
     ClipTextModel text(ClipTextConfig::tiny());
     const auto text_targets = text_encoder_lora_targets(*text);
@@ -225,98 +225,59 @@ TEST(LrScale, AStepTimesTheRatioIsAStepWithTheScaledRate) {
             a->up.normal_();
         return n;
     };
+    const double lr = 1e-2, decay = 0.1;
     for (const std::string name : {"AdamW", "SGD"}) {
         SCOPED_TRACE(name);
-        auto optimizer_for = [&](const std::vector<torch::Tensor>& unet_params,
-                                 const std::vector<torch::Tensor>& text_params,
-                                 double text_lr) -> std::unique_ptr<torch::optim::Optimizer> {
-            if (name == "AdamW") {
-                std::vector<torch::optim::OptimizerParamGroup> groups;
-                groups.emplace_back(unet_params,
-                                    std::make_unique<torch::optim::AdamWOptions>(
-                                        torch::optim::AdamWOptions(1e-2).weight_decay(0.1)));
-                groups.emplace_back(text_params,
-                                    std::make_unique<torch::optim::AdamWOptions>(
-                                        torch::optim::AdamWOptions(text_lr).weight_decay(0.1)));
-                return std::make_unique<torch::optim::AdamW>(groups);
-            }
-            std::vector<torch::optim::OptimizerParamGroup> groups;
-            groups.emplace_back(
-                unet_params,
-                std::make_unique<torch::optim::SGDOptions>(
-                    torch::optim::SGDOptions(1e-2).momentum(0.9).nesterov(true).weight_decay(0.1)));
-            groups.emplace_back(
-                text_params,
-                std::make_unique<torch::optim::SGDOptions>(
-                    torch::optim::SGDOptions(text_lr).momentum(0.9).nesterov(true).weight_decay(
-                        0.1)));
-            return std::make_unique<torch::optim::SGD>(groups, torch::optim::SGDOptions(1e-2));
-        };
-        auto split = [](LoraNetworkImpl& n) {
-            std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> out;
-            for (std::size_t i = 0; i < n.targets.size(); ++i)
-                for (const auto& p : n.adapters[i]->parameters())
-                    (n.targets[i].kohya.rfind("lora_te_", 0) == 0 ? out.second : out.first)
-                        .push_back(p);
-            return out;
-        };
-        // Reference: the text encoder's group at 0.25 × the rate.
-        auto direct = make();
-        const auto [du, dt] = split(*direct);
-        auto direct_opt = optimizer_for(du, dt, 0.25e-2);
-        // Scaled: one rate for all, the text encoder's changes scaled by 0.25.
-        auto scaled = make();
-        scaled->scale_learning_rates({{"lora_unet", 1.0}, {"lora_te", 0.25}});
-        ASSERT_TRUE(scaled->lr_scale);
-        EXPECT_EQ(scaled->lr_scale->size(), 4u);  // two text-encoder adapters: down, up
-        const auto [su, st] = split(*scaled);
-        auto scaled_opt = optimizer_for(su, st, 1e-2);
-        std::vector<torch::Tensor> all_direct = du, all_scaled = su;
-        all_direct.insert(all_direct.end(), dt.begin(), dt.end());
-        all_scaled.insert(all_scaled.end(), st.begin(), st.end());
-        four_steps(*direct_opt, all_direct, nullptr);
-        four_steps(*scaled_opt, all_scaled, scaled.get());
-        for (std::size_t i = 0; i < all_direct.size(); ++i) {
-            EXPECT_LT((all_direct[i] - all_scaled[i]).abs().max().item<double>(), 1e-6) << i;
-        }
-        // The text encoder did move, by less than the UNet.
-        EXPECT_FALSE(torch::equal(st[1], make()->adapters[1]->up));
-    }
-}
+        // The run's learning rate is text_encoder_lr; unet_lr is twice that: factors 2 and 1.
+        auto grouped = make();
+        const engine::ParamGroups groups = lora_parameter_groups(*grouped, 2.0, 1.0);
+        ASSERT_EQ(engine::group_names(groups), (std::vector<std::string>{"unet", "text_encoder"}));
+        EXPECT_EQ(groups[0].params.size(), 2u);  // one UNet adapter: down, up
+        EXPECT_EQ(groups[1].params.size(), 4u);  // two text-encoder adapters
+        auto optimizer = engine::make_optimizer({name, lr, 0.9, 0.0}, groups, decay);
+        engine::ScheduleConfig schedule;
+        schedule.lrf = 1.0;
+        schedule.momentum = 0.9;
+        schedule.has_momentum = name == "SGD";
+        for (const auto& g : groups)
+            schedule.groups.push_back({lr * g.lr_factor, g.warmup});
+        const auto rates = engine::schedule_at(schedule, 0, 0).lr;
+        ASSERT_EQ(rates, (std::vector<double>{2 * lr, lr}));
+        for (std::size_t j = 0; j < groups.size(); ++j)
+            engine::set_group_lr(*optimizer, j, rates[j]);
+        four_steps(*optimizer, engine::all_parameters(groups));
 
-TEST(LrScale, SettlesOnceAndTravelsWithTheModuleState) {
-    UNet unet(UNetConfig::tiny());
-    const auto targets = unet_lora_targets(*unet);
-    LoraNetwork net(std::vector<LoraTarget>(targets.begin(), targets.begin() + 2),
-                    LoraOptions{2, 2, 0, false});
-    net->scale_learning_rates({{"lora_unet", 3.0}});
-    auto& up = net->adapters[0]->up;
-    net->begin_step();
-    torch::NoGradGuard no_grad;
-    up.add_(1.0);  // a step of +1
-    // A copy of the module state between the step and its settling settles the same way.
-    LoraNetwork copy(std::vector<LoraTarget>(targets.begin(), targets.begin() + 2),
-                     LoraOptions{2, 2, 0, false});
-    copy->scale_learning_rates({{"lora_unet", 3.0}});
-    for (const auto& item : net->named_parameters())
-        copy->named_parameters()[item.key()].copy_(item.value());
-    for (const auto& item : net->named_buffers())
-        copy->named_buffers()[item.key()].copy_(item.value());
-    EXPECT_EQ(net->named_buffers().size(), 2u * 2 + 1);  // before-values and `pending`
-    net->settle();
-    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
-    net->settle();  // nothing pending
-    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
-    net->begin_step();  // no step in between: nothing changes
-    net->settle();
-    EXPECT_TRUE(torch::allclose(up, torch::full_like(up, 3.0)));
-    copy->settle();
-    EXPECT_TRUE(torch::equal(copy->adapters[0]->up, up));
-    // Ratios of 1 add nothing.
-    LoraNetwork plain(targets, LoraOptions{2, 2, 0, false});
-    plain->scale_learning_rates({{"lora_unet", 1.0}, {"lora_te", 0.5}});
-    EXPECT_FALSE(plain->lr_scale);
-    EXPECT_TRUE(plain->named_buffers().is_empty());
+        // Reference: the same adapters, one plain optimizer per rate.
+        auto plain = make();
+        const engine::ParamGroups same = lora_parameter_groups(*plain, 1.0, 1.0);
+        auto reference = [&](const std::vector<torch::Tensor>& params,
+                             double rate) -> std::unique_ptr<torch::optim::Optimizer> {
+            if (name == "AdamW")
+                return std::make_unique<torch::optim::AdamW>(params,
+                                                             torch::optim::AdamWOptions(rate)
+                                                                 .betas(std::make_tuple(0.9, 0.999))
+                                                                 .weight_decay(decay));
+            return std::make_unique<torch::optim::SGD>(
+                params,
+                torch::optim::SGDOptions(rate).momentum(0.9).nesterov(true).weight_decay(decay));
+        };
+        auto unet_opt = reference(same[0].params, 2 * lr);
+        auto text_opt = reference(same[1].params, lr);
+        // The gradients of four_steps, drawn in the same order over all parameters.
+        torch::manual_seed(21);
+        const auto all = engine::all_parameters(same);
+        for (int i = 0; i < 4; ++i) {
+            for (const auto& p : all)
+                p.mutable_grad() = torch::randn_like(p);
+            unet_opt->step();
+            text_opt->step();
+        }
+        const auto moved = engine::all_parameters(groups);
+        for (std::size_t i = 0; i < all.size(); ++i)
+            EXPECT_TRUE(torch::equal(moved[i], all[i])) << i;
+        // The adapters did move.
+        EXPECT_FALSE(torch::equal(moved[1], make()->adapters[0]->up));
+    }
 }
 
 }  // namespace

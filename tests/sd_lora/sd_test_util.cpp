@@ -2,12 +2,9 @@
 
 #include <torch/torch.h>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <fstream>
 
+#include "core/base/allocator.h"
 #include "core/base/json.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/clip_tokenizer.h"
@@ -16,17 +13,11 @@
 namespace crucible::sd::testing {
 namespace {
 
-#if defined(__GLIBC__)
 // glibc serves every block above a (dynamic, initially 128 KB) threshold with a fresh mmap, so
 // each new activation tensor page-faults all its pages; on virtual machines that dominated the
-// tiny UNet's time (13 s instead of 2 s for one reference forward). Keep blocks up to 32 MB (the
-// largest threshold glibc allows) on the heap for the test executables.
-[[maybe_unused]] const bool kMallocTuned = [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    return true;
-}();
-#endif
+// tiny UNet's time (13 s instead of 2 s for one reference forward). The test executables keep
+// freed memory as training does (core/base/allocator.h), from the start.
+[[maybe_unused]] const bool kMallocTuned = keep_freed_memory_for_reuse();
 
 const char* kMerges[] = {"r e",   "re d</w>", "c a",         "ca t</w>", "s q",    "sq u",
                          "squ a", "squa r",   "squar e</w>", "i t</w>",  "' s</w>"};

@@ -2,8 +2,9 @@
 // test), 16 generated images of one coloured shape with a fixed caption. The validation loss
 // falls, the kohya LoRA file and sample PNGs are written, and the LoRA loads back onto the base.
 // With the text encoder's LoRA (own learning rate, gradient checkpointing, Euler samples): both
-// sets of adapters train and are written, resuming stays exact, and rendering samples during
-// training leaves the trained adapters as they are.
+// sets of adapters train and are written, each parameter group at its own learning rate
+// (lr/unet, lr/text_encoder), resuming stays exact, rendering samples during training leaves the
+// trained adapters as they are, and a weight EMA runs beside learning rates of their own.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -19,6 +20,8 @@
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/data/image_io.h"
+#include "core/engine/checkpoint_file.h"
+#include "core/engine/checkpoint_store.h"
 #include "core/engine/job.h"
 #include "core/engine/safetensors_torch.h"
 #include "core/engine/stop_control.h"
@@ -294,8 +297,7 @@ TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
     write_tagged_shapes(dir / "data", 8);
     Json options = text_encoder_options(dir);
     ASSERT_EQ(run(dir / "whole", options, false), 0);
-    // The split run pauses after its first step, between that optimizer step and the settling
-    // of the text encoder's learning rate (lr_scale.h), finishes its one epoch, and is extended.
+    // The split run pauses after its first step, finishes its one epoch, and is extended.
     options["epochs"] = 1;
     fs::create_directories(dir / "split");
     write_stop_request(JobFolder{dir / "split"}, StopRequest::Pause);
@@ -316,9 +318,8 @@ TEST(SdLoraTask, PausedAndExtendedTextEncoderRunEqualsTheLongerRun) {
     fs::remove_all(dir);
 }
 
-// Sample images rendered during training (both learning-rate ratios other than 1) leave the
-// trained adapters, and the learning-rate scaling's state, exactly as a run without them: the
-// settling that rendering needs must not swallow the next step's scaling.
+// Sample images rendered during training (UNet and text encoder at learning rates other than the
+// run's) leave the trained adapters exactly as a run without them; each group ran at its rate.
 TEST(SdLoraTask, SamplingDuringTrainingDoesNotChangeTheTrainedAdapters) {
     ensure_sd_lora_registered();
     const fs::path dir = testing::fresh_dir("sample_te");
@@ -332,15 +333,52 @@ TEST(SdLoraTask, SamplingDuringTrainingDoesNotChangeTheTrainedAdapters) {
     ASSERT_EQ(run(dir / "sampled", options, false), 0);
     for (const char* name : {"step1_0.png", "step3_0.png"})
         EXPECT_TRUE(fs::exists(dir / "sampled" / "artifacts" / "samples" / name)) << name;
-    std::size_t scaled = 0;
-    for (const auto& name :
-         expect_same_tensors(dir / "plain" / "artifacts" / "weights" / "last.safetensors",
-                             dir / "sampled" / "artifacts" / "weights" / "last.safetensors"))
-        scaled += name.rfind("lr_scale.", 0) == 0 ? 1 : 0;
-    EXPECT_GT(scaled, 0u);
+    EXPECT_FALSE(expect_same_tensors(dir / "plain" / "artifacts" / "weights" / "last.safetensors",
+                                     dir / "sampled" / "artifacts" / "weights" / "last.safetensors")
+                     .empty());
+    // lr0 1e-3, unet_lr 2e-3, text_encoder_lr 2.5e-4, lrf 1: constant rates of their own.
+    const fs::path csv = dir / "plain" / "results.csv";
+    EXPECT_EQ(column(csv, "lr/unet"), (std::vector<double>{2e-3, 2e-3}));
+    EXPECT_EQ(column(csv, "lr/text_encoder"), (std::vector<double>{2.5e-4, 2.5e-4}));
+    EXPECT_EQ(test_support::read_results_csv(csv).column_index("lr/pg0"), -1);
     for (const char* file : {"lora.safetensors", "lora-best.safetensors"})
         expect_same_tensors(dir / "plain" / "artifacts" / "lora" / file,
                             dir / "sampled" / "artifacts" / "lora" / file);
+    fs::remove_all(dir);
+}
+
+// A weight EMA (refused while the learning rates were faked by rescaling each step) runs with
+// unet_lr and text_encoder_lr of their own: the checkpoint keeps the EMA beside the model.
+TEST(SdLoraTask, EmaRunsWithLearningRatesOfTheirOwn) {
+    ensure_sd_lora_registered();
+    const fs::path dir = testing::fresh_dir("ema_te");
+    testing::write_tiny_model_folder(dir / "model", 5);
+    write_tagged_shapes(dir / "data", 8);
+    Json options = text_encoder_options(dir);
+    options["unet_lr"] = 2e-3;
+    options["ema"] = true;
+    options["epochs"] = 1;
+    const fs::path job = dir / "job";
+    const int rc = run(job, options, false);
+    const auto events = read_event_log(job / "events.jsonl");
+    ASSERT_EQ(rc, 0) << (events.empty() ? "" : events.back().fields.dump());
+    bool saw_rates = false;
+    for (const auto& e : events) {
+        if (e.kind != event_kind::kMetric) continue;
+        const Json& v = e.fields.at("values");
+        EXPECT_DOUBLE_EQ(v.at("lr/unet").get<double>(), 2e-3);
+        EXPECT_DOUBLE_EQ(v.at("lr/text_encoder").get<double>(), 2.5e-4);
+        saw_rates = true;
+    }
+    EXPECT_TRUE(saw_rates);
+    const auto newest = engine::CheckpointStore(job / "checkpoints", 3).step_files();
+    ASSERT_FALSE(newest.empty());
+    const auto checkpoint = engine::read_checkpoint_file(newest.front());
+    EXPECT_EQ(checkpoint.meta.at("ema_updates"), 2);  // 8 images, batch 4, nbs 4
+    EXPECT_EQ(checkpoint.meta.at("param_groups"), Json::array({"unet", "text_encoder"}));
+    ASSERT_TRUE(checkpoint.blobs.count("ema"));
+    EXPECT_NE(checkpoint.blobs.at("ema"), checkpoint.blobs.at("model"));  // the EMA lags
+    EXPECT_TRUE(fs::exists(job / "artifacts" / "lora" / "lora.safetensors"));
     fs::remove_all(dir);
 }
 

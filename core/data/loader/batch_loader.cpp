@@ -37,7 +37,7 @@ BatchLoader::BatchLoader(std::vector<LoaderSample> samples, LoaderOptions option
     if (options_.workers < 0 || options_.workers > 256)
         throw InputError("workers", "must be between 0 and 256");
     if (options_.prefetch < 1) throw InputError("prefetch", "must be at least 1");
-    if (options_.tune_allocator) keep_large_blocks_in_heap();
+    if (options_.tune_allocator) keep_freed_memory_for_reuse();
     if (options_.cache) {
         cache_.resize(samples_.size());
         cache_state_.assign(samples_.size(), 0);

@@ -69,9 +69,9 @@ struct LoaderOptions {
     // OpenCV's own thread pool is switched off (cv::setNumThreads(0), process-wide) when workers
     // start, so the loader's threads are the only parallelism and do not oversubscribe cores.
     bool single_thread_opencv = true;
-    // glibc only: keep big blocks (canvases, batch buffers) in the heap instead of mmap/munmap
-    // per sample (mallopt M_MMAP_THRESHOLD / M_TRIM_THRESHOLD, process-wide). Page faults on fresh
-    // mappings otherwise cost up to a third of the CPU time with 2 threads.
+    // Keep freed memory (canvases, batch buffers) in the process for reuse: the one malloc rule
+    // of core/base/allocator.h, process-wide, applied once. Page faults on fresh mappings
+    // otherwise cost up to a third of the CPU time with 2 threads.
     bool tune_allocator = true;
     AugmentOptions augment_options;
     ImageLimits limits;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
@@ -16,7 +17,6 @@
 #include "core/data/formats/format_util.h"
 #include "core/data/formats/yolo_labels.h"
 #include "core/data/image_io.h"
-#include "core/engine/cpu_memory.h"
 #include "core/engine/device.h"
 #include "core/engine/run_folder.h"
 #include "core/engine/task_commands.h"
@@ -87,7 +87,7 @@ int run_predict_detect(const std::vector<std::string>& words) {
     if (model_name.empty())
         throw InputError("model", "is required: a .pt or .safetensors file of a detection model");
     engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
-    engine::keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
+    keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
     const auto device = engine::choose_device(opt["device"].get<std::string>());
     auto loaded = detect::load_for_inference(model_name, device.device);
 

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "core/base/allocator.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/data/dataset_io.h"
-#include "core/engine/cpu_memory.h"
 #include "core/engine/device.h"
 #include "core/engine/task_commands.h"
 #include "core/engine/threads.h"
@@ -117,7 +117,7 @@ int run_val_model(const Json& opt) {
     const auto dataset = load_data_path(opt["data"].get<std::string>(), /*read_image_sizes=*/true);
     const int threads =
         engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
-    engine::keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
+    keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
     const auto device = engine::choose_device(opt["device"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
     auto model = detect::load_for_inference(model_name, device.device);
