@@ -20,6 +20,15 @@ bool is_help(const std::string& word) {
     return word == "--help" || word == "-h" || word == "help";
 }
 
+// A task's command, with its usage for no words or a help word when it has one.
+int run_command(const engine::TaskCommand& command, const std::vector<std::string>& args) {
+    if (command.usage && (args.empty() || is_help(args[0]))) {
+        command.usage();
+        return args.empty() ? 2 : 0;
+    }
+    return command.run(args);
+}
+
 // The tasks that answer `verb`, as "detect (detect.yolo), llm (llm.lora)".
 std::string tasks_with(const std::string& verb) {
     std::string out;
@@ -48,7 +57,7 @@ int run_verb(const std::string& verb, const std::vector<std::string>& args) {
     if (!command)
         throw InputError(args[0], "the task " + task.id + " has no " + verb +
                                       " command (tasks with one: " + tasks_with(verb) + ")");
-    return command->run({args.begin() + 1, args.end()});
+    return run_command(*command, {args.begin() + 1, args.end()});
 }
 
 template <int Verb>
@@ -77,7 +86,7 @@ std::optional<int> run_tool(const std::vector<std::string>& args) {
     if (tools.empty()) return std::nullopt;
     if (args.size() > 1)
         for (const auto* tool : tools)
-            if (tool->name == args[1]) return tool->run({args.begin() + 2, args.end()});
+            if (tool->name == args[1]) return run_command(*tool, {args.begin() + 2, args.end()});
     const bool help = args.size() > 1 && is_help(args[1]);
     if (args.size() > 1 && !help)
         std::fprintf(stderr, "crucible %s: unknown tool '%s'\n\n", args[0].c_str(),

@@ -22,6 +22,9 @@ struct TaskCommand {
     // Receives the words after `crucible <verb> <task>` or `crucible <task> <tool>`; returns the
     // exit code. Throws on error (the CLI prints "crucible: error: ...").
     std::function<int(const std::vector<std::string>& args)> run;
+    // Prints the command's usage. When set, the CLI calls it instead of `run` for no words (exit
+    // code 2) or for --help, -h or help (exit code 0); without it, `run` sees those words.
+    std::function<void()> usage = {};
 };
 
 class TaskCommands {

@@ -381,7 +381,7 @@ int LlamaForCausalLmImpl::add_lora(const LoraSpec& given) {
         const std::string kind = name.substr(name.rfind('.') + 1);
         if (std::find(spec.targets.begin(), spec.targets.end(), kind) == spec.targets.end())
             continue;
-        proj->add_adapter(spec.r, spec.scale(), spec.dropout);
+        proj->add_adapter(spec.rank, spec.scale(), spec.dropout);
         ++n;
     }
     return n;

@@ -133,8 +133,9 @@ int run_merge(const std::vector<std::string>& args) {
                                       : torch::kFloat32;
     // Writes the projections merged (base + adapter).
     llm::save_hf_folder(*model, path_from_utf8(o["out"].get<std::string>()), dtype, 4ull << 30);
-    std::printf("merged LoRA r=%lld (%zu target kinds) into %s\n", static_cast<long long>(spec.r),
-                spec.targets.size(), o["out"].get<std::string>().c_str());
+    std::printf("merged LoRA r=%lld (%zu target kinds) into %s\n",
+                static_cast<long long>(spec.rank), spec.targets.size(),
+                o["out"].get<std::string>().c_str());
     return 0;
 }
 

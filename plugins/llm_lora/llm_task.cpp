@@ -184,10 +184,10 @@ class LlmLoraTask : public engine::Task {
                                  " tokens but the model only " +
                                  std::to_string(config_.vocab_size));
 
-        lora_.r = cfg["lora_r"].get<std::int64_t>();
+        lora_.rank = cfg["lora_r"].get<std::int64_t>();
         lora_.alpha = cfg["lora_alpha"].get<double>();
         lora_.dropout = cfg["lora_dropout"].get<double>();
-        lora_.use_rslora = cfg["use_rslora"].get<bool>();
+        lora_.rslora = cfg["use_rslora"].get<bool>();
         gradient_checkpointing_ = cfg["gradient_checkpointing"].get<bool>();
         const std::string targets = cfg["lora_targets"].get<std::string>();
         lora_.targets = targets == "all" ? lora_target_names() : split_list(targets, ',');
@@ -276,7 +276,7 @@ class LlmLoraTask : public engine::Task {
                           std::to_string(tokens) + " tokens), " + std::to_string(val_.size()) +
                           " validation samples; " + std::to_string(config_.num_hidden_layers) +
                           " layers, hidden " + std::to_string(config_.hidden_size) +
-                          ", LoRA r=" + std::to_string(lora_.r) + " on " + targets);
+                          ", LoRA r=" + std::to_string(lora_.rank) + " on " + targets);
     }
 
     std::unique_ptr<BatchSource> train_data() override {

@@ -13,12 +13,8 @@ const std::vector<std::string>& lora_target_names() {
     return names;
 }
 
-double LoraSpec::scale() const {
-    return use_rslora ? alpha / std::sqrt(static_cast<double>(r)) : alpha / static_cast<double>(r);
-}
-
 void LoraSpec::validate() {
-    if (r < 1) throw InputError("lora_r", "must be at least 1, got " + std::to_string(r));
+    if (rank < 1) throw InputError("lora_r", "must be at least 1, got " + std::to_string(rank));
     if (!(alpha > 0)) throw InputError("lora_alpha", "must be positive");
     if (!(dropout >= 0 && dropout < 1)) throw InputError("lora_dropout", "must be in [0, 1)");
     if (targets.empty()) throw InputError("lora_targets", "names no module");

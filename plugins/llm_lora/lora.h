@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/lora_options.h"
+
 namespace crucible::llm {
 
-struct LoraSpec {
-    std::int64_t r = 8;
-    double alpha = 16;
-    double dropout = 0.0;
-    bool use_rslora = false;
+// The shared LoRA options (rank, alpha, dropout, rsLoRA; core/engine/lora_options.h) and the
+// projections they apply to.
+struct LoraSpec : engine::LoraOptions {
+    LoraSpec() { alpha = 16; }                             // PEFT's default for Llama (rank 8)
     std::vector<std::string> targets{"q_proj", "v_proj"};  // PEFT's defaults for Llama
 
-    double scale() const;
     // Throws InputError naming the option for r < 1, alpha <= 0, dropout outside [0, 1), an
     // empty or unknown target list (known: q_proj k_proj v_proj o_proj gate_proj up_proj
     // down_proj; the short forms q k v o gate up down are accepted and normalized).

@@ -31,27 +31,7 @@ std::map<std::string, torch::Tensor> peft_adapter_tensors(LlamaForCausalLmImpl& 
 }
 
 Json peft_adapter_config(const LoraSpec& spec, const std::string& base_model) {
-    Json j;
-    j["peft_type"] = "LORA";
-    j["task_type"] = "CAUSAL_LM";
-    j["r"] = spec.r;
-    j["lora_alpha"] = spec.alpha;
-    j["lora_dropout"] = spec.dropout;
-    j["target_modules"] = spec.targets;
-    j["bias"] = "none";
-    j["fan_in_fan_out"] = false;
-    j["use_rslora"] = spec.use_rslora;
-    j["base_model_name_or_path"] = base_model;
-    j["inference_mode"] = true;
-    j["modules_to_save"] = nullptr;
-    j["init_lora_weights"] = true;
-    j["layers_to_transform"] = nullptr;
-    j["layers_pattern"] = nullptr;
-    j["rank_pattern"] = Json::object();
-    j["alpha_pattern"] = Json::object();
-    j["revision"] = nullptr;
-    j["use_dora"] = false;
-    return j;
+    return engine::peft_lora_config(spec, spec.targets, base_model, "CAUSAL_LM");
 }
 
 void save_peft_adapter(LlamaForCausalLmImpl& model, const LoraSpec& spec,
@@ -71,10 +51,10 @@ LoraSpec load_peft_adapter(LlamaForCausalLmImpl& model, const std::filesystem::p
     if (j.value("peft_type", std::string()) != "LORA")
         throw InputError(where, "field 'peft_type': expected \"LORA\"");
     LoraSpec spec;
-    spec.r = get_integer(j, "r", where);
+    spec.rank = get_integer(j, "r", where);
     spec.alpha = get_number(j, "lora_alpha", where);
     spec.dropout = j.contains("lora_dropout") ? get_number(j, "lora_dropout", where) : 0.0;
-    spec.use_rslora = j.value("use_rslora", false);
+    spec.rslora = j.value("use_rslora", false);
     if (j.value("fan_in_fan_out", false))
         throw InputError(where, "fan_in_fan_out true is not supported");
     const Json& targets = require_field(j, "target_modules", where);

@@ -172,8 +172,7 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
                 r.mismatched.push_back(alpha->first + ": not a scalar");
             } else {
                 a->alpha = alpha->second.to(torch::kFloat64).item<double>();
-                a->scale = options.rslora ? a->alpha / std::sqrt(static_cast<double>(a->rank))
-                                          : a->alpha / static_cast<double>(a->rank);
+                a->scale = engine::LoraOptions::lora_scale(a->alpha, a->rank, options.rslora);
             }
         }
     }
@@ -202,18 +201,9 @@ void LoraNetworkImpl::save_peft(const std::filesystem::path& folder, const std::
     }
     std::filesystem::create_directories(folder);
     engine::save_safetensors(folder / "adapter_model.safetensors", out, {{"format", "pt"}});
-    const Json config = {{"peft_type", "LORA"},
-                         {"r", options.rank},
-                         {"lora_alpha", options.alpha},
-                         {"lora_dropout", options.dropout},
-                         {"target_modules", std::vector<std::string>(names.begin(), names.end())},
-                         {"bias", "none"},
-                         {"fan_in_fan_out", false},
-                         {"use_rslora", options.rslora},
-                         {"init_lora_weights", true},
-                         {"base_model_name_or_path", base_model},
-                         {"inference_mode", true}};
-    write_json_file(folder / "adapter_config.json", config);
+    write_json_file(folder / "adapter_config.json",
+                    engine::peft_lora_config(options, {names.begin(), names.end()}, base_model,
+                                             /*task_type=*/""));
 }
 
 engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_factor,

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/base/json.h"
+#include "core/engine/lora_options.h"
 #include "core/engine/param_groups.h"
 #include "plugins/sd_lora/nn.h"
 
@@ -32,12 +33,8 @@ std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet);
 std::vector<LoraTarget> text_encoder_lora_targets(torch::nn::Module& text_encoder,
                                                   const std::string& prefix = "lora_te");
 
-struct LoraOptions {
-    std::int64_t rank = 8;
-    double alpha = 8;
-    double dropout = 0;
-    bool rslora = false;
-};
+// Rank, alpha, dropout and rsLoRA: the options both LoRA tasks share.
+using engine::LoraOptions;
 
 // The adapters of a set of targets, registered under their kohya keys (parameters "down", "up"),
 // so the engine's optimizer, EMA, checkpoints and weight files see exactly the trainable LoRA.

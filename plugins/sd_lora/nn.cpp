@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/engine/lora_options.h"
 
 namespace crucible::sd {
 namespace {
@@ -60,8 +61,7 @@ LoraAdapterImpl::LoraAdapterImpl(std::vector<std::int64_t> down_shape,
         fan_in *= down_shape[i];
     down = register_parameter("down", uniform_param(down_shape, fan_in));
     up = register_parameter("up", filled_param(up_shape, 0.0));
-    scale =
-        rslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / static_cast<double>(rank);
+    scale = engine::LoraOptions::lora_scale(alpha, rank, rslora);
 }
 
 torch::Tensor LoraAdapterImpl::delta() const {

@@ -15,6 +15,7 @@
 #include "core/data/synth/synth.h"
 #include "tests/support/results_csv.h"
 #include "tests/support/run_command.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible {
 namespace {
@@ -53,7 +54,7 @@ Json json_of(const std::string& out) {
 
 TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
-    const auto dir = test_support::fresh_temp_dir("detect_cli_pt");
+    const auto dir = test_support::scratch_dir("detect_cli_pt");
     const auto yaml = synth(dir / "data", 4, 320, 4, 6);
 
     // export: Crucible weights that record scale and names.
@@ -109,7 +110,7 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
 
 TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
     ASSERT_TRUE(fs::exists(fixture_pt())) << fixture_pt();
-    const auto dir = test_support::fresh_temp_dir("detect_cli_finetune");
+    const auto dir = test_support::scratch_dir("detect_cli_finetune");
     const auto yaml = synth(dir / "data", 2, 96, 8, 4);
     auto t =
         run(dir, "train detect data=" + shell_quote(yaml) + " model=" + shell_quote(fixture_pt()) +
@@ -130,7 +131,7 @@ TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
 }
 
 TEST(DetectCli, BadOptionsAreNamed) {
-    const auto dir = test_support::fresh_temp_dir("detect_cli_bad");
+    const auto dir = test_support::scratch_dir("detect_cli_bad");
     const auto yaml = synth(dir / "data", 2, 64, 2, 1);
     auto no_data = run(dir, "train detect model=yolov8n epochs=1");
     EXPECT_NE(no_data.code, 0);
@@ -155,7 +156,7 @@ TEST(DetectCli, BadOptionsAreNamed) {
 // Tasks own their commands (core/engine/task_commands.h): the verbs reach any task by id or
 // alias, a task without the verb says so, and a task's tools are listed under its alias.
 TEST(TaskCommands, VerbsAndToolsAreFoundThroughTheTasks) {
-    const auto dir = test_support::fresh_temp_dir("task_commands_cli");
+    const auto dir = test_support::scratch_dir("task_commands_cli");
     auto verbs = run(dir, "val --help");
     EXPECT_EQ(verbs.code, 0);
     EXPECT_NE(verbs.out.find("detect.yolo"), std::string::npos) << verbs.out;

@@ -9,6 +9,7 @@
 #include "core/engine/weights_file.h"
 #include "plugins/detect/task/model_source.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::detect {
 namespace {
@@ -42,7 +43,7 @@ TEST(ModelSource, RejectsUnknownNamesAndMissingFiles) {
 }
 
 TEST(ModelSource, SafetensorsRoundTripKeepsScaleNamesAndWeights) {
-    const auto dir = test_support::fresh_temp_dir("model_source_roundtrip");
+    const auto dir = test_support::scratch_dir("model_source_roundtrip");
     torch::manual_seed(3);
     auto original = DetectionModel(DetectionModelOptions(yolo_scale('n'), 3));
     {
@@ -73,7 +74,7 @@ TEST(ModelSource, SafetensorsRoundTripKeepsScaleNamesAndWeights) {
 }
 
 TEST(ModelSource, SafetensorsWithoutScaleMetadataIsRefusedWithAHint) {
-    const auto dir = test_support::fresh_temp_dir("model_source_nometa");
+    const auto dir = test_support::scratch_dir("model_source_nometa");
     auto model = DetectionModel(DetectionModelOptions(yolo_scale('n'), 2));
     const auto file = dir / "plain.safetensors";
     engine::save_module_safetensors(*model, file, {});

@@ -27,6 +27,7 @@
 #include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/model_source.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::detect {
 namespace {
@@ -35,7 +36,7 @@ namespace fs = std::filesystem;
 
 TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
     ensure_detect_task_registered();
-    const auto root = test_support::fresh_temp_dir("train_detect");
+    const auto root = test_support::scratch_dir("train_detect");
     data::SynthOptions so;
     so.train = 96;
     so.val = 16;

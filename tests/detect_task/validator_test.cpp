@@ -7,12 +7,13 @@
 #include "core/data/synth/synth.h"
 #include "plugins/detect/task/detection_validator.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::detect {
 namespace {
 
 TEST(DetectionValidator, ValidationLossesFollowTheLossGains) {
-    const auto dir = test_support::fresh_temp_dir("detect_validator_gains");
+    const auto dir = test_support::scratch_dir("detect_validator_gains");
     data::SynthOptions so;
     so.train = 1;
     so.val = 4;

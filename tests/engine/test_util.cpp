@@ -15,11 +15,12 @@
 #include "core/engine/job.h"
 #include "tests/engine/toy_task.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::engine::testing {
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    return test_support::fresh_temp_dir(std::string("engine_") + name);
+    return test_support::scratch_dir(std::string("engine_") + name);
 }
 
 void write_toy_spec(const std::filesystem::path& dir, const Json& options) {

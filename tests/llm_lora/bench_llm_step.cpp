@@ -55,7 +55,7 @@ Result run_mode(bool lora, bool checkpointing, const Setup& setup) {
     m->gradient_checkpointing = checkpointing;
     if (lora) {
         LoraSpec s;
-        s.r = 8;
+        s.rank = 8;
         s.alpha = 16;
         m->add_lora(s);
     }

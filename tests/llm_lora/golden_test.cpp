@@ -78,7 +78,7 @@ TEST(GoldenLlmConfig, Transformers5ConfigsAreReadWithTheirRopeParameters) {
 TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
     auto model = load_base_model(golden::path("llama3_tiny"));
     const LoraSpec spec = load_peft_adapter(*model, golden::path("llama3_tiny_lora"));
-    EXPECT_EQ(spec.r, 4);
+    EXPECT_EQ(spec.rank, 4);
     EXPECT_EQ(spec.alpha, 8.0);
     EXPECT_EQ(spec.targets, lora_target_names());
     model->train();

@@ -98,9 +98,9 @@ TEST(Lora, ForwardEqualsMergedWeightForward) {
         LlamaForCausalLm m(tiny_config());
         m->eval();
         LoraSpec spec;
-        spec.r = 4;
+        spec.rank = 4;
         spec.alpha = 8;
-        spec.use_rslora = rs;
+        spec.rslora = rs;
         spec.targets = {"q_proj", "v_proj", "down_proj"};
         m->add_lora(spec);
         randomize_adapters(*m);
@@ -127,7 +127,7 @@ TEST(Lora, AdapterFileHasPeftNamesAndShapes) {
     torch::manual_seed(3);
     LlamaForCausalLm m(tiny_config());
     LoraSpec spec;
-    spec.r = 3;
+    spec.rank = 3;
     spec.alpha = 6;
     spec.targets = {"v", "q", "gate"};
     m->add_lora(spec);
@@ -207,7 +207,7 @@ TEST(Lora, SpecValidationNamesTheOption) {
         EXPECT_EQ(e.where(), "lora_targets");
     }
     s = LoraSpec{};
-    s.r = 0;
+    s.rank = 0;
     EXPECT_THROW(s.validate(), InputError);
 }
 

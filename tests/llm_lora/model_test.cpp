@@ -13,6 +13,7 @@
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
 namespace {
@@ -24,7 +25,7 @@ fs::path fixture(const char* name) {
 }
 
 fs::path temp_dir(const std::string& name) {
-    return test_support::fresh_temp_dir("llm_" + name);
+    return test_support::scratch_dir("llm_" + name);
 }
 
 struct Reference {

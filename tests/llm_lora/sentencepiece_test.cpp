@@ -22,6 +22,7 @@
 #include "plugins/llm_lora/unicode_text.h"
 #include "tests/llm_lora/reference_tokenizers.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
 namespace {
@@ -301,7 +302,7 @@ TEST(SentencePiece, NormalizerOptions) {
 }
 
 TEST(SentencePiece, LoadsTokenizerModelFromAFolderWithAChineseName) {
-    const fs::path dir = test_support::fresh_temp_dir("sentencepiece") / path_from_utf8("分词器");
+    const fs::path dir = test_support::scratch_dir("sentencepiece") / path_from_utf8("分词器");
     fs::create_directories(dir);
     const SmallBpe s;
     write_file_atomically(dir / "tokenizer.model", s.model.bytes());

@@ -19,6 +19,7 @@
 #include "plugins/llm_lora/llm_task.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
 namespace {
@@ -30,7 +31,7 @@ fs::path fixture(const char* name) {
 }
 
 fs::path fresh(const std::string& name) {
-    return test_support::fresh_temp_dir("llm_task_" + name);
+    return test_support::scratch_dir("llm_task_" + name);
 }
 
 // Byte-level tokenizer for a 512-token model: ids 0..255 are the bytes (GPT-2 byte map), then

@@ -152,6 +152,14 @@ TEST(Lora, PeftLayout) {
     const Json cfg = read_json_file(dir / "adapter" / "adapter_config.json");
     EXPECT_EQ(cfg.at("peft_type"), "LORA");
     EXPECT_EQ(cfg.at("r"), 4);
+    // One PEFT writer for both LoRA tasks (core/engine/lora_options.h): the LLM adapter's keys,
+    // without a task type.
+    const Json llm_like =
+        engine::peft_lora_config(LoraOptions{4, 4, 0, false}, {}, "", "CAUSAL_LM");
+    for (const auto& [key, value] : llm_like.items())
+        EXPECT_TRUE(cfg.contains(key)) << key;
+    EXPECT_TRUE(cfg.at("task_type").is_null());
+    EXPECT_DOUBLE_EQ((LoraOptions{16, 8, 0, true}.scale()), 2.0);  // rsLoRA: alpha / sqrt(rank)
     const auto mods = cfg.at("target_modules").get<std::set<std::string>>();
     EXPECT_EQ(mods, (std::set<std::string>{"to_q", "to_k", "to_v", "to_out.0", "proj_in",
                                            "proj_out", "proj", "net.2"}));

@@ -9,6 +9,7 @@
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/clip_tokenizer.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::sd::testing {
 namespace {
@@ -24,7 +25,7 @@ const char* kMerges[] = {"r e",   "re d</w>", "c a",         "ca t</w>", "s q", 
 }  // namespace
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    return test_support::fresh_temp_dir(std::string("sd_") + name);
+    return test_support::scratch_dir(std::string("sd_") + name);
 }
 
 std::string tiny_vocab_json() {

@@ -1,7 +1,5 @@
 #include "tests/support/results_csv.h"
 
-#include "tests/support/temp_dir.h"
-
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -52,10 +50,6 @@ ResultsCsv read_results_csv(const std::filesystem::path& file) {
         t.rows.push_back(std::move(values));
     }
     return t;
-}
-
-std::filesystem::path fresh_temp_dir(const std::string& name) {
-    return scratch_dir(name);
 }
 
 }  // namespace crucible::test_support

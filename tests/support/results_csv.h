@@ -22,7 +22,4 @@ struct ResultsCsv {
 
 ResultsCsv read_results_csv(const std::filesystem::path& file);
 
-// scratch_dir(name) of temp_dir.h (older call sites; new tests use temp_dir.h).
-std::filesystem::path fresh_temp_dir(const std::string& name);
-
 }  // namespace crucible::test_support

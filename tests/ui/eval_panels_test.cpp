@@ -18,6 +18,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/eval_panels.h"
 #include "ui/run_monitor.h"
@@ -269,7 +270,6 @@ TEST(EvalPanels, PrCurvesHaveEveryPointPerClassAndTheMean) {
 // An agent that serves one finished job: its events (an eval with per-class rows, then
 // "succeeded"), its artifact list and the report; the monitor fetches the report by itself.
 TEST(EvalPanels, SucceededRemoteRunFetchesItsValidationReport) {
-    httplib::Server server;
     std::mutex mutex;
     std::vector<std::string> requests;
     auto logged = [&](const httplib::Request& req) {
@@ -282,11 +282,12 @@ TEST(EvalPanels, SucceededRemoteRunFetchesItsValidationReport) {
           numbered(make_eval(1, 50, {{"metrics/mAP50(B)", 0.5}}, per_class_rows()), 1),
           numbered(make_status("succeeded", "finished"), 2)})
         events += "id: " + std::to_string(e.seq) + "\ndata: " + event_to_line(e) + "\n\n";
-    server.Get("/v1/jobs/job1/events", [&](const httplib::Request& req, httplib::Response& res) {
+    test_support::LoopbackServer agent;  // after what its routes use: it stops first
+    agent.on(net::routes::kJobEvents, [&](const httplib::Request& req, httplib::Response& res) {
         logged(req);
         res.set_content(events, "text/event-stream");
     });
-    server.Get("/v1/jobs/job1/artifacts", [&](const httplib::Request& req, httplib::Response& res) {
+    agent.on(net::routes::kJobArtifacts, [&](const httplib::Request& req, httplib::Response& res) {
         logged(req);
         res.set_content(
             Json{{"artifacts",
@@ -295,22 +296,16 @@ TEST(EvalPanels, SucceededRemoteRunFetchesItsValidationReport) {
                 .dump(),
             "application/json");
     });
-    server.Get("/v1/jobs/job1/artifacts/artifacts/val_metrics.json",
-               [&](const httplib::Request& req, httplib::Response& res) {
-                   logged(req);
-                   res.set_header("ETag", "\"1-1\"");
-                   res.set_content(validation_report().dump(), "application/json");
-               });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    std::thread thread([&] { server.listen_after_bind(); });
-    struct Stopper {
-        httplib::Server& server;
-        std::thread& thread;
-        ~Stopper() {
-            server.stop();
-            if (thread.joinable()) thread.join();
+    agent.on(net::routes::kJobArtifact, [&](const httplib::Request& req, httplib::Response& res) {
+        logged(req);
+        if (req.matches[2] != "artifacts/val_metrics.json") {
+            res.status = 404;
+            return;
         }
-    } stopper{server, thread};
+        res.set_header("ETag", "\"1-1\"");
+        res.set_content(validation_report().dump(), "application/json");
+    });
+    const int port = agent.listen();
 
     RunMonitor monitor;
     monitor.resize(1000, 700);

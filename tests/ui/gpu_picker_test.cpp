@@ -20,6 +20,7 @@
 #include "core/net/token_store.h"
 #include "core/store/project.h"
 #include "tests/support/free_port.h"
+#include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/gpu_picker.h"
 #include "ui/options_form.h"
@@ -68,31 +69,26 @@ Json gpu_report(std::uint64_t used0) {
 
 // An agent that answers /v1/gpus with a report that the test changes, and records submits.
 struct FakeAgent {
-    httplib::Server server;
-    std::thread thread;
     std::mutex mutex;
     Json report;
     std::vector<std::string> jobs;
     std::atomic<int> gpu_calls{0};
     int port = 0;
+    test_support::LoopbackServer http;  // last: stopped before the members its routes use
     explicit FakeAgent(Json r) : report(std::move(r)) {
-        server.Get("/v1/gpus", [this](const httplib::Request&, httplib::Response& res) {
+        http.on(net::routes::kGpus, [this](const httplib::Request&, httplib::Response& res) {
             ++gpu_calls;
             std::lock_guard<std::mutex> lock(mutex);
             res.set_content(report.dump(), "application/json");
         });
-        server.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
-            std::lock_guard<std::mutex> lock(mutex);
-            jobs.push_back(req.body);
-            res.status = 201;
-            res.set_content(R"({"id":"job-1","state":"queued"})", "application/json");
-        });
-        port = server.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { server.listen_after_bind(); });
-    }
-    ~FakeAgent() {
-        server.stop();
-        thread.join();
+        http.on(net::routes::kSubmitJob,
+                [this](const httplib::Request& req, httplib::Response& res) {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    jobs.push_back(req.body);
+                    res.status = 201;
+                    res.set_content(R"({"id":"job-1","state":"queued"})", "application/json");
+                });
+        port = http.listen();
     }
     void set_report(Json r) {
         std::lock_guard<std::mutex> lock(mutex);

@@ -18,6 +18,7 @@
 #include "core/base/file_io.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/run_monitor.h"
 #include "ui/samples_panel.h"
@@ -237,25 +238,17 @@ TEST(RunMonitor, StoreRunAndGrowingEventsFile) {
 }
 
 TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
-    httplib::Server server;
     std::mutex mutex;
     std::vector<std::string> calls;
-    server.Post(R"(/v1/jobs/([a-z0-9]+)/(pause|resume|cancel))",
-                [&](const httplib::Request& req, httplib::Response& res) {
-                    std::lock_guard<std::mutex> lock(mutex);
-                    calls.push_back(req.path + " " + req.get_header_value("Authorization"));
-                    res.set_content(R"({"state":"ok"})", "application/json");
-                });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    std::thread thread([&] { server.listen_after_bind(); });
-    struct Stopper {
-        httplib::Server& server;
-        std::thread& thread;
-        ~Stopper() {
-            server.stop();
-            if (thread.joinable()) thread.join();
-        }
-    } stopper{server, thread};
+    test_support::LoopbackServer agent;  // after what its routes use: it stops first
+    for (const auto* route :
+         {&net::routes::kPauseJob, &net::routes::kResumeJob, &net::routes::kCancelJob})
+        agent.on(*route, [&](const httplib::Request& req, httplib::Response& res) {
+            std::lock_guard<std::mutex> lock(mutex);
+            calls.push_back(req.path + " " + req.get_header_value("Authorization"));
+            res.set_content(R"({"state":"ok"})", "application/json");
+        });
+    const int port = agent.listen();
     auto count = [&] {
         std::lock_guard<std::mutex> lock(mutex);
         return calls.size();

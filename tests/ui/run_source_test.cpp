@@ -15,6 +15,7 @@
 #include "core/base/file_io.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/loopback_server.h"
 #include "tests/support/stalled_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/main_window.h"
@@ -157,20 +158,11 @@ TEST(RunSource, LiveEventsWaitForTheStoredOnes) {
         const Event e = numbered(make_metric(0, i + 1, {{"train/loss", 2.0}}), i);
         live += "id: " + std::to_string(e.seq) + "\ndata: " + event_to_line(e) + "\n\n";
     }
-    httplib::Server server;
-    server.Get("/v1/jobs/job1/events", [&](const httplib::Request&, httplib::Response& res) {
+    test_support::LoopbackServer agent;
+    agent.on(net::routes::kJobEvents, [&](const httplib::Request&, httplib::Response& res) {
         res.set_content(live, "text/event-stream");
     });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    std::thread thread([&] { server.listen_after_bind(); });
-    struct Stopper {
-        httplib::Server& server;
-        std::thread& thread;
-        ~Stopper() {
-            server.stop();
-            if (thread.joinable()) thread.join();
-        }
-    } stopper{server, thread};
+    const int port = agent.listen();
 
     RunMonitor monitor;
     std::size_t kept = 0;

@@ -18,6 +18,7 @@
 #include "core/base/secret_store.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/options_form.h"
 #include "ui/run_setup.h"
@@ -29,15 +30,15 @@ using namespace crucible::ui;
 namespace {
 
 struct FakeAgent {
-    httplib::Server server;
-    std::thread thread;
     std::mutex mutex;
     std::vector<std::pair<std::string, std::string>> jobs;  // authorization, body
     int status = 201;
     int port = 0;
+    test_support::LoopbackServer http;  // last: stopped before the members its routes use
 
     FakeAgent() {
-        server.Post("/v1/jobs", [this](const httplib::Request& req, httplib::Response& res) {
+        http.on(net::routes::kSubmitJob, [this](const httplib::Request& req,
+                                                httplib::Response& res) {
             std::lock_guard<std::mutex> lock(mutex);
             jobs.emplace_back(req.get_header_value("Authorization"), req.body);
             res.status = status;
@@ -47,12 +48,7 @@ struct FakeAgent {
             else
                 res.set_content(R"({"id":"job-7","state":"queued"})", "application/json");
         });
-        port = server.bind_to_any_port("127.0.0.1");
-        thread = std::thread([this] { server.listen_after_bind(); });
-    }
-    ~FakeAgent() {
-        server.stop();
-        thread.join();
+        port = http.listen();
     }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
 };

@@ -158,14 +158,7 @@ int run_predict_detect(const std::vector<std::string>& words) {
 
 engine::RegisterTaskCommand predict_command({kDetectTaskId, "predict",
                                              "run a model on images and draw its detections",
-                                             [](const std::vector<std::string>& args) {
-                                                 if (args.empty() || args[0] == "--help" ||
-                                                     args[0] == "-h" || args[0] == "help") {
-                                                     print_usage();
-                                                     return args.empty() ? 2 : 0;
-                                                 }
-                                                 return run_predict_detect(args);
-                                             }});
+                                             &run_predict_detect, &print_usage});
 
 }  // namespace
 }  // namespace crucible::detect

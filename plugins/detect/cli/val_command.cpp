@@ -202,14 +202,7 @@ int run_val_detect(const std::vector<std::string>& words) {
 
 engine::RegisterTaskCommand val_command({kDetectTaskId, "val",
                                          "score predictions or a model against a dataset's labels",
-                                         [](const std::vector<std::string>& args) {
-                                             if (args.empty() || args[0] == "--help" ||
-                                                 args[0] == "-h" || args[0] == "help") {
-                                                 print_usage();
-                                                 return args.empty() ? 2 : 0;
-                                             }
-                                             return run_val_detect(args);
-                                         }});
+                                         &run_val_detect, &print_usage});
 
 }  // namespace
 }  // namespace crucible::detect
