@@ -18,8 +18,8 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/sha256.h"
+#include "core/data/text/unicode.h"
 #include "plugins/llm_lora/tokenizer.h"
-#include "plugins/llm_lora/unicode_text.h"
 #include "tests/llm_lora/reference_tokenizers.h"
 #include "tests/support/results_csv.h"
 
@@ -281,7 +281,7 @@ TEST(SentencePiece, NormalizerOptions) {
     s.model.charsmap = std::string("\x04\x00\x00\x00", 4);
     bool have_nfkc = true;
     try {
-        have_nfkc = unicode_normalize("\xEF\xBD\x81", "NFKC") == "a";
+        have_nfkc = data::text::unicode_normalize("\xEF\xBD\x81", "NFKC") == "a";
     } catch (const Error&) {
         have_nfkc = false;
     }
