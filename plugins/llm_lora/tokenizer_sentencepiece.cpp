@@ -1,6 +1,7 @@
 // tokenizer.model (SentencePiece ModelProto; Llama 1/2, Mistral), own implementation written
-// from the format description (libsentencepiece cannot share a process with LibTorch on
-// Debian: both bring protobuf).
+// from the format description. Debian's libsentencepiece does share a process with the torch
+// 2.11 wheel and gives the same ids (tests/llm_lora/sentencepiece_library_test.cpp; see the
+// llm_lora README), so this reader may give way to it.
 //
 // Encoding: special pieces (CONTROL, UNKNOWN) written in the text are split out first when
 // `parse_special` is set (leftmost, longest); every other segment is normalized on its own
@@ -518,14 +519,18 @@ class SentencePieceTokenizer : public Tokenizer {
 
     void encode_unigram(std::string_view s, std::vector<std::int64_t>& ids) const {
         const std::size_t n = s.size();
-        constexpr double kNone = -std::numeric_limits<double>::infinity();
-        const double unk_score = static_cast<double>(min_score_) - kUnkPenalty;
+        // The arithmetic of libsentencepiece's unigram encoder, so that near-ties between
+        // segmentations come out as there (seen on a model its trainer wrote): a path's score is
+        // kept in float, a piece's candidate is computed and compared in double, an unknown
+        // character's in float.
+        constexpr float kNone = -std::numeric_limits<float>::infinity();
+        const float unk_score = min_score_ - kUnkPenalty;
         // best[j]: the best score of a segmentation of s[0, j); from[j] / piece[j]: its last
         // piece (-1: an unknown character).
-        std::vector<double> best(n + 1, kNone);
+        std::vector<float> best(n + 1, kNone);
         std::vector<std::size_t> from(n + 1, 0);
         std::vector<std::int32_t> piece(n + 1, -1);
-        best[0] = 0.0;
+        best[0] = 0.0f;
         for (std::size_t i = 0; i < n;) {
             const std::size_t char_end = i + decode_utf8_char(s, i).length;
             bool single = false;
@@ -534,9 +539,10 @@ class SentencePieceTokenizer : public Tokenizer {
                 if (it == lattice_.end()) break;
                 if (it->second >= 0) {
                     const double score =
-                        best[i] + pieces_[static_cast<std::size_t>(it->second)].score;
-                    if (score > best[j]) {
-                        best[j] = score;
+                        static_cast<double>(best[i]) +
+                        static_cast<double>(pieces_[static_cast<std::size_t>(it->second)].score);
+                    if (score > static_cast<double>(best[j])) {
+                        best[j] = static_cast<float>(score);
                         from[j] = i;
                         piece[j] = it->second;
                     }
