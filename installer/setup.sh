@@ -21,9 +21,10 @@ packages=(
 )
 if [ "$mode" = test ]; then
     # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to
-    # compile the Windows platform files; clang-format for the style check; Xvfb for GUI tests.
+    # compile the Windows platform files; clang-format for the style check; Xvfb for GUI tests;
+    # libsentencepiece for the test that compares our tokenizer.model reader with it.
     packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
-               g++-mingw-w64-x86-64 xvfb xauth)
+               g++-mingw-w64-x86-64 xvfb xauth libsentencepiece-dev)
 else
     packages+=(libgtest-dev libbenchmark-dev)
 fi

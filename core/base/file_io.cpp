@@ -16,41 +16,6 @@ std::string path_to_utf8(const std::filesystem::path& path) {
     return std::string(u8.begin(), u8.end());
 }
 
-bool is_valid_utf8(std::string_view s) {
-    std::size_t i = 0;
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    while (i < s.size()) {
-        unsigned c = p[i];
-        std::size_t n;
-        std::uint32_t cp;
-        if (c < 0x80) {
-            ++i;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if (i + n >= s.size()) return false;  // the sequence runs past the end
-        for (std::size_t k = 1; k <= n; ++k) {
-            if ((p[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000))
-            return false;
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        i += n + 1;
-    }
-    return true;
-}
-
 std::filesystem::path path_from_utf8(std::string_view utf8) {
     if (!is_valid_utf8(utf8)) throw InputError("", "path is not valid UTF-8");
     std::u8string u8(utf8.begin(), utf8.end());

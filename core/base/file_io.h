@@ -7,14 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "core/base/utf8.h"  // is_valid_utf8, which path_from_utf8 applies
+
 namespace crucible {
 
 // UTF-8 text of a path (generic separators kept as the platform has them).
 std::string path_to_utf8(const std::filesystem::path& path);
 // Path from UTF-8 text. Throws InputError if the text is not valid UTF-8.
 std::filesystem::path path_from_utf8(std::string_view utf8);
-// True when `text` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
-bool is_valid_utf8(std::string_view text);
 
 // Whole file as bytes; InputError naming the file when it cannot be read or is a directory.
 std::string read_file_bytes(const std::filesystem::path& path);

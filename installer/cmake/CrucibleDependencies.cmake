@@ -58,8 +58,9 @@ endif()
 
 # plugins/llm_lora tokenizers: PCRE2 (Unicode regexes of tokenizer.json pre-tokenizers) and,
 # when present, ICU (NFC/NFKC normalizers). Each becomes an INTERFACE target crucible_<name>,
-# whichever way it was found (vcpkg config or Debian). (Debian's libsentencepiece is not used:
-# it bundles protobuf symbols that clash with LibTorch's libprotobuf in one process.)
+# whichever way it was found (vcpkg config or Debian). They are private to core/data
+# (core/data/text). Debian's libsentencepiece is used only by a comparison test
+# (tests/llm_lora, when pkg-config finds it); see plugins/llm_lora/README.md.
 add_library(crucible_pcre2 INTERFACE)
 find_package(PCRE2 CONFIG QUIET COMPONENTS 8BIT)
 if(TARGET PCRE2::8BIT)

@@ -14,6 +14,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
+#include "core/base/utf8.h"
 #include "core/data/chat_template.h"
 #include "core/engine/task_commands.h"
 #include "plugins/llm_lora/chat_batches.h"
@@ -21,7 +22,6 @@
 #include "plugins/llm_lora/llm_task.h"
 #include "plugins/llm_lora/peft_adapter.h"
 #include "plugins/llm_lora/tokenizer.h"
-#include "plugins/llm_lora/unicode_text.h"
 
 namespace crucible::llm {
 namespace {
@@ -99,7 +99,7 @@ int run_tokenize(const std::vector<std::string>& args) {
     }
     std::vector<std::string> pieces;
     for (auto id : out["ids"].get<std::vector<std::int64_t>>())
-        pieces.push_back(llm::utf8_lossy(tok->token_text(id)));
+        pieces.push_back(utf8_lossy(tok->token_text(id)));
     out["tokens"] = pieces;
     out["count"] = out["ids"].size();
     std::printf("%s\n", out.dump(1).c_str());

@@ -7,8 +7,8 @@
 //   TemplateProcessing post-processors; own implementation.
 // - `tokenizer.model` (SentencePiece model proto, Llama 1/2, Mistral): BPE and unigram models,
 //   byte fallback, user-defined and control pieces, identity or NFKC normalization; own
-//   reader and encoder (libsentencepiece cannot share a process with LibTorch on Debian: both
-//   bring protobuf). load_tokenizer prefers tokenizer.json when a folder has both.
+//   reader and encoder, checked against libsentencepiece (plugins/llm_lora/README.md).
+//   load_tokenizer prefers tokenizer.json when a folder has both.
 // Text must be valid UTF-8; anything else is an InputError.
 #include <cstdint>
 #include <filesystem>

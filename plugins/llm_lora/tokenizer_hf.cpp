@@ -3,46 +3,27 @@
 // and each word goes through the BPE model.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <functional>
 #include <map>
-#include <queue>
 #include <set>
 #include <unordered_map>
 
 #include "core/base/error.h"
-#include "core/base/file_io.h"
 #include "core/base/json.h"
+#include "core/base/utf8.h"
+#include "core/data/text/bpe.h"
+#include "core/data/text/byte_level.h"
+#include "core/data/text/unicode.h"
 #include "plugins/llm_lora/tokenizer.h"
-#include "plugins/llm_lora/unicode_text.h"
 
 namespace crucible::llm {
 namespace {
 
+using data::text::Regex;
+
 constexpr std::size_t kMaxVocab = 4'000'000;
 const char* kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-// GPT-2's reversible byte <-> printable character map.
-struct ByteMap {
-    std::string to_char[256];
-    std::unordered_map<std::string, unsigned char> to_byte;
-    ByteMap() {
-        int n = 0;
-        for (int b = 0; b < 256; ++b) {
-            const bool printable =
-                (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            const char32_t cp =
-                printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-            append_utf8(to_char[b], cp);
-            to_byte[to_char[b]] = static_cast<unsigned char>(b);
-        }
-    }
-};
-const ByteMap& byte_map() {
-    static const ByteMap m;
-    return m;
-}
 
 struct Piece {
     std::string text;
@@ -68,7 +49,8 @@ std::shared_ptr<Regex> pattern_of(const Json& j, const std::string& where) {
     if (j.contains("Regex") && j["Regex"].is_string())
         return std::make_shared<Regex>(j["Regex"].get<std::string>(), where);
     if (j.contains("String") && j["String"].is_string())
-        return std::make_shared<Regex>(j["String"].get<std::string>(), where, true);
+        return std::make_shared<Regex>(j["String"].get<std::string>(), where,
+                                       Regex::Options{.literal = true});
     throw InputError(where, "pattern: expected {\"String\"|\"Regex\": ...}");
 }
 
@@ -107,8 +89,9 @@ Normalizer make_normalizer(const Json& j, const std::string& where) {
         };
     }
     if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD")
-        return [type](const std::string& s) { return unicode_normalize(s, type); };
-    if (type == "Lowercase") return [](const std::string& s) { return unicode_lowercase(s); };
+        return [type](const std::string& s) { return data::text::unicode_normalize(s, type); };
+    if (type == "Lowercase")
+        return [](const std::string& s) { return data::text::unicode_lowercase(s); };
     if (type == "Strip") {
         const bool left = j.value("left", true), right = j.value("right", true);
         return [left, right](const std::string& s) {
@@ -225,20 +208,15 @@ PreTokenizer make_pre_tokenizer(const Json& j, const std::string& where) {
         return [prefix, use_regex, re](const std::vector<Piece>& in) {
             std::vector<Piece> split;
             for (auto p : in) {
-                if (prefix && !p.text.starts_with(' ')) p.text.insert(0, " ");
+                if (prefix && !p.text.starts_with(' ')) p.text.insert(p.text.begin(), ' ');
                 if (use_regex)
                     for (auto& q : split_piece(p, *re, SplitBehavior::Isolated, false))
                         split.push_back(std::move(q));
                 else
                     split.push_back(std::move(p));
             }
-            const auto& map = byte_map();
-            for (auto& p : split) {
-                std::string mapped;
-                for (unsigned char c : p.text)
-                    mapped += map.to_char[c];
-                p.text.swap(mapped);
-            }
+            for (auto& p : split)
+                p.text = data::text::bytes_to_symbols(p.text);
             return split;
         };
     }
@@ -250,7 +228,7 @@ PreTokenizer make_pre_tokenizer(const Json& j, const std::string& where) {
         if (scheme != "always" && scheme != "first" && scheme != "never")
             throw InputError(at, "unknown prepend_scheme '" + scheme + "'");
         const bool do_split = j.value("split", true);
-        const auto re = std::make_shared<Regex>(repl, at, true);
+        const auto re = std::make_shared<Regex>(repl, at, Regex::Options{.literal = true});
         return [repl, scheme, do_split, re](const std::vector<Piece>& in) {
             std::vector<Piece> out;
             for (auto p : in) {
@@ -362,7 +340,7 @@ class HfTokenizer : public Tokenizer {
             while (pos < text.size()) {
                 const AddedToken* hit = match_added(text, pos);
                 if (hit == nullptr) {
-                    pos += utf8_length(static_cast<unsigned char>(text[pos]));
+                    pos += decode_utf8_char(text, pos).length;
                     continue;
                 }
                 std::size_t b = pos, e = pos + hit->content.size();
@@ -479,9 +457,8 @@ class HfTokenizer : public Tokenizer {
                 throw InputError(where_, std::string("model.") + f + " is not supported");
         if (byte_fallback_)
             for (int b = 0; b < 256; ++b) {
-                char name[8];
-                std::snprintf(name, sizeof name, "<0x%02X>", b);
-                const auto it = vocab_.find(name);
+                const auto it =
+                    vocab_.find(data::text::byte_piece_name(static_cast<unsigned char>(b)));
                 byte_ids_[b] = it == vocab_.end() ? -1 : it->second;
             }
     }
@@ -573,15 +550,8 @@ class HfTokenizer : public Tokenizer {
         if (type == "ByteLevel") {
             decoders_.push_back([](const std::vector<std::string>& tokens) {
                 std::string bytes;
-                const auto& map = byte_map();
                 for (const auto& t : tokens)
-                    for (auto c : utf8_chars(t)) {
-                        const auto it = map.to_byte.find(std::string(c));
-                        if (it != map.to_byte.end())
-                            bytes += static_cast<char>(it->second);
-                        else
-                            bytes.append(c);
-                    }
+                    bytes += data::text::symbols_to_bytes(t);
                 return std::vector<std::string>{bytes};
             });
         } else if (type == "Replace") {
@@ -604,7 +574,7 @@ class HfTokenizer : public Tokenizer {
                     bytes.clear();
                 };
                 for (const auto& t : tokens) {
-                    if (const int byte = parse_byte_piece(t); byte >= 0) {
+                    if (const int byte = data::text::parse_byte_piece(t); byte >= 0) {
                         bytes += static_cast<char>(byte);
                         continue;
                     }
@@ -705,49 +675,15 @@ class HfTokenizer : public Tokenizer {
             if (!(fuse_unk_ && last_unk)) sym.push_back(*unk_id_);
             last_unk = true;
         }
-        // Merges by rank: a heap of candidate pairs over a linked list of symbols.
-        const std::size_t n = sym.size();
-        std::vector<std::int64_t> prev(n), next(n);
-        std::vector<bool> alive(n, true);
-        for (std::size_t i = 0; i < n; ++i) {
-            prev[i] = static_cast<std::int64_t>(i) - 1;
-            next[i] = i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1;
-        }
-        struct Cand {
-            std::int64_t rank;
-            std::size_t pos;
-            std::int64_t left, right;  // the ids the pair had when pushed
-            bool operator>(const Cand& o) const {
-                return rank != o.rank ? rank > o.rank : pos > o.pos;
-            }
-        };
-        std::priority_queue<Cand, std::vector<Cand>, std::greater<Cand>> heap;
-        auto push = [&](std::size_t i) {
-            if (next[i] < 0) return;
-            const auto j = static_cast<std::size_t>(next[i]);
-            const auto it = merges_.find(pair_key(sym[i], sym[j]));
-            if (it != merges_.end()) heap.push({it->second.first, i, sym[i], sym[j]});
-        };
-        for (std::size_t i = 0; i + 1 < n; ++i)
-            push(i);
-        while (!heap.empty()) {
-            const Cand c = heap.top();
-            heap.pop();
-            const std::size_t i = c.pos;
-            if (!alive[i] || next[i] < 0 || sym[i] != c.left ||
-                sym[static_cast<std::size_t>(next[i])] != c.right)
-                continue;
-            const auto j = static_cast<std::size_t>(next[i]);
-            sym[i] = merges_.at(pair_key(c.left, c.right)).second;
-            alive[j] = false;
-            next[i] = next[j];
-            if (next[j] >= 0)
-                prev[static_cast<std::size_t>(next[j])] = static_cast<std::int64_t>(i);
-            if (prev[i] >= 0) push(static_cast<std::size_t>(prev[i]));
-            push(i);
-        }
-        for (std::int64_t i = n ? 0 : -1; i >= 0; i = next[static_cast<std::size_t>(i)])
-            out.push_back(sym[static_cast<std::size_t>(i)]);
+        data::text::bpe_merge(sym, [this](std::int64_t left, std::int64_t right) {
+            std::optional<data::text::BpeMerge> merge;
+            const auto it = merges_.find(pair_key(left, right));
+            if (it != merges_.end())
+                merge =
+                    data::text::BpeMerge{static_cast<double>(it->second.first), it->second.second};
+            return merge;
+        });
+        out.insert(out.end(), sym.begin(), sym.end());
     }
 
     std::string where_;

@@ -1,6 +1,7 @@
 // tokenizer.model (SentencePiece ModelProto; Llama 1/2, Mistral), own implementation written
-// from the format description (libsentencepiece cannot share a process with LibTorch on
-// Debian: both bring protobuf).
+// from the format description. Debian's libsentencepiece does share a process with the torch
+// 2.11 wheel and gives the same ids (tests/llm_lora/sentencepiece_library_test.cpp; see the
+// llm_lora README), so this reader may give way to it.
 //
 // Encoding: special pieces (CONTROL, UNKNOWN) written in the text are split out first when
 // `parse_special` is set (leftmost, longest); every other segment is normalized on its own
@@ -24,17 +25,17 @@
 // libsentencepiece on unusual characters. The denormalizer spec is ignored.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <functional>
 #include <limits>
-#include <queue>
 #include <unordered_map>
 
 #include "core/base/error.h"
-#include "core/base/file_io.h"
+#include "core/base/utf8.h"
+#include "core/data/text/bpe.h"
+#include "core/data/text/byte_level.h"
+#include "core/data/text/unicode.h"
 #include "plugins/llm_lora/protobuf_reader.h"
 #include "plugins/llm_lora/tokenizer.h"
-#include "plugins/llm_lora/unicode_text.h"
 
 namespace crucible::llm {
 namespace {
@@ -101,7 +102,7 @@ Piece read_piece(ProtoReader r, std::size_t index) {
     if (!std::isfinite(p.score))
         throw InputError(r.where(), at + " '" + p.text + "': the score is not a finite number");
     if (p.type == PieceType::kByte) {
-        p.byte = parse_byte_piece(p.text);
+        p.byte = data::text::parse_byte_piece(p.text);
         if (p.byte < 0)
             throw InputError(r.where(), at + " '" + p.text + "': a BYTE piece must read <0xXX>");
     }
@@ -238,7 +239,7 @@ class SentencePieceTokenizer : public Tokenizer {
         while (pos < text.size()) {
             const std::int32_t hit = match_at(special_by_byte_, text, pos);
             if (hit < 0) {
-                pos += utf8_length(static_cast<unsigned char>(text[pos]));
+                pos += decode_utf8_char(text, pos).length;
                 continue;
             }
             encode_segment(text.substr(segment, pos - segment), ids);
@@ -364,13 +365,11 @@ class SentencePieceTokenizer : public Tokenizer {
         if (min_score_ == std::numeric_limits<float>::max()) min_score_ = 0.0f;
         if (byte_fallback_)
             for (int b = 0; b < 256; ++b)
-                if (byte_ids_[b] < 0) {
-                    char name[8];
-                    std::snprintf(name, sizeof name, "<0x%02X>", b);
-                    throw InputError(where_,
-                                     std::string("byte_fallback is on but the BYTE piece ") + name +
-                                         " is missing");
-                }
+                if (byte_ids_[b] < 0)
+                    throw InputError(
+                        where_, "byte_fallback is on but the BYTE piece " +
+                                    data::text::byte_piece_name(static_cast<unsigned char>(b)) +
+                                    " is missing");
         // Longest first: leftmost-longest matching.
         auto longest_first = [&](std::vector<std::int32_t>& v) {
             std::stable_sort(v.begin(), v.end(), [&](std::int32_t a, std::int32_t b) {
@@ -388,7 +387,7 @@ class SentencePieceTokenizer : public Tokenizer {
     // piece itself, so that extending a candidate stops as soon as no piece can match.
     void add_prefixes(const std::string& text, std::int32_t id) {
         for (std::size_t i = 0; i < text.size();) {
-            i += std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+            i += decode_utf8_char(text, i).length;
             const auto [it, inserted] = lattice_.emplace(text.substr(0, i), -1);
             if (i == text.size()) it->second = id;
         }
@@ -405,8 +404,8 @@ class SentencePieceTokenizer : public Tokenizer {
 
     std::string normalize(std::string_view segment) const {
         std::string s(segment);
-        if (!normalizer_form_.empty()) s = unicode_normalize(s, normalizer_form_);
-        if (lowercase_) s = unicode_lowercase(s);
+        if (!normalizer_form_.empty()) s = data::text::unicode_normalize(s, normalizer_form_);
+        if (lowercase_) s = data::text::unicode_lowercase(s);
         if (remove_extra_whitespaces_) {
             std::string t;
             for (char c : s) {
@@ -436,7 +435,7 @@ class SentencePieceTokenizer : public Tokenizer {
         while (pos < s.size()) {
             const std::int32_t hit = match_at(user_by_byte_, s, pos);
             if (hit < 0) {
-                pos += utf8_length(static_cast<unsigned char>(s[pos]));
+                pos += decode_utf8_char(s, pos).length;
                 continue;
             }
             encode_run(std::string_view(s).substr(run, pos - run), ids);
@@ -475,55 +474,39 @@ class SentencePieceTokenizer : public Tokenizer {
         last_unk = true;
     }
 
+    // BPE symbols are spans of `s`, packed as start << 32 | length into the loop's integers: a
+    // pair merges when its concatenation is a piece, the best score first.
+    static std::int64_t pack_span(std::size_t start, std::size_t length) {
+        return static_cast<std::int64_t>((static_cast<std::uint64_t>(start) << 32) | length);
+    }
+    static std::string_view unpack_span(std::string_view s, std::int64_t packed) {
+        const auto bits = static_cast<std::uint64_t>(packed);
+        return s.substr(static_cast<std::size_t>(bits >> 32),
+                        static_cast<std::size_t>(bits & 0xFFFFFFFFu));
+    }
+
     void encode_bpe(std::string_view s, std::vector<std::int64_t>& ids) const {
-        const auto chars = utf8_chars(s);
-        const std::size_t n = chars.size();
-        std::vector<std::size_t> start(n), length(n);
-        std::vector<std::int64_t> prev(n), next(n);
-        for (std::size_t i = 0; i < n; ++i) {
-            start[i] = static_cast<std::size_t>(chars[i].data() - s.data());
-            length[i] = chars[i].size();
-            prev[i] = static_cast<std::int64_t>(i) - 1;
-            next[i] = i + 1 < n ? static_cast<std::int64_t>(i + 1) : -1;
+        if (s.size() > 0xFFFFFFFFu) throw InputError("text", "is over 4 GiB");
+        std::vector<std::int64_t> symbols;
+        for (std::size_t i = 0; i < s.size();) {
+            const std::size_t n = decode_utf8_char(s, i).length;
+            symbols.push_back(pack_span(i, n));
+            i += n;
         }
-        struct Candidate {
-            float score;
-            std::size_t left, right, length;            // length: of the pair when it was pushed
-            bool operator<(const Candidate& o) const {  // the heap's top: best score, leftmost
-                return score != o.score ? score < o.score : left > o.left;
-            }
-        };
-        std::priority_queue<Candidate> heap;
-        auto push = [&](std::int64_t left) {
-            if (left < 0 || next[static_cast<std::size_t>(left)] < 0) return;
-            const auto l = static_cast<std::size_t>(left);
-            const auto r = static_cast<std::size_t>(next[l]);
-            const std::int32_t id = model_piece(s.substr(start[l], length[l] + length[r]));
+        data::text::bpe_merge(symbols, [&](std::int64_t left, std::int64_t right) {
+            std::optional<data::text::BpeMerge> merge;
+            const std::string_view l = unpack_span(s, left), r = unpack_span(s, right);
+            const auto start = static_cast<std::size_t>(l.data() - s.data());
+            const std::int32_t id = model_piece(s.substr(start, l.size() + r.size()));
             if (id >= 0)
-                heap.push(
-                    {pieces_[static_cast<std::size_t>(id)].score, l, r, length[l] + length[r]});
-        };
-        for (std::size_t i = 0; i + 1 < n; ++i)
-            push(static_cast<std::int64_t>(i));
-        while (!heap.empty()) {
-            const Candidate c = heap.top();
-            heap.pop();
-            // Stale when either side has merged since it was pushed.
-            if (length[c.left] == 0 || next[c.left] != static_cast<std::int64_t>(c.right) ||
-                length[c.left] + length[c.right] != c.length)
-                continue;
-            length[c.left] = c.length;
-            length[c.right] = 0;
-            next[c.left] = next[c.right];
-            if (next[c.right] >= 0)
-                prev[static_cast<std::size_t>(next[c.right])] = static_cast<std::int64_t>(c.left);
-            push(prev[c.left]);
-            push(static_cast<std::int64_t>(c.left));
-        }
+                merge = data::text::BpeMerge{
+                    -static_cast<double>(pieces_[static_cast<std::size_t>(id)].score),
+                    pack_span(start, l.size() + r.size())};
+            return merge;
+        });
         bool last_unk = false;
-        for (std::int64_t i = n > 0 ? 0 : -1; i >= 0; i = next[static_cast<std::size_t>(i)]) {
-            const auto k = static_cast<std::size_t>(i);
-            const std::string_view symbol = s.substr(start[k], length[k]);
+        for (const std::int64_t packed : symbols) {
+            const std::string_view symbol = unpack_span(s, packed);
             const std::int32_t id = model_piece(symbol);
             if (id >= 0) {
                 ids.push_back(id);
@@ -536,33 +519,37 @@ class SentencePieceTokenizer : public Tokenizer {
 
     void encode_unigram(std::string_view s, std::vector<std::int64_t>& ids) const {
         const std::size_t n = s.size();
-        constexpr double kNone = -std::numeric_limits<double>::infinity();
-        const double unk_score = static_cast<double>(min_score_) - kUnkPenalty;
+        // The arithmetic of libsentencepiece's unigram encoder, so that near-ties between
+        // segmentations come out as there (seen on a model its trainer wrote): a path's score is
+        // kept in float, a piece's candidate is computed and compared in double, an unknown
+        // character's in float.
+        constexpr float kNone = -std::numeric_limits<float>::infinity();
+        const float unk_score = min_score_ - kUnkPenalty;
         // best[j]: the best score of a segmentation of s[0, j); from[j] / piece[j]: its last
         // piece (-1: an unknown character).
-        std::vector<double> best(n + 1, kNone);
+        std::vector<float> best(n + 1, kNone);
         std::vector<std::size_t> from(n + 1, 0);
         std::vector<std::int32_t> piece(n + 1, -1);
-        best[0] = 0.0;
+        best[0] = 0.0f;
         for (std::size_t i = 0; i < n;) {
-            const std::size_t char_end =
-                i + std::min(utf8_length(static_cast<unsigned char>(s[i])), n - i);
+            const std::size_t char_end = i + decode_utf8_char(s, i).length;
             bool single = false;
             for (std::size_t j = char_end; j <= n;) {
                 const auto it = lattice_.find(s.substr(i, j - i));
                 if (it == lattice_.end()) break;
                 if (it->second >= 0) {
                     const double score =
-                        best[i] + pieces_[static_cast<std::size_t>(it->second)].score;
-                    if (score > best[j]) {
-                        best[j] = score;
+                        static_cast<double>(best[i]) +
+                        static_cast<double>(pieces_[static_cast<std::size_t>(it->second)].score);
+                    if (score > static_cast<double>(best[j])) {
+                        best[j] = static_cast<float>(score);
                         from[j] = i;
                         piece[j] = it->second;
                     }
                     single = single || j == char_end;
                 }
                 if (j == n) break;
-                j += std::min(utf8_length(static_cast<unsigned char>(s[j])), n - j);
+                j += decode_utf8_char(s, j).length;
             }
             if (!single && best[i] + unk_score > best[char_end]) {
                 best[char_end] = best[i] + unk_score;

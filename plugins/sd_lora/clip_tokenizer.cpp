@@ -1,11 +1,13 @@
 #include "plugins/sd_lora/clip_tokenizer.h"
 
-#include <algorithm>
 #include <limits>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
+#include "core/base/utf8.h"
+#include "core/data/text/byte_level.h"
+#include "core/data/text/unicode.h"
 
 namespace crucible::sd {
 namespace {
@@ -13,106 +15,23 @@ namespace {
 // The reference keeps merges [1, 49152 - 256 - 2] of the file.
 constexpr std::size_t kMaxMerges = 49152 - 256 - 2;
 constexpr std::uint64_t kMaxFileBytes = 64ull << 20;
+constexpr std::string_view kStartOfText = "<|startoftext|>", kEndOfText = "<|endoftext|>";
+constexpr std::string_view kWordEnd = "</w>";
 
-std::string utf8_of(char32_t cp) {
-    std::string s;
-    if (cp < 0x80) {
-        s += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        s += static_cast<char>(0xC0 | (cp >> 6));
-        s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        s += static_cast<char>(0xE0 | (cp >> 12));
-        s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        s += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        s += static_cast<char>(0xF0 | (cp >> 18));
-        s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        s += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-    return s;
-}
+// CLIPTokenizer's pattern (re.IGNORECASE), on lower-cased text.
+const char* kClipPattern =
+    "<\\|startoftext\\|>|<\\|endoftext\\|>|'s|'t|'re|'ve|'m|'ll|'d|[\\p{L}]+|[\\p{N}]|"
+    "[^\\s\\p{L}\\p{N}]+";
 
-// Decodes UTF-8 leniently: an invalid byte becomes U+FFFD.
-std::vector<char32_t> decode_utf8(std::string_view s) {
-    std::vector<char32_t> out;
-    std::size_t i = 0;
-    while (i < s.size()) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        int len = 0;
-        char32_t cp = 0;
-        if (c < 0x80) {
-            len = 1;
-            cp = c;
-        } else if ((c & 0xE0) == 0xC0) {
-            len = 2;
-            cp = c & 0x1F;
-        } else if ((c & 0xF0) == 0xE0) {
-            len = 3;
-            cp = c & 0x0F;
-        } else if ((c & 0xF8) == 0xF0) {
-            len = 4;
-            cp = c & 0x07;
-        }
-        bool ok = len > 0 && i + static_cast<std::size_t>(len) <= s.size();
-        for (int k = 1; ok && k < len; ++k) {
-            const auto cc = static_cast<unsigned char>(s[i + static_cast<std::size_t>(k)]);
-            if ((cc & 0xC0) != 0x80) ok = false;
-            cp = (cp << 6) | (cc & 0x3F);
-        }
-        if (!ok || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            out.push_back(0xFFFD);
-            ++i;
-            continue;
-        }
-        out.push_back(cp);
-        i += static_cast<std::size_t>(len);
-    }
-    return out;
-}
-
-bool is_space(char32_t c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == 0x85 ||
-           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-           c == 0x202F || c == 0x205F || c == 0x3000;
-}
-
-bool is_digit(char32_t c) {
-    return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19);
-}
-
-bool is_letter(char32_t c) {
-    if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-    if (c < 0xC0) return c == 0xAA || c == 0xB5 || c == 0xBA;
-    if (c == 0xD7 || c == 0xF7) return false;
-    if (c >= 0x2000 && c <= 0x2BFF) return false;  // punctuation, symbols, arrows, shapes
-    if (c >= 0x3000 && c <= 0x303F) return false;  // CJK symbols and punctuation
-    if (c >= 0xFE30 && c <= 0xFE4F) return false;
-    if (c >= 0xFF00 && c <= 0xFF20) return false;  // fullwidth punctuation and digits
-    if (c >= 0xFF3B && c <= 0xFF40) return false;
-    if (c >= 0xFF5B && c <= 0xFF65) return false;
-    if (c >= 0x1F000 && c <= 0x1FAFF) return false;  // emoji and pictographs
-    if (c == 0xFFFD || (c >= 0xE000 && c <= 0xF8FF)) return false;
-    return true;
+std::uint64_t pair_key(std::int64_t a, std::int64_t b) {
+    return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
 }
 
 }  // namespace
 
-const std::vector<std::string>& ClipTokenizer::byte_symbols() {
-    static const std::vector<std::string> table = [] {
-        std::vector<std::string> t(256);
-        int extra = 0;
-        for (int b = 0; b < 256; ++b) {
-            const bool printable =
-                (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-            t[static_cast<std::size_t>(b)] = utf8_of(
-                printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++));
-        }
-        return t;
-    }();
-    return table;
-}
+ClipTokenizer::ClipTokenizer()
+    : pattern_(std::make_shared<const data::text::Regex>(
+          kClipPattern, "CLIP pattern", data::text::Regex::Options{.case_insensitive = true})) {}
 
 ClipTokenizer ClipTokenizer::load(const std::filesystem::path& vocab_json,
                                   const std::filesystem::path& merges_txt) {
@@ -133,7 +52,6 @@ ClipTokenizer ClipTokenizer::parse(std::string_view vocab_json, std::string_view
 }
 
 void ClipTokenizer::parse_vocab(std::string_view vocab_json, const std::string& where) {
-    ClipTokenizer& t = *this;
     const Json vocab = parse_json(vocab_json, where);
     if (!vocab.is_object() || vocab.empty())
         throw InputError(where, "must be a non-empty JSON object of token -> id");
@@ -141,19 +59,25 @@ void ClipTokenizer::parse_vocab(std::string_view vocab_json, const std::string& 
         if (!id.is_number_integer() || id.get<std::int64_t>() < 0 ||
             id.get<std::int64_t>() >= std::numeric_limits<std::int32_t>::max())
             throw InputError(where, "id of '" + token + "' is not a non-negative integer");
-        t.vocab_[token] = id.get<std::int64_t>();
+        vocab_[token] = id.get<std::int64_t>();
     }
-    for (const char* special : {"<|startoftext|>", "<|endoftext|>"})
-        if (!t.vocab_.count(special))
-            throw InputError(where, std::string("no '") + special + "' token");
-    t.bos_ = t.vocab_.at("<|startoftext|>");
-    t.eos_ = t.vocab_.at("<|endoftext|>");
+    for (std::string_view special : {kStartOfText, kEndOfText})
+        if (!vocab_.count(std::string(special)))
+            throw InputError(where, "no '" + std::string(special) + "' token");
+    bos_ = vocab_.at(std::string(kStartOfText));
+    eos_ = vocab_.at(std::string(kEndOfText));
+}
+
+std::int64_t ClipTokenizer::symbol_id(const std::string& symbol) {
+    const auto [it, inserted] =
+        symbol_ids_.emplace(symbol, static_cast<std::int64_t>(symbols_.size()));
+    if (inserted) symbols_.push_back(symbol);
+    return it->second;
 }
 
 void ClipTokenizer::parse_merges(std::string_view merges_txt, const std::string& where) {
-    ClipTokenizer& t = *this;
     std::size_t line_no = 0, pos = 0;
-    while (pos < merges_txt.size() && t.ranks_.size() < kMaxMerges) {
+    while (pos < merges_txt.size() && merges_.size() < kMaxMerges) {
         auto end = merges_txt.find('\n', pos);
         if (end == std::string_view::npos) end = merges_txt.size();
         std::string_view line = merges_txt.substr(pos, end - pos);
@@ -167,102 +91,54 @@ void ClipTokenizer::parse_merges(std::string_view merges_txt, const std::string&
             line.find(' ', space + 1) != std::string_view::npos)
             throw InputError(where + ":" + std::to_string(line_no),
                              "a merge line must be two symbols separated by one space");
-        t.ranks_.emplace(std::string(line), t.ranks_.size());
+        const std::string a(line.substr(0, space)), b(line.substr(space + 1));
+        const std::int64_t left = symbol_id(a), right = symbol_id(b), merged = symbol_id(a + b);
+        // A repeated line keeps its first rank; ranks count distinct merges.
+        merges_.emplace(pair_key(left, right),
+                        data::text::BpeMerge{static_cast<double>(merges_.size()), merged});
     }
 }
 
-std::vector<std::string> ClipTokenizer::bpe(const std::string& word) const {
-    // word: byte symbols (UTF-8 strings), the last one gets "</w>".
-    std::vector<std::string> parts;
-    for (char32_t cp : decode_utf8(word))
-        parts.push_back(utf8_of(cp));
-    if (parts.empty()) return parts;
-    parts.back() += "</w>";
-    while (parts.size() > 1) {
-        std::size_t best = std::numeric_limits<std::size_t>::max(), at = 0;
-        for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
-            const auto it = ranks_.find(parts[i] + " " + parts[i + 1]);
-            if (it != ranks_.end() && it->second < best) {
-                best = it->second;
-                at = i;
-            }
+void ClipTokenizer::bpe(std::string_view word, std::vector<std::string>& out) const {
+    // word: byte symbols; the last one gets "</w>". A symbol that no merge names gets a number
+    // past the table's, so it never merges.
+    const std::vector<std::string_view> chars = utf8_chars(word);
+    if (chars.empty()) return;
+    std::vector<std::string> unnamed;
+    std::vector<std::int64_t> symbols;
+    symbols.reserve(chars.size());
+    for (std::size_t i = 0; i < chars.size(); ++i) {
+        std::string s(chars[i]);
+        if (i + 1 == chars.size()) s += kWordEnd;
+        const auto it = symbol_ids_.find(s);
+        if (it != symbol_ids_.end()) {
+            symbols.push_back(it->second);
+        } else {
+            symbols.push_back(static_cast<std::int64_t>(symbols_.size() + unnamed.size()));
+            unnamed.push_back(std::move(s));
         }
-        if (best == std::numeric_limits<std::size_t>::max()) break;
-        // Merge every occurrence of the best pair, left to right.
-        const std::string a = parts[at], b = parts[at + 1];
-        std::vector<std::string> merged;
-        for (std::size_t i = 0; i < parts.size();) {
-            if (i + 1 < parts.size() && parts[i] == a && parts[i + 1] == b) {
-                merged.push_back(a + b);
-                i += 2;
-            } else {
-                merged.push_back(parts[i++]);
-            }
-        }
-        parts = std::move(merged);
     }
-    return parts;
+    data::text::bpe_merge(symbols, [this](std::int64_t left, std::int64_t right) {
+        std::optional<data::text::BpeMerge> merge;
+        const auto it = merges_.find(pair_key(left, right));
+        if (it != merges_.end()) merge = it->second;
+        return merge;
+    });
+    for (const std::int64_t s : symbols) {
+        const auto i = static_cast<std::size_t>(s);
+        out.push_back(i < symbols_.size() ? symbols_[i] : unnamed[i - symbols_.size()]);
+    }
 }
 
 std::vector<std::string> ClipTokenizer::tokenize(std::string_view text) const {
-    // Lower-case ASCII, collapse whitespace.
-    std::vector<char32_t> cps = decode_utf8(text);
-    for (auto& c : cps)
-        if (c >= 'A' && c <= 'Z') c = c - 'A' + 'a';
+    const std::string lower = data::text::unicode_lowercase(utf8_lossy(text));
     std::vector<std::string> words;
-    const auto& bytes = byte_symbols();
-    auto emit = [&](std::size_t from, std::size_t to) {
-        std::string raw;
-        for (std::size_t i = from; i < to; ++i)
-            raw += utf8_of(cps[i]);
-        std::string mapped;
-        for (unsigned char ch : raw)
-            mapped += bytes[ch];
-        for (auto& piece : bpe(mapped))
-            words.push_back(std::move(piece));
-    };
-    auto starts_with = [&](std::size_t i, std::u32string_view s) {
-        if (i + s.size() > cps.size()) return false;
-        for (std::size_t k = 0; k < s.size(); ++k)
-            if (cps[i + k] != s[k]) return false;
-        return true;
-    };
-    std::size_t i = 0;
-    while (i < cps.size()) {
-        const char32_t c = cps[i];
-        if (is_space(c)) {
-            ++i;
-            continue;
-        }
-        if (starts_with(i, U"<|startoftext|>") || starts_with(i, U"<|endoftext|>")) {
-            const std::size_t len = cps[i + 2] == 's' ? 15 : 13;
-            words.push_back(cps[i + 2] == 's' ? "<|startoftext|>" : "<|endoftext|>");
-            i += len;
-            continue;
-        }
-        if (c == '\'') {
-            bool done = false;
-            for (std::u32string_view suffix :
-                 {U"'s", U"'t", U"'re", U"'ve", U"'m", U"'ll", U"'d"}) {
-                if (starts_with(i, suffix)) {
-                    emit(i, i + suffix.size());
-                    i += suffix.size();
-                    done = true;
-                    break;
-                }
-            }
-            if (done) continue;
-        }
-        std::size_t j = i + 1;
-        if (is_letter(c)) {
-            while (j < cps.size() && is_letter(cps[j]))
-                ++j;
-        } else if (!is_digit(c)) {
-            while (j < cps.size() && !is_space(cps[j]) && !is_letter(cps[j]) && !is_digit(cps[j]))
-                ++j;
-        }
-        emit(i, j);
-        i = j;
+    for (const auto& [b, e] : pattern_->find_all(lower)) {
+        const std::string_view word = std::string_view(lower).substr(b, e - b);
+        if (word == kStartOfText || word == kEndOfText)
+            words.emplace_back(word);
+        else
+            bpe(data::text::bytes_to_symbols(word), words);
     }
     return words;
 }

@@ -1,21 +1,29 @@
 #pragma once
-// The CLIP BPE tokenizer (vocab.json + merges.txt, as in Hugging Face CLIPTokenizer): lower-cased,
-// whitespace-collapsed text split into words (letters, single digits, other symbols, the 's 't
-// 're 've 'm 'll 'd contractions), each word's UTF-8 bytes mapped to printable characters, then
-// byte-pair merges by rank with "</w>" marking the word end. Sequences are
-// <|startoftext|> ids... <|endoftext|>, truncated and padded (with <|endoftext|>) to 77.
+// The CLIP BPE tokenizer (vocab.json + merges.txt, as in Hugging Face CLIPTokenizer): the text is
+// lower-cased and split into words by the reference's own pattern (the special tokens, the 's 't
+// 're 've 'm 'll 'd contractions, runs of letters, single digits, runs of other symbols), each
+// word's UTF-8 bytes are mapped to printable characters, then byte-pair merges by rank with
+// "</w>" marking the word end. Sequences are <|startoftext|> ids... <|endoftext|>, truncated and
+// padded (with <|endoftext|>) to 77.
 //
-// Character classes: ASCII is exact; other code points count as letters except the common
-// punctuation / symbol blocks (General Punctuation, CJK Symbols, fullwidth ASCII punctuation);
-// letters outside ASCII are not lower-cased. (The reference uses full Unicode tables and ftfy.)
-// No LibTorch here.
+// Unicode: letters, digits and spaces follow the Unicode tables (PCRE2's `\p{L}`, `\p{N}`, `\s`)
+// and lower case is full Unicode (ICU), as Python's `regex` and str.lower() give the reference;
+// its ftfy repair and HTML unescaping are not applied. Ill-formed UTF-8 becomes U+FFFD first
+// (core/base/utf8.h). The byte-level map, the pattern engine and the merge loop are shared with
+// the LLM tokenizers (core/data/text). No LibTorch here.
 #include <cstdint>
 #include <filesystem>
-#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "core/data/text/bpe.h"
+
+namespace crucible::data::text {
+class Regex;
+}
 
 namespace crucible::sd {
 
@@ -40,15 +48,19 @@ class ClipTokenizer {
     std::int64_t pad_id() const { return eos_; }
     std::size_t vocab_size() const { return vocab_.size(); }
 
-    // The 256 printable stand-ins for bytes (GPT-2 / CLIP byte-level BPE), as UTF-8.
-    static const std::vector<std::string>& byte_symbols();
-
   private:
+    ClipTokenizer();
     void parse_vocab(std::string_view vocab_json, const std::string& where);
     void parse_merges(std::string_view merges_txt, const std::string& where);
-    std::vector<std::string> bpe(const std::string& word) const;
+    std::int64_t symbol_id(const std::string& symbol);
+    void bpe(std::string_view word, std::vector<std::string>& out) const;
+
     std::unordered_map<std::string, std::int64_t> vocab_;
-    std::unordered_map<std::string, std::size_t> ranks_;  // "a b" -> rank
+    // Every symbol a merge names or yields, numbered; merges keyed by the pair of numbers.
+    std::unordered_map<std::string, std::int64_t> symbol_ids_;
+    std::vector<std::string> symbols_;
+    std::unordered_map<std::uint64_t, data::text::BpeMerge> merges_;
+    std::shared_ptr<const data::text::Regex> pattern_;
     std::int64_t bos_ = 0, eos_ = 0;
 };
 

@@ -17,14 +17,10 @@ TEST(Sha256, KnownVectors) {
     EXPECT_EQ(random_hex(16).size(), 32u);
 }
 
-TEST(Utf8, Validation) {
-    EXPECT_TRUE(is_valid_utf8("plain"));
-    EXPECT_TRUE(is_valid_utf8("数据集/图片.jpg"));
-    EXPECT_FALSE(is_valid_utf8("\xff\xfe"));
-    EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));      // overlong '/'
-    EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));  // surrogate
-    EXPECT_FALSE(is_valid_utf8("abc\xe6\x95"));   // truncated
+TEST(FileIo, PathFromUtf8RefusesIllFormedText) {
     EXPECT_THROW(path_from_utf8("\xff"), InputError);
+    EXPECT_THROW(path_from_utf8("a\xed\xa0\x80"), InputError);  // a surrogate
+    EXPECT_EQ(path_to_utf8(path_from_utf8("数据集/图片.jpg")), "数据集/图片.jpg");
 }
 
 TEST(FileIo, AtomicWriteAndChineseNames) {

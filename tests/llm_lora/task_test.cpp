@@ -12,6 +12,7 @@
 #include "core/base/file_io.h"
 #include "core/base/safetensors.h"
 #include "core/data/chat_dataset.h"
+#include "core/data/text/byte_level.h"
 #include "core/engine/job.h"
 #include "plugins/llm_lora/chat_batches.h"
 #include "plugins/llm_lora/generate.h"
@@ -38,20 +39,8 @@ fs::path fresh(const std::string& name) {
 // the Llama 3 chat tokens.
 void write_byte_tokenizer(const fs::path& dir) {
     Json vocab = Json::object();
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-        const bool printable =
-            (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-        const char32_t cp = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + n++);
-        std::string s;
-        if (cp < 0x80) {
-            s += static_cast<char>(cp);
-        } else {
-            s += static_cast<char>(0xC0 | (cp >> 6));
-            s += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-        vocab[s] = b;
-    }
+    for (int b = 0; b < 256; ++b)
+        vocab[data::text::byte_symbols()[static_cast<std::size_t>(b)]] = b;
     Json added = Json::array();
     int id = 256;
     for (const char* t : {"<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>",

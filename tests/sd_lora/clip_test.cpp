@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/base/error.h"
+#include "core/data/text/byte_level.h"
 #include "plugins/sd_lora/clip_text.h"
 #include "plugins/sd_lora/clip_tokenizer.h"
 #include "plugins/sd_lora/lora.h"
@@ -15,17 +16,6 @@ namespace {
 
 ClipTokenizer tiny_tokenizer() {
     return ClipTokenizer::parse(testing::tiny_vocab_json(), testing::tiny_merges_txt());
-}
-
-TEST(ClipTokenizer, ByteSymbolsAreTheByteLevelMap) {
-    const auto& b = ClipTokenizer::byte_symbols();
-    ASSERT_EQ(b.size(), 256u);
-    EXPECT_EQ(std::set<std::string>(b.begin(), b.end()).size(), 256u);
-    EXPECT_EQ(b['a'], "a");
-    EXPECT_EQ(b['!'], "!");
-    EXPECT_EQ(b[' '], "\xC4\xA0");   // U+0120
-    EXPECT_EQ(b[0], "\xC4\x80");     // U+0100
-    EXPECT_EQ(b[0xE9], "\xC3\xA9");  // printable Latin-1 maps to itself
 }
 
 TEST(ClipTokenizer, MergesWordsByRank) {
@@ -39,6 +29,37 @@ TEST(ClipTokenizer, MergesWordsByRank) {
     EXPECT_EQ(t.tokenize("<|startoftext|>red"),
               (std::vector<std::string>{"<|startoftext|>", "red</w>"}));
     EXPECT_TRUE(t.tokenize(" \t\n ").empty());
+}
+
+// The words of a text: pieces joined up to each "</w>" and mapped back to their bytes.
+std::vector<std::string> words(const ClipTokenizer& t, std::string_view text) {
+    std::vector<std::string> out;
+    std::string word;
+    for (const auto& piece : t.tokenize(text)) {
+        if (piece.starts_with("<|")) {
+            out.push_back(piece);
+        } else if (piece.ends_with("</w>")) {
+            word += piece.substr(0, piece.size() - 4);
+            out.push_back(data::text::symbols_to_bytes(word));
+            word.clear();
+        } else {
+            word += piece;
+        }
+    }
+    return out;
+}
+
+TEST(ClipTokenizer, WordsFollowTheUnicodeClasses) {
+    const auto t = tiny_tokenizer();
+    // As the reference's \p{L} and \p{N}: a combining accent is no letter, a digit of any
+    // script is a word of its own, emoji with their variation selector are one symbol run.
+    EXPECT_EQ(words(t, "cafe\xCC\x81 x²½ ٣"),
+              (std::vector<std::string>{"cafe", "\xCC\x81", "x", "²", "½", "٣"}));
+    EXPECT_EQ(words(t, "❤️ 红色的猫! <|endoftext|>"),
+              (std::vector<std::string>{"❤️", "红色的猫", "!", "<|endoftext|>"}));
+    // Ill-formed bytes: one U+FFFD per maximal subpart (a cut 中 is one), among the symbols.
+    EXPECT_EQ(words(t, "a\xE4\xB8 b\xFF\xFE"),
+              (std::vector<std::string>{"a", "\xEF\xBF\xBD", "b", "\xEF\xBF\xBD\xEF\xBF\xBD"}));
 }
 
 TEST(ClipTokenizer, EncodesWithSpecialTokensPaddingAndTruncation) {

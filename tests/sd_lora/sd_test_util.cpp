@@ -6,6 +6,7 @@
 
 #include "core/base/allocator.h"
 #include "core/base/json.h"
+#include "core/data/text/byte_level.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/clip_tokenizer.h"
 #include "tests/support/results_csv.h"
@@ -31,9 +32,9 @@ std::filesystem::path fresh_dir(const std::string& name) {
 std::string tiny_vocab_json() {
     Json v = Json::object();
     int id = 0;
-    for (const auto& s : ClipTokenizer::byte_symbols())
+    for (const auto& s : data::text::byte_symbols())
         v[s] = id++;
-    for (const auto& s : ClipTokenizer::byte_symbols())
+    for (const auto& s : data::text::byte_symbols())
         v[s + "</w>"] = id++;
     for (const char* m : kMerges) {
         std::string merged = m;

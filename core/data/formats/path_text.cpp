@@ -1,6 +1,7 @@
 #include "core/data/formats/path_text.h"
 
 #include "core/base/file_io.h"
+#include "core/base/utf8.h"
 
 namespace crucible::data::detail {
 namespace fs = std::filesystem;
@@ -8,19 +9,13 @@ namespace fs = std::filesystem;
 std::string safe_utf8(std::string_view text) {
     if (is_valid_utf8(text)) return std::string(text);
     std::string out;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        // Take the longest valid sequence starting here (1..4 bytes), else escape one byte.
-        std::size_t len = 0;
-        for (std::size_t n = 1; n <= 4 && i + n <= text.size(); ++n)
-            if (is_valid_utf8(text.substr(i, n))) {
-                len = n;
-                break;
-            }
-        if (len > 0) {
-            out.append(text.substr(i, len));
-            i += len;
+    for (std::size_t i = 0; i < text.size();) {
+        const Utf8Char c = decode_utf8_char(text, i);
+        if (c.valid) {
+            out.append(text.substr(i, c.length));
+            i += c.length;
         } else {
+            // Each byte of an ill-formed sequence shown as itself.
             static const char* hex = "0123456789abcdef";
             const auto u = static_cast<unsigned char>(text[i]);
             out += "\\x";

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/base/error.h"
+#include "core/base/utf8.h"
 
 namespace crucible::engine::pickle {
 
@@ -693,21 +694,9 @@ class Unpickler {
     }
 
     std::string_view check_utf8(std::string_view s) {
-        // Light validation: Python writes valid UTF-8 (surrogatepass aside); refuse obvious junk.
-        std::size_t i = 0;
-        while (i < s.size()) {
-            const auto c = static_cast<unsigned char>(s[i]);
-            std::size_t n = c < 0x80         ? 1
-                            : (c >> 5) == 6  ? 2
-                            : (c >> 4) == 14 ? 3
-                            : (c >> 3) == 30 ? 4
-                                             : 0;
-            if (n == 0 || i + n > s.size()) fail("string is not valid UTF-8");
-            for (std::size_t k = 1; k < n; ++k)
-                if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80)
-                    fail("string is not valid UTF-8");
-            i += n;
-        }
+        // Python writes well-formed UTF-8, except for lone surrogates under "surrogatepass",
+        // which no state dict key or JSON we write could carry: refused too.
+        if (!is_valid_utf8(s)) fail("string is not valid UTF-8");
         return s;
     }
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/base/error.h"
+#include "core/base/utf8.h"
 
 namespace crucible::engine {
 
@@ -112,7 +113,8 @@ class JsonBuilder {
             case Kind::Float:
                 return v->real;
             case Kind::String:
-                return is_valid_text(v->text) ? Json(v->text) : Json("<non-UTF-8 text>");
+                // nlohmann::json throws on dump of invalid UTF-8; BINSTRING may hold any bytes.
+                return is_valid_utf8(v->text) ? Json(v->text) : Json("<non-UTF-8 text>");
             case Kind::Bytes:
                 return "<" + std::to_string(v->text.size()) + " bytes>";
             case Kind::Tuple:
@@ -156,7 +158,7 @@ class JsonBuilder {
     static std::string key_text(const Value* k) {
         switch (k->kind) {
             case Kind::String:
-                return is_valid_text(k->text) ? k->text : "<non-UTF-8 text>";
+                return is_valid_utf8(k->text) ? k->text : "<non-UTF-8 text>";
             case Kind::Int:
                 return std::to_string(k->integer);
             case Kind::Bool:
@@ -169,23 +171,6 @@ class JsonBuilder {
     }
 
   private:
-    static bool is_valid_text(const std::string& s) {
-        // nlohmann::json throws on dump of invalid UTF-8; BINSTRING may hold arbitrary bytes.
-        std::size_t i = 0;
-        while (i < s.size()) {
-            const auto c = static_cast<unsigned char>(s[i]);
-            std::size_t n = c < 0x80         ? 1
-                            : (c >> 5) == 6  ? 2
-                            : (c >> 4) == 14 ? 3
-                            : (c >> 3) == 30 ? 4
-                                             : 0;
-            if (n == 0 || i + n > s.size()) return false;
-            for (std::size_t k = 1; k < n; ++k)
-                if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-            i += n;
-        }
-        return true;
-    }
     const WalkLimits& limits_;
     const std::string& where_;
     std::uint64_t nodes_ = 0;

@@ -1,12 +1,13 @@
-#include "plugins/llm_lora/unicode_text.h"
+#include "core/data/text/unicode.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
 #include <cctype>
+#include <cstdint>
 
 #include "core/base/error.h"
-#include "core/base/file_io.h"
+#include "core/base/utf8.h"
 
 #ifdef CRUCIBLE_HAVE_ICU
 #include <unicode/locid.h>
@@ -14,75 +15,20 @@
 #include <unicode/unistr.h>
 #endif
 
-namespace crucible::llm {
-
-std::size_t utf8_length(unsigned char lead) {
-    if (lead < 0x80) return 1;
-    if ((lead >> 5) == 0x6) return 2;
-    if ((lead >> 4) == 0xE) return 3;
-    if ((lead >> 3) == 0x1E) return 4;
-    return 1;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-std::vector<std::string_view> utf8_chars(std::string_view text) {
-    std::vector<std::string_view> out;
-    out.reserve(text.size());
-    for (std::size_t i = 0; i < text.size();) {
-        const std::size_t n =
-            std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
-        out.push_back(text.substr(i, n));
-        i += n;
-    }
-    return out;
-}
-
-std::string utf8_lossy(std::string_view bytes) {
-    if (is_valid_utf8(bytes)) return std::string(bytes);
-    std::string out;
-    for (std::size_t i = 0; i < bytes.size();) {
-        const std::size_t n = utf8_length(static_cast<unsigned char>(bytes[i]));
-        if (n > 1 && i + n <= bytes.size() && is_valid_utf8(bytes.substr(i, n))) {
-            out.append(bytes.substr(i, n));
-            i += n;
-        } else if (n == 1 && static_cast<unsigned char>(bytes[i]) < 0x80) {
-            out += bytes[i++];
-        } else {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        }
-    }
-    return out;
-}
+namespace crucible::data::text {
 
 struct Regex::Impl {
     pcre2_code* code = nullptr;
 };
 
-Regex::Regex(const std::string& pattern, const std::string& where, bool literal)
+Regex::Regex(const std::string& pattern, const std::string& where, Options options)
     : impl_(std::make_unique<Impl>()) {
     int error = 0;
     PCRE2_SIZE offset = 0;
-    const std::uint32_t options = literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
-    impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                                options, &error, &offset, nullptr);
+    std::uint32_t flags = options.literal ? (PCRE2_UTF | PCRE2_LITERAL) : (PCRE2_UTF | PCRE2_UCP);
+    if (options.case_insensitive) flags |= PCRE2_CASELESS;
+    impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags,
+                                &error, &offset, nullptr);
     if (impl_->code == nullptr) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(error, message, sizeof message);
@@ -121,7 +67,7 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::find_all(std::string_vie
         } else {
             // Empty match: step over one character.
             if (b >= text.size()) break;
-            start = b + utf8_length(static_cast<unsigned char>(text[b]));
+            start = b + decode_utf8_char(text, b).length;
         }
     }
     pcre2_match_data_free(md);
@@ -175,19 +121,4 @@ std::string unicode_lowercase(std::string_view text) {
 #endif
 }
 
-int parse_byte_piece(std::string_view text) {
-    if (text.size() != 6 || !text.starts_with("<0x") || text[5] != '>') return -1;
-    int value = 0;
-    for (char c : text.substr(3, 2)) {
-        value *= 16;
-        if (c >= '0' && c <= '9')
-            value += c - '0';
-        else if (c >= 'A' && c <= 'F')
-            value += c - 'A' + 10;
-        else
-            return -1;
-    }
-    return value;
-}
-
-}  // namespace crucible::llm
+}  // namespace crucible::data::text
