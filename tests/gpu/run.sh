@@ -38,7 +38,7 @@ else  # this machine's build (the CPU half)
     build="${CRUCIBLE_BUILD_DIR:-$root/build}"
     bin="$work/bin"
     mkdir -p "$bin"
-    for t in tests/gpu/gpu_tests tests/detect_task/bench_train_detect \
+    for t in tests/gpu/gpu_tests tests/detect/task/bench_train_detect \
         tests/llm_lora/bench_llm_step tests/sd_lora/bench_sd_lora app/cli/crucible; do
         [ -x "$build/$t" ] || { echo "missing $build/$t: build first (bash installer/setup.sh test)"; exit 2; }
         ln -s "$build/$t" "$bin/$(basename "$t")"

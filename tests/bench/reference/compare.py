@@ -52,7 +52,7 @@ PY = sys.executable
 BUILD = os.path.abspath(ARGS.build)
 EXE = {
     "cli": os.path.join(BUILD, "app", "cli", "crucible"),
-    "bench_train_detect": os.path.join(BUILD, "tests", "detect_task", "bench_train_detect"),
+    "bench_train_detect": os.path.join(BUILD, "tests", "detect", "task", "bench_train_detect"),
     "bench_pipeline": os.path.join(BUILD, "tests", "data_pipeline", "bench_pipeline"),
     "bench_llm_step": os.path.join(BUILD, "tests", "llm_lora", "bench_llm_step"),
     "bench_sd_lora": os.path.join(BUILD, "tests", "sd_lora", "bench_sd_lora"),

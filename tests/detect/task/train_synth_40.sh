@@ -4,9 +4,9 @@
 # in which the reference trainer reaches mAP50 ≈ 0.66 and mAP50-95 ≈ 0.49 on a comparable set.
 # Prints the mAP curve from results.csv and the final figures.
 #
-#   tests/detect_task/train_synth_40.sh [BUILD_DIR=build] [extra key=value options...]
+#   tests/detect/task/train_synth_40.sh [BUILD_DIR=build] [extra key=value options...]
 set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
+root="$(cd "$(dirname "$0")/../../.." && pwd)"
 build="${1:-$root/build}"
 shift || true
 cli="$build/app/cli/crucible"

@@ -31,7 +31,6 @@
 #include "plugins/detect/model/yolo_model.h"
 #include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detect_task.h"
-#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -93,8 +92,10 @@ int main(int argc, char** argv) {
     const Json config = schema.resolve(probe);
     const int imgsz = config["imgsz"].get<int>(), batch = config["batch"].get<int>();
 
-    const test_support::TempDir scratch("bench_train_detect");
-    const fs::path root = scratch.path();
+    // Not a test_support::TempDir: the data set stays under $TMPDIR/crucible_bench_train_detect
+    // after the run, where tests/gpu/run.sh and tests/bench/reference/compare.py (each with a
+    // TMPDIR of its own) train the Python reference on the same images.
+    const fs::path root = fs::temp_directory_path() / "crucible_bench_train_detect";
     data::SynthOptions so;
     so.train = dataset["train"];
     so.val = 16;

@@ -11,7 +11,7 @@
 // almost never reaches IoU 0.5. This recipe is short and small (at 128 px from scratch a YOLOv8n
 // spends its first ~100 steps in warmup at mAP 0) and measured about 0.09–0.14 mAP50 over its
 // last five epochs; the test asks for >= 0.05 among them and for the first epoch to be at
-// chance. The long check (tests/detect_task/train_synth_40.sh, 320 px, 40 epochs) is where the
+// chance. The long check (tests/detect/task/train_synth_40.sh, 320 px, 40 epochs) is where the
 // figure is compared with the reference's.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
