@@ -83,9 +83,7 @@ void update_run_state(Project& project, std::int64_t run_id, const std::string& 
 namespace {
 constexpr const char* kRunSelect = R"sql(
 SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server,
-       r.remote_job_id, r.state, r.created_at, r.updated_at,
-       (SELECT count(*) FROM run_events e WHERE e.run_id = r.id),
-       (SELECT coalesce(max(seq), -1) FROM run_events e WHERE e.run_id = r.id)
+       r.remote_job_id, r.state, r.created_at, r.updated_at, r.event_count, r.last_seq
 FROM runs r )sql";
 
 RunInfo read_run(Statement& s) {
@@ -140,10 +138,12 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
         auto find_name = db.prepare("SELECT id FROM metric_names WHERE name = ?");
         const double nan = std::numeric_limits<double>::quiet_NaN();
         std::string vals;
+        std::int64_t last_seq = -1;
         for (const auto& e : events) {
             if (add_event.bind_all(run_id, e.seq, e.t, e.kind, event_to_line(e)).run() == 0)
                 continue;  // this seq is stored already
             ++stored;
+            last_seq = std::max(last_seq, e.seq);
             if (e.kind != event_kind::kMetric && e.kind != event_kind::kEval) continue;
             auto values = e.fields.find("values");
             if (values == e.fields.end() || !values->is_object()) continue;
@@ -162,6 +162,12 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
                 .bind_blob(6, vals)
                 .run();
         }
+        if (stored > 0)
+            db.prepare(
+                  "UPDATE runs SET event_count = event_count + ?, last_seq = max(last_seq, ?) "
+                  "WHERE id = ?")
+                .bind_all(static_cast<std::int64_t>(stored), last_seq, run_id)
+                .run();
         tx.commit();
     } catch (...) {
         project.metric_name_ids().clear();  // ids from a rolled-back transaction are gone

@@ -173,6 +173,15 @@ ALTER TABLE runs ADD COLUMN server TEXT NOT NULL DEFAULT '';
 UPDATE runs SET server = coalesce((SELECT name FROM servers WHERE servers.id = runs.server_id), '')
     WHERE server_id IS NOT NULL;
 )sql"},
+        // Version 5: a run keeps how many events it stored and its last seq, so listing runs
+        // never counts a million rows (append_events keeps both up to date).
+        {4, R"sql(
+ALTER TABLE runs ADD COLUMN event_count INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN last_seq INTEGER NOT NULL DEFAULT -1;
+UPDATE runs SET
+    event_count = (SELECT count(*) FROM run_events e WHERE e.run_id = runs.id),
+    last_seq = (SELECT coalesce(max(seq), -1) FROM run_events e WHERE e.run_id = runs.id);
+)sql"},
     };
     return list;
 }

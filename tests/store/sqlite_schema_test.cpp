@@ -130,6 +130,9 @@ TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_events WHERE run_id = 3"), 1);
     // Version 4: the run names its server (the registry's name) instead of a project row.
     EXPECT_EQ(get_run(*p, 3).setup.server, "gpu1");
+    // Version 5: the run keeps its event count and last seq (listing runs counts nothing).
+    EXPECT_EQ(get_run(*p, 3).events, 1);
+    EXPECT_EQ(get_run(*p, 3).last_seq, 0);
     // Version 3 packs an event's values into one row; the series read back are the same.
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_points WHERE run_id = 3"), 3);
     EXPECT_EQ(db.query_int("SELECT count(*) FROM sqlite_schema WHERE name = 'run_values'"), 0);

@@ -9,15 +9,11 @@
 
 #include "core/base/file_io.h"
 #include "core/net/remote_config.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::uitest {
 
 namespace {
-
-std::vector<std::unique_ptr<QTemporaryDir>>& dirs() {
-    static std::vector<std::unique_ptr<QTemporaryDir>> d;
-    return d;
-}
 
 class QtEnvironment : public ::testing::Environment {
   public:
@@ -34,10 +30,7 @@ class QtEnvironment : public ::testing::Environment {
         QCoreApplication::setOrganizationName(QStringLiteral("CrucibleTest"));
         QCoreApplication::setApplicationName(QStringLiteral("ui_gui_tests"));
     }
-    void TearDown() override {
-        app_.reset();
-        dirs().clear();
-    }
+    void TearDown() override { app_.reset(); }
 
   private:
     std::unique_ptr<QApplication> app_;
@@ -49,8 +42,7 @@ class QtEnvironment : public ::testing::Environment {
 }  // namespace
 
 std::filesystem::path temp_dir() {
-    dirs().push_back(std::make_unique<QTemporaryDir>());
-    return path_from_utf8(dirs().back()->path().toStdString());
+    return test_support::scratch_dir("ui");
 }
 
 void clear_server_registry() {

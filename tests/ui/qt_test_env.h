@@ -7,7 +7,7 @@
 
 namespace crucible::uitest {
 
-// A fresh temporary folder per call (removed at exit).
+// A fresh temporary folder per call (tests/support/temp_dir.h: gone when the process ends).
 std::filesystem::path temp_dir();
 // Empties the user's server registry (remotes.json in the test's config folder), which every
 // test of the process shares: a test that adds servers starts from none.
