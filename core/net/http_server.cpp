@@ -79,22 +79,26 @@ HttpServer::~HttpServer() {
 // authenticated caller is handed over in a thread-local.
 static thread_local std::string t_caller;
 
-void HttpServer::on(const Route& route, httplib::Server::Handler handler) {
+void serve_route(httplib::Server& server, const Route& route, httplib::Server::Handler handler) {
     const std::string pattern(route.pattern);
     switch (route.method) {
         case HttpMethod::Get:
-            server_->Get(pattern, std::move(handler));
+            server.Get(pattern, std::move(handler));
             return;
         case HttpMethod::Post:
-            server_->Post(pattern, std::move(handler));
+            server.Post(pattern, std::move(handler));
             return;
         case HttpMethod::Put:
-            server_->Put(pattern, std::move(handler));
+            server.Put(pattern, std::move(handler));
             return;
         case HttpMethod::Delete:
-            server_->Delete(pattern, std::move(handler));
+            server.Delete(pattern, std::move(handler));
             return;
     }
+}
+
+void HttpServer::on(const Route& route, httplib::Server::Handler handler) {
+    serve_route(*server_, route, std::move(handler));
 }
 
 void HttpServer::on(const Route& route, httplib::Server::HandlerWithContentReader handler) {

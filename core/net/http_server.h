@@ -36,6 +36,10 @@ struct HttpServerOptions {
     bool allow_plain_http_off_loopback = false;  // only with the explicit --insecure
 };
 
+// Registers `handler` on `server` for `route` (api_routes.h) under the route's method; the agent's
+// server and the tests' fake agents both register through it.
+void serve_route(httplib::Server& server, const Route& route, httplib::Server::Handler handler);
+
 // True for 127.0.0.0/8, ::1 and "localhost": the only addresses where plain HTTP is allowed.
 bool is_loopback_host(const std::string& host);
 

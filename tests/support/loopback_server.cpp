@@ -10,21 +10,7 @@ LoopbackServer::~LoopbackServer() {
 }
 
 void LoopbackServer::on(const net::Route& route, httplib::Server::Handler handler) {
-    const std::string pattern(route.pattern);
-    switch (route.method) {
-        case net::HttpMethod::Get:
-            server_.Get(pattern, std::move(handler));
-            return;
-        case net::HttpMethod::Post:
-            server_.Post(pattern, std::move(handler));
-            return;
-        case net::HttpMethod::Put:
-            server_.Put(pattern, std::move(handler));
-            return;
-        case net::HttpMethod::Delete:
-            server_.Delete(pattern, std::move(handler));
-            return;
-    }
+    net::serve_route(server_, route, std::move(handler));
 }
 
 int LoopbackServer::listen() {

@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "core/net/api_routes.h"
+#include "core/net/http_server.h"
 
 namespace crucible::test_support {
 
