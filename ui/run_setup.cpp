@@ -55,7 +55,8 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     }
     std::string servers_error;
     try {
-        for (const auto& s : list_servers())
+        servers_ = list_servers();
+        for (const auto& s : servers_)
             server_->addItem(qs(s.name + " (" + s.url + ")"), qs(s.name));
     } catch (const std::exception& e) {
         servers_error = e.what();  // shown once the error line exists
@@ -248,12 +249,9 @@ namespace crucible::ui {
 // Path options of a run for a remote server can also be picked on that server (/v1/fs).
 std::optional<net::RemoteEntry> RunSetupView::selected_server() const {
     const std::string name = server_->currentData().toString().toStdString();
-    if (name.empty()) return std::nullopt;  // "This computer"
-    try {
-        return find_server(name);
-    } catch (const std::exception&) {
-        return std::nullopt;  // remotes.json became unreadable: shown when the list was read
-    }
+    for (const auto& s : servers_)
+        if (s.name == name) return s;
+    return std::nullopt;  // "This computer"
 }
 
 void RunSetupView::update_server_browser() {

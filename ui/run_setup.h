@@ -9,6 +9,7 @@
 #include <QWidget>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/base/json.h"
 #include "core/net/api_client.h"
@@ -61,6 +62,8 @@ class RunSetupView : public QWidget {
     void update_server_browser();
     // The chosen remote server; none for "This computer".
     std::optional<net::RemoteEntry> selected_server() const;
+    // The registry as read when the view was made: the list the server choice offers.
+    std::vector<net::RemoteEntry> servers_;
     void update_command();
     void reload_presets();
     // The picker asks the agent of the chosen server (or the local agent for "This computer").

@@ -267,17 +267,16 @@ void AgentService::add_data_routes() {
     });
 
     server.on(net::routes::kListDatasets, [this](const httplib::Request&, httplib::Response& res) {
-        Json list = Json::array();
+        std::vector<net::DatasetSummary> list;
         std::error_code ec;
         for (const auto& e :
              std::filesystem::directory_iterator(config_.data_dir / "datasets", ec)) {
             if (!std::filesystem::exists(e.path() / ".complete")) continue;
             Json m = read_json_file(e.path() / "manifest.json");
-            list.push_back(net::DatasetSummary{path_to_utf8(e.path().filename()),
-                                               m.value("name", std::string()), m["files"].size()}
-                               .to_json());
+            list.push_back({path_to_utf8(e.path().filename()), m.value("name", std::string()),
+                            m["files"].size()});
         }
-        net::send_json(res, 200, {{"datasets", list}});
+        net::send_json(res, 200, net::datasets_to_json(list));
     });
 
     // Browse the shared server folders: /v1/fs lists the roots, /v1/fs?path=<dir> a folder in one.

@@ -130,10 +130,7 @@ void AgentService::add_job_routes() {
             after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
         auto file = JobFolder{registry_.folder(job->id)}.events();
         if (req.get_param_value("format") == "json") {
-            Json list = Json::array();
-            for (const auto& e : read_event_log(file, after))
-                list.push_back(event_to_json(e));
-            net::send_json(res, 200, {{"events", list}});
+            net::send_json(res, 200, net::events_to_json(read_event_log(file, after)));
             return;
         }
         auto follower = std::make_shared<EventFollower>(file, after);

@@ -259,16 +259,8 @@ void ApiClient::delete_job(const std::string& job_id) {
 }
 
 std::vector<Event> ApiClient::events(const std::string& job_id, std::int64_t after_seq) {
-    const Json list = get(routes::kJobEvents.path({job_id}),
-                          {{"format", "json"}, {"after", std::to_string(after_seq)}});
-    const Json* events = list.is_object() && list.contains("events") ? &list["events"] : nullptr;
-    if (!events || !events->is_array())
-        throw ApiError(ApiErrorKind::Server, "events of job " + job_id + ": expected a list");
-    std::vector<Event> out;
-    out.reserve(events->size());
-    for (const auto& e : *events)
-        out.push_back(event_from_json(e, "events of job " + job_id));
-    return out;
+    return events_from_json(get(routes::kJobEvents.path({job_id}),
+                                {{"format", "json"}, {"after", std::to_string(after_seq)}}));
 }
 
 std::vector<ArtifactEntry> ApiClient::artifacts(const std::string& job_id) {
@@ -276,14 +268,7 @@ std::vector<ArtifactEntry> ApiClient::artifacts(const std::string& job_id) {
 }
 
 std::vector<DatasetSummary> ApiClient::datasets() {
-    const Json list = get(routes::kListDatasets.path());
-    std::vector<DatasetSummary> out;
-    if (!list.is_object() || !list.contains("datasets") || !list["datasets"].is_array())
-        throw ApiError(ApiErrorKind::Server, "datasets: expected a list");
-    for (std::size_t i = 0; i < list["datasets"].size(); ++i)
-        out.push_back(
-            DatasetSummary::from_json(list["datasets"][i], "datasets[" + std::to_string(i) + "]"));
-    return out;
+    return datasets_from_json(get(routes::kListDatasets.path()));
 }
 
 FolderListing ApiClient::list_folder(const std::string& path) {

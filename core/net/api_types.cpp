@@ -294,6 +294,21 @@ std::vector<JobInfo> jobs_from_json(const Json& json) {
     return out;
 }
 
+Json events_to_json(const std::vector<Event>& events) {
+    Json list = Json::array();
+    for (const auto& e : events)
+        list.push_back(event_to_json(e));
+    return {{"events", list}};
+}
+
+std::vector<Event> events_from_json(const Json& json) {
+    expect_object(json, "events");
+    std::vector<Event> out;
+    each(json, "events", "",
+         [&](const Json& e, const std::string& w) { out.push_back(event_from_json(e, w)); });
+    return out;
+}
+
 const char* job_action_name(JobAction action) {
     switch (action) {
         case JobAction::Cancel:
@@ -361,6 +376,22 @@ Json DatasetSummary::to_json() const {
 DatasetSummary DatasetSummary::from_json(const Json& json, const std::string& where) {
     expect_object(json, where);
     return {get_string(json, "id", where), text(json, "name", where), size(json, "files", where)};
+}
+
+Json datasets_to_json(const std::vector<DatasetSummary>& datasets) {
+    Json list = Json::array();
+    for (const auto& d : datasets)
+        list.push_back(d.to_json());
+    return {{"datasets", list}};
+}
+
+std::vector<DatasetSummary> datasets_from_json(const Json& json) {
+    expect_object(json, "datasets");
+    std::vector<DatasetSummary> out;
+    each(json, "datasets", "", [&](const Json& d, const std::string& w) {
+        out.push_back(DatasetSummary::from_json(d, w));
+    });
+    return out;
 }
 
 }  // namespace crucible::net

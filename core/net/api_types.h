@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/event.h"
 #include "core/base/job_state.h"
 #include "core/base/json.h"
 
@@ -107,6 +108,10 @@ struct JobInfo {
 // GET /v1/jobs
 std::vector<JobInfo> jobs_from_json(const Json& json);
 
+// GET /v1/jobs/{id}/events?format=json: {"events": [...]}, each as event_to_json writes it.
+Json events_to_json(const std::vector<Event>& events);
+std::vector<Event> events_from_json(const Json& json);
+
 // POST /v1/jobs/{id}/cancel|pause|resume
 enum class JobAction { Cancel, Pause, Resume };
 const char* job_action_name(JobAction action);  // "cancel", "pause", "resume"
@@ -148,5 +153,8 @@ struct DatasetSummary {
     Json to_json() const;
     static DatasetSummary from_json(const Json& json, const std::string& where);
 };
+// GET /v1/datasets: {"datasets": [...]}
+Json datasets_to_json(const std::vector<DatasetSummary>& datasets);
+std::vector<DatasetSummary> datasets_from_json(const Json& json);
 
 }  // namespace crucible::net

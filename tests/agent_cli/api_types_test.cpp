@@ -1,0 +1,132 @@
+// The API's wire types read answers as outside input: each hostile answer below is refused with
+// an InputError that names the field (or, for the optional ones, read with its default), never a
+// crash; and what the agent writes reads back the same.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/net/api_types.h"
+
+namespace crucible::net {
+namespace {
+
+struct Hostile {
+    const char* what;
+    Json answer;
+    const char* named;  // the field the message must name
+};
+
+template <typename Parse>
+void expect_refused(const std::vector<Hostile>& table, Parse parse) {
+    for (const auto& h : table) {
+        try {
+            parse(h.answer);
+            ADD_FAILURE() << h.what << ": accepted";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(h.named), std::string::npos)
+                << h.what << ": " << e.what();
+        }
+    }
+}
+
+Json deeply_nested(int depth) {
+    Json j = Json::array();
+    for (int i = 0; i < depth; ++i)
+        j = Json::array({j});
+    return j;
+}
+
+TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
+    expect_refused(
+        {
+            {"not an object", Json::array(), "gpus"},
+            {"gpus not a list", {{"gpus", "many"}}, "gpus.gpus"},
+            {"a gpu not an object", {{"gpus", {1}}}, "gpus[0]"},
+            {"negative memory", {{"gpus", {{{"memory_total", -1}}}}}, "gpus[0].memory_total"},
+            {"text index", {{"gpus", {{{"index", "0"}}}}}, "gpus[0].index"},
+            {"huge utilization", {{"gpus", {{{"utilization", 1e300}}}}}, "gpus[0].utilization"},
+            {"pid out of range", {{"gpus", {{{"processes", {-4}}}}}}, "gpus[0].processes[0]"},
+            {"nested mig", {{"gpus", {{{"mig", deeply_nested(10000)}}}}}, "gpus[0].mig[0]"},
+        },
+        [](const Json& j) { GpuReport::from_json(j); });
+    expect_refused(
+        {
+            {"tasks not a list", {{"tasks", {{"a", 1}}}}, "info.tasks"},
+            {"tls as text", {{"tls", "yes"}}, "info.tls"},
+            {"bad gpus inside", {{"gpus", {{"gpus", 3}}}}, "gpus.gpus"},
+        },
+        [](const Json& j) { AgentInfo::from_json(j); });
+    expect_refused(
+        {
+            {"no task", {{"options", Json::object()}}, "task"},
+            {"options a list", {{"task", "t"}, {"options", {1, 2}}}, "options"},
+            {"two gpus", {{"task", "t"}, {"gpus", 2}}, "gpus"},
+            {"negative gpu", {{"task", "t"}, {"gpu", -1}}, "gpu"},
+            {"long name", {{"task", "t"}, {"name", std::string(201, 'x')}}, "name"},
+            {"priority as text", {{"task", "t"}, {"priority", "high"}}, "priority"},
+        },
+        [](const Json& j) { SubmitRequest::from_json(j); });
+    expect_refused(
+        {
+            {"jobs not a list", {{"jobs", "x"}}, "jobs"},
+            {"job without id", {{"jobs", {{{"state", "queued"}}}}}, "jobs[0]"},
+            {"unknown state", {{"jobs", {{{"id", "j"}, {"state", "dancing"}}}}}, "dancing"},
+            {"gpu ids as text",
+             {{"jobs", {{{"id", "j"}, {"state", "queued"}, {"gpu_ids", "0"}}}}},
+             "jobs[0].gpu_ids"},
+        },
+        [](const Json& j) { jobs_from_json(j); });
+    expect_refused(
+        {{"size as text", {{"artifacts", {{{"path", "a"}, {"size", "1"}}}}}, "artifacts[0].size"},
+         {"no path", {{"artifacts", {{{"size", 1}}}}}, "artifacts[0]"}},
+        [](const Json& j) { artifacts_from_json(j); });
+    expect_refused(
+        {{"roots not text", {{"roots", {1}}}, "roots[0]"},
+         {"entry without name", {{"path", "/d"}, {"entries", {{{"dir", true}}}}}, "entries[0]"}},
+        [](const Json& j) { FolderListing::from_json(j); });
+    expect_refused({{"events not a list", {{"events", 5}}, "events"},
+                    {"event not an object", {{"events", {"x"}}}, "events[0]"}},
+                   [](const Json& j) { events_from_json(j); });
+    expect_refused(
+        {{"files negative", {{"datasets", {{{"id", "d"}, {"files", -2}}}}}, "datasets[0].files"}},
+        [](const Json& j) { datasets_from_json(j); });
+}
+
+TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
+    GpuReport report;
+    report.nvml = true;
+    report.gpus.push_back({1, "NVIDIA H200", "GPU-1", 80, 20, 50, 60, 300.5, {42}, true, {}});
+    report.gpus[0].mig.push_back({0, "MIG 3g", 40});
+    const GpuReport back = GpuReport::from_json(report.to_json());
+    EXPECT_EQ(back.to_json(), report.to_json());
+    EXPECT_EQ(back.gpus[0].memory_free(), 60u);
+
+    SubmitRequest request;
+    request.task = "detect.yolo";
+    request.options = {{"epochs", 3}};
+    request.name = "模型";
+    request.gpus = 1;
+    request.gpu = 1;
+    const SubmitRequest read = SubmitRequest::from_json(request.to_json());
+    EXPECT_EQ(read.to_json(), request.to_json());
+    // One chosen GPU implies one GPU.
+    EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", 0}}).gpus, 1);
+    EXPECT_FALSE(SubmitRequest::from_json({{"task", "t"}}).gpus.has_value());
+
+    JobInfo job = JobInfo::from_request(read);
+    job.id = "j1";
+    job.state = JobState::Running;
+    job.gpu_ids = {1};
+    EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").to_json(), job.to_json());
+
+    FolderListing roots;
+    roots.roots = {"/data", "/数据"};
+    EXPECT_EQ(FolderListing::from_json(roots.to_json()).roots, roots.roots);
+    const std::vector<DatasetSummary> sets = {{"abc", "shapes", 12}};
+    EXPECT_EQ(datasets_from_json(datasets_to_json(sets))[0].files, 12u);
+}
+
+}  // namespace
+}  // namespace crucible::net
