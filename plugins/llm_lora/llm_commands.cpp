@@ -26,8 +26,15 @@
 namespace crucible::llm {
 namespace {
 
-bool wants_help(const std::vector<std::string>& args) {
-    return !args.empty() && (args[0] == "-h" || args[0] == "--help" || args[0] == "help");
+void print_tokenize_usage() {
+    std::printf(
+        "usage: crucible llm tokenize tokenizer=DIR text=TEXT [special=true]\n"
+        "       crucible llm tokenize tokenizer=DIR template=NAME messages=FILE\n");
+}
+
+void print_merge_usage() {
+    std::printf(
+        "usage: crucible export llm model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]\n");
 }
 
 // [{"role": "system"|"user"|"assistant", "content": "..."}, ...]
@@ -66,12 +73,6 @@ int run_tokenize(const std::vector<std::string>& args) {
                       "chat template: llama-3, chatml, alpaca, mistral"));
     s.add(option_spec("messages", OptionType::Path, "",
                       "JSON list of {role, content} to render with the template"));
-    if (wants_help(args) || args.empty()) {
-        std::printf(
-            "usage: crucible llm tokenize tokenizer=DIR text=TEXT [special=true]\n"
-            "       crucible llm tokenize tokenizer=DIR template=NAME messages=FILE\n");
-        return args.empty() ? 2 : 0;
-    }
     const Json o = s.resolve(s.parse_key_values(args));
     const std::string tok_path = o["tokenizer"].get<std::string>();
     if (tok_path.empty()) throw InputError("tokenizer", "is required");
@@ -115,11 +116,6 @@ int run_merge(const std::vector<std::string>& args) {
     s.add(option_spec("out", OptionType::Path, "", "output folder (Hugging Face layout)"));
     s.add(option_spec("dtype", OptionType::Choice, "fp32", "dtype of the merged weights", "general",
                       std::nullopt, std::nullopt, {"fp32", "fp16", "bf16"}));
-    if (wants_help(args) || args.empty()) {
-        std::printf(
-            "usage: crucible llm merge model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]\n");
-        return args.empty() ? 2 : 0;
-    }
     const Json o = s.resolve(s.parse_key_values(args));
     for (const char* k : {"model", "adapter", "out"})
         if (o[k].get<std::string>().empty()) throw InputError(k, "is required");
@@ -141,14 +137,14 @@ int run_merge(const std::vector<std::string>& args) {
 
 engine::RegisterTaskCommand tokenize_command({kLlmTaskId, "tokenize",
                                               "print the token ids of a text or a chat template",
-                                              &run_tokenize});
+                                              &run_tokenize, &print_tokenize_usage});
 // Merging an adapter into its base is this task's export; `crucible llm merge` says the same.
 engine::RegisterTaskCommand export_command(
     {kLlmTaskId, "export", "merge a LoRA adapter into its base model (Hugging Face layout)",
-     &run_merge});
+     &run_merge, &print_merge_usage});
 engine::RegisterTaskCommand merge_command(
     {kLlmTaskId, "merge", "merge a LoRA adapter into its base model (same as export llm)",
-     &run_merge});
+     &run_merge, &print_merge_usage});
 
 }  // namespace
 }  // namespace crucible::llm

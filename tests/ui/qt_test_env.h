@@ -2,7 +2,6 @@
 // GUI tests run on Qt's offscreen platform inside GoogleTest: one QApplication per test process,
 // settings and secrets in a temporary folder so tests never touch the user's.
 #include <QApplication>
-#include <QTemporaryDir>
 #include <filesystem>
 
 namespace crucible::uitest {

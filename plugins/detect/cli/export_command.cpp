@@ -30,12 +30,11 @@ OptionSchema export_schema() {
     return s;
 }
 
+void print_usage() {
+    std::printf("usage: crucible export detect model=WEIGHTS [format=safetensors] [out=FILE]\n");
+}
+
 int run_export(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-        std::printf(
-            "usage: crucible export detect model=WEIGHTS [format=safetensors] [out=FILE]\n");
-        return args.empty() ? 2 : 0;
-    }
     const auto schema = export_schema();
     const Json opt = schema.resolve(schema.parse_key_values(args));
     const std::string model = opt["model"].get<std::string>();
@@ -59,7 +58,7 @@ int run_export(const std::vector<std::string>& args) {
 
 engine::RegisterTaskCommand export_command(
     {kDetectTaskId, "export", "convert weights (Ultralytics .pt) to Crucible safetensors",
-     &run_export});
+     &run_export, &print_usage});
 
 }  // namespace
 }  // namespace crucible::detect
