@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/engine/activation_checkpoint.h"
+#include "plugins/llm_lora/linear_cross_entropy.h"
 
 namespace crucible::llm {
 namespace {
@@ -302,6 +303,15 @@ LlamaForCausalLmImpl::LlamaForCausalLmImpl(const LlamaConfig& c) : config(c) {
 }
 
 torch::Tensor LlamaForCausalLmImpl::forward(const torch::Tensor& tokens, KvCache* cache) {
+    const torch::Tensor h = hidden_states(tokens, cache);
+    return torch::nn::functional::linear(h, head_weight()).to(torch::kFloat32);
+}
+
+const torch::Tensor& LlamaForCausalLmImpl::head_weight() {
+    return config.tie_word_embeddings ? model->embed_tokens->weight : lm_head->weight;
+}
+
+torch::Tensor LlamaForCausalLmImpl::hidden_states(const torch::Tensor& tokens, KvCache* cache) {
     if (tokens.dim() != 2) throw Error("tokens must be [batch, time]");
     const auto time = tokens.size(1);
     const std::int64_t past = cache != nullptr ? cache->length() : 0;
@@ -339,20 +349,16 @@ torch::Tensor LlamaForCausalLmImpl::forward(const torch::Tensor& tokens, KvCache
         else
             h = layer->forward(h, ctx, ck, cv);
     }
-    h = model->norm(h);
-    const torch::Tensor logits = config.tie_word_embeddings
-                                     ? torch::nn::functional::linear(h, model->embed_tokens->weight)
-                                     : lm_head(h);
-    return logits.to(torch::kFloat32);
+    return model->norm(h);
 }
 
 torch::Tensor LlamaForCausalLmImpl::loss(const torch::Tensor& tokens, const torch::Tensor& labels) {
-    const torch::Tensor logits = forward(tokens);
+    const torch::Tensor h = hidden_states(tokens, nullptr);
     const auto time = tokens.size(1);
-    const torch::Tensor pred = logits.narrow(1, 0, time - 1).reshape({-1, config.vocab_size});
+    // The last position predicts nothing: its hidden state never meets the head.
+    const torch::Tensor pred = h.narrow(1, 0, time - 1).reshape({-1, config.hidden_size});
     const torch::Tensor target = labels.narrow(1, 1, time - 1).reshape({-1});
-    return torch::nn::functional::cross_entropy(
-        pred, target, torch::nn::functional::CrossEntropyFuncOptions().ignore_index(-100));
+    return linear_cross_entropy(pred, head_weight(), target, /*ignore_index=*/-100);
 }
 
 std::vector<std::pair<std::string, LoraLinear>> LlamaForCausalLmImpl::projections() {

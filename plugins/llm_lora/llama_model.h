@@ -124,7 +124,8 @@ struct LlamaForCausalLmImpl : torch::nn::Module {
     // the cached positions and the cache grows by T.
     torch::Tensor forward(const torch::Tensor& tokens, KvCache* cache = nullptr);
     // Mean cross-entropy of next-token prediction; `labels` [B, T] with -100 where no loss is
-    // taken (prompt, padding). Labels are the tokens themselves, shifted inside.
+    // taken (prompt, padding). Labels are the tokens themselves, shifted inside. The head and
+    // the loss run fused (linear_cross_entropy.h): the [B, T, vocab] logits are never kept.
     torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& labels);
 
     // Every projection of the given kinds ("q_proj", "k_proj", ... "down_proj") gets a LoRA
@@ -148,6 +149,10 @@ struct LlamaForCausalLmImpl : torch::nn::Module {
     torch::nn::Linear lm_head{nullptr};
 
   private:
+    // The final norm's output [B, T, hidden], before the head.
+    torch::Tensor hidden_states(const torch::Tensor& tokens, KvCache* cache);
+    const torch::Tensor& head_weight();
+
     torch::Tensor inv_freq_;
 };
 TORCH_MODULE(LlamaForCausalLm);

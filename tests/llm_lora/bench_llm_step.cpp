@@ -5,12 +5,16 @@
 // backward). Prints the ratios measured in the same run.
 //
 //   bench_llm_step [steps=5] [batch=4] [seq=256] [threads=2] [device=cpu|cuda] [dtype=fp32|bf16]
-// On CUDA the peak is the caching allocator's peak reserved memory, and the base weights may be
-// bf16 (adapters stay fp32). The last line, "RESULT {json}", is for scripts.
+//                  [profile=trace.json]
+// profile= records one timed LoRA step with LibTorch's Kineto profiler as a Chrome trace (ops with
+// their input shapes; tests/bench/reference/profile_table.py sums it per op) and measures nothing
+// else. On CUDA the peak is the caching allocator's peak reserved memory, and the base weights may
+// be bf16 (adapters stay fp32). The last line, "RESULT {json}", is for scripts.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -18,6 +22,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/base/allocator.h"
 #include "core/base/json.h"
 #include "core/engine/device_memory.h"
 #include "plugins/llm_lora/llama_model.h"
@@ -34,6 +39,7 @@ struct Result {
 
 struct Setup {
     int steps = 5, batch = 4, seq = 256;
+    std::string profile;  // a trace file: record the timed steps instead of timing them
     torch::Device device{torch::kCPU};
     torch::ScalarType dtype = torch::kFloat32;
 };
@@ -79,6 +85,18 @@ Result run_mode(bool lora, bool checkpointing, const Setup& setup) {
     };
     step();  // warm-up
     wait();
+    if (!setup.profile.empty()) {
+        namespace profiler = torch::autograd::profiler;
+        using torch::profiler::impl::ActivityType;
+        const torch::profiler::impl::ProfilerConfig config(
+            torch::profiler::impl::ProfilerState::KINETO, /*report_input_shapes=*/true);
+        profiler::prepareProfiler(config, {ActivityType::CPU});
+        profiler::enableProfiler(config, {ActivityType::CPU});
+        step();
+        wait();
+        profiler::disableProfiler()->save(setup.profile);
+        return r;
+    }
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i)
         step();
@@ -141,6 +159,13 @@ int main(int argc, char** argv) {
     if (device == "cuda") setup.device = torch::Device(torch::kCUDA, 0);
     if (dtype == "bf16") setup.dtype = torch::kBFloat16;
     torch::set_num_threads(threads);
+    crucible::keep_freed_memory_for_reuse();  // as training does (core/engine/trainer.cpp)
+    setup.profile = text_arg(argc, argv, "profile", "");
+    if (!setup.profile.empty()) {
+        run_mode(/*lora=*/true, /*checkpointing=*/false, setup);
+        std::printf("wrote the trace of one LoRA step to %s\n", setup.profile.c_str());
+        return 0;
+    }
     std::printf(
         "stories15M-sized Llama, batch %d x seq %d, %d steps, %d threads, %s, %s weights, fused "
         "attention\n",

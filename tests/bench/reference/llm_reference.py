@@ -32,6 +32,9 @@ def parse_args():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--modes", nargs="+", default=["lora", "full", "lora_ckpt"],
                    choices=["lora", "full", "lora_ckpt"])
+    p.add_argument("--profile", metavar="FILE",
+                   help="write a Chrome trace (ops with input shapes) of one LoRA step after the warm-up "
+                        "to FILE and measure nothing else; profile_table.py sums it per op")
     p.add_argument("--child", choices=["lora", "full", "lora_ckpt"], help=argparse.SUPPRESS)
     return p.parse_args()
 
@@ -112,6 +115,13 @@ def child(args):
         opt.step()
 
     step()  # warm-up
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            step()
+        prof.export_chrome_trace(args.profile)
+        print(json.dumps({"side": "reference", "bench": "llm", "mode": mode, "trace": args.profile}), flush=True)
+        return
     t0 = time.perf_counter()
     for _ in range(args.steps):
         step()
@@ -138,9 +148,11 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads),
                CUDA_VISIBLE_DEVICES="")
     failed = False
-    for mode in args.modes:
+    for mode in ["lora"] if args.profile else args.modes:
         cmd = [sys.executable, os.path.abspath(__file__), "--child", mode, "--steps", str(args.steps),
                "--batch", str(args.batch), "--seq", str(args.seq), "--threads", str(args.threads)]
+        if args.profile:
+            cmd += ["--profile", os.path.abspath(args.profile)]
         r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
         lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
         if r.returncode != 0 or not lines:
