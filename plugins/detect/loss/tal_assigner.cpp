@@ -10,6 +10,16 @@ namespace crucible::detect {
 
 using torch::indexing::Slice;
 
+namespace {
+
+// argmax's index (the first of equal maxima) through max(dim): on the CPU, argmax over an inner
+// dim of [16, 6, 2100] takes about 6 ms, max about 0.3 ms; it was 2% of a yolov8n step at 320.
+torch::Tensor first_max_index(const torch::Tensor& x, int64_t dim, bool keepdim = false) {
+    return std::get<1>(x.max(dim, keepdim));
+}
+
+}  // namespace
+
 Assignment TaskAlignedAssigner::assign(const torch::Tensor& pred_scores,
                                        const torch::Tensor& pred_boxes,
                                        const torch::Tensor& anchor_points,
@@ -62,13 +72,13 @@ Assignment TaskAlignedAssigner::assign(const torch::Tensor& pred_scores,
     // An anchor claimed by several GTs goes to the GT with the highest IoU.
     auto fg_count = mask_pos.sum(1);  // [B, A]
     if (fg_count.max().item<double>() > 1) {
-        auto multi = (fg_count > 1).unsqueeze(1);          // [B, 1, A]
-        auto best = overlaps.argmax(1, /*keepdim=*/true);  // [B, 1, A]
+        auto multi = (fg_count > 1).unsqueeze(1);                    // [B, 1, A]
+        auto best = first_max_index(overlaps, 1, /*keepdim=*/true);  // [B, 1, A]
         auto is_best = torch::zeros_like(mask_pos).scatter_(1, best, 1.0);
         mask_pos = torch::where(multi, is_best, mask_pos);
         fg_count = mask_pos.sum(1);
     }
-    auto gt_index = mask_pos.argmax(1);  // [B, A]
+    auto gt_index = first_max_index(mask_pos, 1);  // [B, A]
     auto foreground = fg_count > 0;
 
     // Targets of the assigned GT.
