@@ -1,8 +1,27 @@
 #include "core/engine/autocast.h"
 
 #include <ATen/autocast_mode.h>
+#include <ATen/cpu/Utils.h>
 
 namespace crucible::engine {
+
+AutocastMode training_autocast(bool amp, const std::string& amp_dtype, const c10::Device& device) {
+    const bool bf16 = amp_dtype == "bf16";
+    if (device.is_cuda()) return {amp, c10::DeviceType::CUDA, bf16 ? c10::kBFloat16 : c10::kHalf};
+    return {amp && bf16, c10::DeviceType::CPU, c10::kBFloat16};
+}
+
+bool cpu_has_native_bf16() {
+    static const bool native = [] {
+        const auto caps = at::cpu::get_cpu_capabilities();
+        for (const char* key : {"amx_bf16", "avx512_bf16"}) {
+            const auto it = caps.find(key);
+            if (it != caps.end() && it->second.isBool() && it->second.toBool()) return true;
+        }
+        return false;
+    }();
+    return native;
+}
 
 bool cuda_autocast_active() {
     return at::autocast::is_autocast_enabled(at::kCUDA);

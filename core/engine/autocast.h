@@ -2,8 +2,11 @@
 // RAII autocast: inside a guard, LibTorch runs matrix products and convolutions in a reduced
 // precision (fp16 or bf16) and keeps precision-sensitive ops (losses, reductions; on CUDA also
 // softmax) in fp32. fp16 training pairs it with DynamicLossScaler; bf16 needs no scaling.
+#include <c10/core/Device.h>
 #include <c10/core/DeviceType.h>
 #include <c10/core/ScalarType.h>
+
+#include <string>
 
 namespace crucible::engine {
 
@@ -15,6 +18,14 @@ struct AutocastMode {
     // fp16 on CUDA, the default of training and inference on a GPU.
     static AutocastMode cuda_fp16(bool enabled) { return {enabled}; }
 };
+
+// The autocast a training run gets from its `amp` and `amp_dtype` options: on CUDA, fp16 or
+// bf16 whenever amp is on; on the CPU only bf16, and only when asked for (amp_dtype=bf16), since
+// fp16 autocast has no fast CPU kernels and bf16 has them only on CPUs with bf16 instructions.
+AutocastMode training_autocast(bool amp, const std::string& amp_dtype, const c10::Device& device);
+// Whether this CPU computes bf16 natively (AMX or AVX-512 BF16): there bf16 convolutions and
+// matmuls run about twice as fast as fp32; elsewhere they are emulated and slower than fp32.
+bool cpu_has_native_bf16();
 
 // The autocast this thread runs under now, CUDA's if on, else the CPU's (a recomputation in
 // backward repeats it).

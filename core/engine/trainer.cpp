@@ -135,8 +135,7 @@ void Trainer::Impl::setup(bool resume) {
     keep_freed_memory_for_reuse();
     configure_algorithms(opt.deterministic);  // before any CUDA work
     device = choose_device(opt.device);
-    amp = AutocastMode{opt.amp && device.device.is_cuda(), c10::DeviceType::CUDA,
-                       opt.amp_dtype == "bf16" ? torch::kBFloat16 : torch::kFloat16};
+    amp = training_autocast(opt.amp, opt.amp_dtype, device.device);
     // bf16 has fp32's exponent range: its gradients do not underflow, nothing to scale.
     scaler = DynamicLossScaler(amp.enabled && amp.dtype == torch::kFloat16);
     torch::manual_seed(static_cast<std::uint64_t>(opt.seed));
@@ -225,6 +224,10 @@ void Trainer::Impl::setup(bool resume) {
             "(lr=" + std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
             ") with " + describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
             std::to_string(nb) + " batches per epoch");
+    if (amp.enabled && amp.device == c10::DeviceType::CPU && !cpu_has_native_bf16())
+        log("warning",
+            "amp_dtype=bf16 on a CPU without bf16 instructions (AMX or AVX-512 BF16): LibTorch "
+            "emulates bf16 there, slower than fp32; amp=false trains in fp32");
     store.remove_stale_temp_files();
     if (resume) {
         if (!resume_from_checkpoint()) {

@@ -29,6 +29,25 @@ TEST(Autocast, CpuBf16RunsProductsInBf16AndKeepsLossesFp32) {
                                 3e-2, 3e-2));
 }
 
+// The trainer's rule for its amp options: CUDA takes either precision, the CPU only bf16 and
+// only when asked for, so a CPU run keeps fp32 under the defaults (amp on, fp16).
+TEST(Autocast, TrainingRunsGetBf16OnTheCpuOnlyWhenAskedFor) {
+    const c10::Device cpu(c10::DeviceType::CPU), gpu(c10::DeviceType::CUDA, 1);
+    EXPECT_FALSE(training_autocast(true, "fp16", cpu).enabled);
+    EXPECT_FALSE(training_autocast(false, "bf16", cpu).enabled);
+    const AutocastMode cpu_bf16 = training_autocast(true, "bf16", cpu);
+    EXPECT_TRUE(cpu_bf16.enabled);
+    EXPECT_EQ(cpu_bf16.device, c10::DeviceType::CPU);
+    EXPECT_EQ(cpu_bf16.dtype, torch::kBFloat16);
+
+    const AutocastMode fp16 = training_autocast(true, "fp16", gpu);
+    EXPECT_TRUE(fp16.enabled);
+    EXPECT_EQ(fp16.device, c10::DeviceType::CUDA);
+    EXPECT_EQ(fp16.dtype, torch::kHalf);
+    EXPECT_EQ(training_autocast(true, "bf16", gpu).dtype, torch::kBFloat16);
+    EXPECT_FALSE(training_autocast(false, "fp16", gpu).enabled);
+}
+
 TEST(Autocast, GuardsNestAndRestoreWhatWasThere) {
     EXPECT_FALSE(current_autocast().enabled);
     {

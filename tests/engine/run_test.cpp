@@ -267,6 +267,28 @@ TEST(EngineRun, HostReadsArePerReportNotPerStep) {
     std::filesystem::remove_all(dir);
 }
 
+// amp_dtype=bf16 puts a CPU run's forward and loss under bf16 autocast and says so in the log;
+// the defaults (amp on, fp16) leave a CPU run in fp32.
+TEST(EngineRun, Bf16AmpOnTheCpuOnlyWhenAskedForAndLogged) {
+    for (const bool bf16 : {false, true}) {
+        SCOPED_TRACE(bf16);
+        const auto dir = fresh_dir(bf16 ? "amp_bf16" : "amp_default");
+        Json o = base_options();
+        o["epochs"] = 1;
+        if (bf16) o["amp_dtype"] = "bf16";
+        write_toy_spec(dir, o);
+        const auto before = toy::cpu_bf16_steps();
+        ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
+        EXPECT_EQ(toy::cpu_bf16_steps() - before, bf16 ? 6 : 0);  // 48 samples, batch 8
+        bool logged = false;
+        for (const auto& e : of_kind(events_of(dir), "log"))
+            logged = logged || e.fields.value("message", std::string()).find("(AMP bf16)") !=
+                                   std::string::npos;
+        EXPECT_EQ(logged, bf16);
+        std::filesystem::remove_all(dir);
+    }
+}
+
 TEST(EngineRun, OutOfMemoryFailsTheRunWithAnAlarm) {
     expect_failure_with_alarm("oom", "oom_at_step", 2, "out_of_memory",
                               "out of memory at batch size 8 on cpu");

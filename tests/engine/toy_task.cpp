@@ -3,15 +3,19 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <numeric>
 #include <random>
 
+#include "core/engine/autocast.h"
 #include "core/engine/task.h"
 #include "core/engine/train_options.h"
 
 namespace crucible::engine::toy {
 namespace {
+
+std::atomic<long long> g_cpu_bf16_steps{0};
 
 struct MlpImpl : torch::nn::Module {
     MlpImpl(int dim, double dropout)
@@ -156,6 +160,10 @@ class ToyTask : public Task {
     std::vector<std::string> loss_names() const override { return {"mse_loss"}; }
     LossOutput compute_loss(torch::nn::Module& model, const Batch& batch) override {
         ++steps_;
+        const AutocastMode autocast = current_autocast();
+        if (autocast.enabled && autocast.device == c10::DeviceType::CPU &&
+            autocast.dtype == torch::kBFloat16)
+            ++g_cpu_bf16_steps;
         const auto& [x, y] =
             std::any_cast<const std::pair<torch::Tensor, torch::Tensor>&>(batch.data);
         auto& mlp = dynamic_cast<MlpImpl&>(model);
@@ -213,6 +221,10 @@ RegisterTask registration({kTaskId, "Toy regression", {"toy"}, "toy", [] {
 
 void ensure_registered() {
     (void)&registration;
+}
+
+long long cpu_bf16_steps() {
+    return g_cpu_bf16_steps.load();
 }
 
 }  // namespace crucible::engine::toy

@@ -14,4 +14,7 @@ inline constexpr const char* kTaskId = "toy.regression";
 // Keeps the registration object linked in (call from main / a test).
 void ensure_registered();
 
+// Training steps of this process whose loss ran under a CPU bf16 autocast (the trainer's amp).
+long long cpu_bf16_steps();
+
 }  // namespace crucible::engine::toy

@@ -1,7 +1,11 @@
 // Times one YOLOv8 training step (forward, loss, backward) on CPU, NCHW against channels-last,
 // and prints ms per phase plus the ratio of the whole step to pure forward + backward.
 //
-//   bench_yolo_step [iterations=3] [imgsz=320] [batch=16] [threads=2] [scale=n] [nc=4]
+//   bench_yolo_step [iterations=3] [imgsz=320] [batch=16] [threads=2] [scale=n] [nc=4] [trace]
+// With a trace path it records one channels-last step (forward, loss, backward, as training runs
+// it) after a warm-up with LibTorch's Kineto profiler as a Chrome trace, and times nothing;
+// `detect_reference.py step --profile` writes the reference's, profile_table.py sums either.
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -77,6 +81,31 @@ Phases run(bool channels_last, int iterations, int64_t imgsz, int64_t batch, cha
     return total;
 }
 
+void write_trace(const std::string& path, int64_t imgsz, int64_t batch, char scale, int64_t nc) {
+    torch::manual_seed(0);
+    DetectionModel model(DetectionModelOptions(yolo_scale(scale), nc));
+    model->train();
+    model->set_memory_format(torch::MemoryFormat::ChannelsLast);
+    DetectionLoss loss{DetectionLossOptions(nc)};
+    const auto images =
+        torch::rand({batch, 3, imgsz, imgsz}).contiguous(torch::MemoryFormat::ChannelsLast);
+    const auto targets = synthetic_targets(batch, nc, 6);
+    auto step = [&] {
+        model->zero_grad();
+        loss(model->forward_levels(images), targets).total.backward();
+    };
+    step();  // warm-up: allocator, oneDNN kernel choice
+    namespace profiler = torch::autograd::profiler;
+    using torch::profiler::impl::ActivityType;
+    const torch::profiler::impl::ProfilerConfig config(torch::profiler::impl::ProfilerState::KINETO,
+                                                       /*report_input_shapes=*/true);
+    profiler::prepareProfiler(config, {ActivityType::CPU});
+    profiler::enableProfiler(config, {ActivityType::CPU});
+    step();
+    profiler::disableProfiler()->save(path);
+    std::printf("wrote the trace of one step to %s\n", path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,14 +115,19 @@ int main(int argc, char** argv) {
     const int threads = argc > 4 ? std::atoi(argv[4]) : 2;
     const char scale = argc > 5 ? argv[5][0] : 'n';
     const int64_t nc = argc > 6 ? std::atoll(argv[6]) : 4;
+    const std::string trace = argc > 7 ? argv[7] : "";
     if (iterations < 1 || imgsz < 32 || imgsz % 32 != 0 || batch < 1 || threads < 1 || nc < 1) {
         std::fprintf(stderr,
                      "usage: bench_yolo_step [iterations] [imgsz%%32] [batch] [threads] "
-                     "[scale] [nc]\n");
+                     "[scale] [nc] [trace]\n");
         return 2;
     }
     at::set_num_threads(threads);
     crucible::keep_freed_memory_for_reuse();  // as training does
+    if (!trace.empty()) {
+        write_trace(trace, imgsz, batch, scale, nc);
+        return 0;
+    }
     std::printf("yolov8%c nc=%lld imgsz=%lld batch=%lld threads=%d, mean of %d iterations (CPU)\n",
                 scale, static_cast<long long>(nc), static_cast<long long>(imgsz),
                 static_cast<long long>(batch), threads, iterations);

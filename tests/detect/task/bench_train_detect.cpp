@@ -23,6 +23,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/data/synth/synth.h"
+#include "core/engine/autocast.h"
 #include "core/engine/device.h"
 #include "core/engine/device_memory.h"
 #include "core/engine/job.h"
@@ -131,10 +132,12 @@ int main(int argc, char** argv) {
     const std::string model = config["model"].get<std::string>();
     const double img_s = batch / (step_ms / 1000.0);
     const auto device = engine::choose_device(config["device"].get<std::string>());
-    // AMP runs on CUDA only (the trainer's rule): on the CPU the run was fp32 whatever amp says.
-    const std::string amp = config["amp"].get<bool>() && device.device.is_cuda()
-                                ? config["amp_dtype"].get<std::string>()
-                                : "off";
+    // The trainer's rule (training_autocast): on the CPU only amp_dtype=bf16 turns amp on.
+    const engine::AutocastMode autocast = engine::training_autocast(
+        config["amp"].get<bool>(), config["amp_dtype"].get<std::string>(), device.device);
+    const std::string amp = !autocast.enabled                    ? "off"
+                            : autocast.dtype == torch::kBFloat16 ? "bf16"
+                                                                 : "fp16";
     std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads, %s%s\n",
                 model.c_str(), imgsz, batch, so.train, threads, device.describe().c_str(),
                 amp == "off" ? "" : (" AMP " + amp).c_str());
