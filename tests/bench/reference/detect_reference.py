@@ -10,6 +10,11 @@ weights) on a Crucible synthetic dataset, on the CPU (or, for the GPU check, on 
       optimizer, EMA; not the end-of-epoch validation and checkpoint).
   detect_reference.py map    --data D/data.yaml --seed S [--epochs 40] [--imgsz 320] [--batch 16]
       A whole training run: wall time, and mAP50 / mAP50-95 of the last row of results.csv.
+  detect_reference.py step   [--imgsz 320] [--batch 16] [--iterations 3] [--profile FILE]
+      One training step of the model alone (forward, v8 loss, backward) on a random batch with
+      6 boxes an image, as build/tests/detect/model/bench_yolo_step times it; NCHW, Ultralytics'
+      layout. --profile writes a Chrome trace (ops with input shapes) of one step after a
+      warm-up instead; profile_table.py sums it per op.
   detect_reference.py loader --data D/data.yaml [--imgsz 640] [--batch 16] [--workers 0 1 2]
                              [--cache off ram] [--seconds 4]
       The train dataset + dataloader alone (mosaic on, Ultralytics' default augmentation):
@@ -32,8 +37,10 @@ import time
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["speed", "map", "loader"])
-    p.add_argument("--data", required=True, help="data.yaml of a Crucible synthetic dataset")
+    p.add_argument("mode", choices=["speed", "map", "loader", "step"])
+    p.add_argument("--data", help="data.yaml of a Crucible synthetic dataset (every mode but step)")
+    p.add_argument("--iterations", type=int, default=3, help="step: timed steps after one warm-up")
+    p.add_argument("--profile", metavar="FILE", help="step: write a trace of one step instead of timing")
     p.add_argument("--imgsz", type=int, default=None, help="default 320 (speed, map) or 640 (loader)")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--epochs", type=int, default=None, help="default 3 (speed) or 40 (map)")
@@ -53,7 +60,10 @@ def parse_args():
     p.add_argument("--seconds", type=float, default=4.0, help="loader: time per case")
     p.add_argument("--work", default=None, help="folder for runs, settings and the dataset copy (default: a temp dir)")
     p.add_argument("--verbose", action="store_true", help="keep Ultralytics' own log")
-    return p.parse_args()
+    a = p.parse_args()
+    if a.mode != "step" and not a.data:
+        p.error(f"{a.mode} needs --data")
+    return a
 
 
 ARGS = parse_args()
@@ -231,6 +241,41 @@ def speed():
           "step_ms": round(step_ms, 2), "img_s": round(images / seconds, 3), "run_wall_s": round(wall, 1)})
 
 
+def model_step():
+    from ultralytics.cfg import get_cfg
+    from ultralytics.nn.tasks import DetectionModel
+
+    imgsz, b, nc = ARGS.imgsz or 320, ARGS.batch, 4
+    torch.manual_seed(0)
+    model = DetectionModel("yolov8n.yaml", nc=nc, verbose=False)
+    model.args = get_cfg()  # the loss gains (box 7.5, cls 0.5, dfl 1.5), as the trainer sets them
+    model.train()
+    n = b * 6
+    wh = torch.rand(n, 2) * 0.3 + 0.05
+    batch = {"img": torch.rand(b, 3, imgsz, imgsz), "batch_idx": torch.arange(b).repeat_interleave(6).float(),
+             "cls": torch.randint(0, nc, (n, 1)).float(), "bboxes": torch.cat([wh / 2 + torch.rand(n, 2) * (1 - wh), wh], 1)}
+
+    def one():
+        model.zero_grad()
+        loss, _ = model.loss(batch)
+        loss.sum().backward()
+
+    one()  # warm-up: allocator, oneDNN kernel choice
+    if ARGS.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+            one()
+        prof.export_chrome_trace(ARGS.profile)
+        emit({"mode": "step", "imgsz": imgsz, "batch": b, "trace": ARGS.profile})
+        return
+    t0 = time.perf_counter()
+    for _ in range(ARGS.iterations):
+        one()
+    step_ms = 1000.0 * (time.perf_counter() - t0) / ARGS.iterations
+    emit({"mode": "step", "imgsz": imgsz, "batch": b, "threads": torch.get_num_threads(),
+          "step_ms": round(step_ms, 2), "img_s": round(1000.0 * b / step_ms, 3)})
+
+
 def read_results_csv(path):
     import csv
 
@@ -314,4 +359,4 @@ def loader():
 
 
 if __name__ == "__main__":
-    {"speed": speed, "map": map_run, "loader": loader}[ARGS.mode]()
+    {"speed": speed, "map": map_run, "loader": loader, "step": model_step}[ARGS.mode]()
