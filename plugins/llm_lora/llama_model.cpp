@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/engine/activation_checkpoint.h"
 #include "plugins/llm_lora/linear_cross_entropy.h"
+#include "plugins/llm_lora/rotary.h"
 
 namespace crucible::llm {
 namespace {
@@ -34,11 +35,6 @@ bool bool_field(const Json& json, const char* name, bool fallback, const std::st
         throw InputError(where, std::string("field '") + name + "': expected true or false, got " +
                                     json_type_name(json[name]));
     return json[name].get<bool>();
-}
-
-torch::Tensor rotate_half(const torch::Tensor& x) {
-    const std::int64_t half = x.size(-1) / 2;
-    return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
 // [B, kv, T, D] -> [B, kv*rep, T, D], each KV head repeated `rep` times in a row.
@@ -227,11 +223,11 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Attentio
     const auto batch = x.size(0), time = x.size(1);
     const auto heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
     const auto d = config.head_size();
-    torch::Tensor q = q_proj(x).view({batch, time, heads, d}).transpose(1, 2);
-    torch::Tensor k = k_proj(x).view({batch, time, kv_heads, d}).transpose(1, 2);
+    torch::Tensor q =
+        apply_rotary(q_proj(x).view({batch, time, heads, d}), ctx.cos, ctx.sin).transpose(1, 2);
+    torch::Tensor k =
+        apply_rotary(k_proj(x).view({batch, time, kv_heads, d}), ctx.cos, ctx.sin).transpose(1, 2);
     torch::Tensor v = v_proj(x).view({batch, time, kv_heads, d}).transpose(1, 2);
-    q = q * ctx.cos + rotate_half(q) * ctx.sin;
-    k = k * ctx.cos + rotate_half(k) * ctx.sin;
     if (cache_k != nullptr) {
         if (cache_k->defined()) {
             k = torch::cat({*cache_k, k}, 2);
@@ -322,12 +318,11 @@ torch::Tensor LlamaForCausalLmImpl::hidden_states(const torch::Tensor& tokens, K
     const auto positions = torch::arange(
         past, past + time, torch::TensorOptions().dtype(torch::kFloat32).device(tokens.device()));
     const torch::Tensor freqs = torch::outer(positions, inv_freq_.to(torch::kFloat32));
-    const torch::Tensor emb = torch::cat({freqs, freqs}, -1);
 
     torch::Tensor h = model->embed_tokens(tokens);
     AttentionContext ctx;
-    ctx.cos = emb.cos().to(h.scalar_type());
-    ctx.sin = emb.sin().to(h.scalar_type());
+    ctx.cos = freqs.cos().to(h.scalar_type());
+    ctx.sin = freqs.sin().to(h.scalar_type());
     ctx.past = past;
     ctx.fused = kernel != AttentionKernel::Plain;
     // Query i sits at position past + i and sees keys 0 .. past + i. The fused kernel needs no

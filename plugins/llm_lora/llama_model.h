@@ -75,7 +75,7 @@ TORCH_MODULE(RmsNorm);
 
 // What the attention of every layer shares in one forward pass, built once by the model.
 struct AttentionContext {
-    torch::Tensor cos, sin;  // rotary [T, head], in the model's dtype
+    torch::Tensor cos, sin;  // rotary [T, head / 2] (rotary.h), in the model's dtype
     torch::Tensor mask;      // causal, true = hidden, [T, past + T]; undefined when not needed
     std::int64_t past = 0;   // tokens already in the KV cache
     bool fused = true;       // the fused kernel, else the plain formula

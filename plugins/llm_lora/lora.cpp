@@ -52,7 +52,13 @@ torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
         // Adapters stay fp32 when the base weights are bf16 / fp16.
         torch::Tensor h = lora_dropout(x);
         if (h.scalar_type() != lora_A->weight.scalar_type()) h = h.to(lora_A->weight.scalar_type());
-        y = y + (lora_B(lora_A(h)) * scale).to(y.scalar_type());
+        const torch::Tensor a = lora_A(h);
+        if (a.scalar_type() != y.scalar_type()) return y + (lora_B(a) * scale).to(y.scalar_type());
+        // y + scale * (a B^T) in one GEMM: no scaled copy of the delta, no separate add.
+        const auto out = y.size(-1);
+        return at::addmm(y.reshape({-1, out}), a.reshape({-1, a.size(-1)}), lora_B->weight.t(),
+                         /*beta=*/1, /*alpha=*/scale)
+            .view(y.sizes());
     }
     return y;
 }
