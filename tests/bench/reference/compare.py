@@ -156,8 +156,23 @@ def best(values, better):
     return max(values) if better == "higher" else min(values)
 
 
+def cpu_has_native_bf16():
+    """AMX or AVX-512 BF16, where Crucible's amp_dtype=bf16 runs on the CPU's own bf16 units (as
+    engine::cpu_has_native_bf16 decides); the reference venv's torch reads the CPU's flags."""
+    try:
+        import torch
+        caps = torch._C._cpu._get_cpu_capability()
+        return bool(caps.get("amx_bf16") or caps.get("avx512_bf16"))
+    except Exception:  # an older torch without the query: no bf16 row
+        return False
+
+
 # --- detection: steady-state training step --------------------------------------------------
 def detect_speed():
+    # Ultralytics has no CPU mixed precision (its trainer turns amp off on the CPU), so on a CPU
+    # with bf16 units Crucible's bf16 autocast gets its own row against the reference's fp32.
+    bf16 = cpu_has_native_bf16()
+    ours_bf16 = {s: [] for s in S["detect_sizes"]}
     ours = {s: [] for s in S["detect_sizes"]}
     theirs = {s: [] for s in S["detect_sizes"]}
     raw = RESULTS["raw"].setdefault("detect_speed", [])
@@ -180,6 +195,17 @@ def detect_speed():
                                 "device": res.get("device", "cpu"), "checkpoint_pct": float(m.group(1)) if m else None,
                                 "phases": phases, "run_wall_s": round(wall, 1)})
             raw.append({"side": "crucible", "round": r, "imgsz": imgsz, **ours[imgsz][-1]})
+            if bf16:
+                out, wall = run(f"crucible_detect_speed_{imgsz}_bf16_r{r}",
+                                [EXE["bench_train_detect"], f"train={S['detect_train']}", f"imgsz={imgsz}",
+                                 "batch=16", f"epochs={S['detect_epochs']}", f"workers={THREADS}",
+                                 "loader_threads=1", "cache=true", "close_mosaic=0", "device=cpu",
+                                 "amp=true", "amp_dtype=bf16"],
+                                env=dict(ENV, TMPDIR=tmp))
+                res = result_line(out)
+                ours_bf16[imgsz].append({"step_ms": round(res["step_ms"], 2), "img_s": round(res["img_s"], 3),
+                                         "amp": res.get("amp"), "run_wall_s": round(wall, 1)})
+                raw.append({"side": "crucible", "round": r, "imgsz": imgsz, **ours_bf16[imgsz][-1]})
             data = os.path.join(tmp, "crucible_bench_train_detect", "data", "data.yaml")
             out, _ = run(f"reference_detect_speed_{imgsz}_r{r}",
                          [PY, os.path.join(HERE, "detect_reference.py"), "speed", "--data", data, "--imgsz",
@@ -202,6 +228,11 @@ def detect_speed():
             "Crucible: sum of its step phases, incl. its per-epoch checkpoint share "
             f"({', '.join('%.2f%%' % x['checkpoint_pct'] for x in ours[imgsz] if x['checkpoint_pct'] is not None)});"
             " reference: epoch wall / steps")
+        if bf16:
+            o = [x["img_s"] for x in ours_bf16[imgsz]]
+            row(f"detect train step, imgsz {imgsz}, Crucible amp_dtype=bf16 vs reference fp32", "img/s", "higher",
+                best(o, "higher"), best(t_img := [x["img_s"] for x in theirs[imgsz]], "higher"), o, t_img,
+                "this CPU has bf16 units (AMX or AVX-512 BF16); Ultralytics trains fp32 on any CPU")
 
 
 # --- detection: a whole 40-epoch run --------------------------------------------------------
@@ -213,7 +244,8 @@ def last_row(csv_path):
 
 def detect_map():
     raw = RESULTS["raw"].setdefault("detect_map", [])
-    per = {"crucible": [], "reference": []}
+    bf16 = cpu_has_native_bf16()  # then also Crucible with amp_dtype=bf16: the same mAP?
+    per = {"crucible": [], "reference": [], "crucible_bf16": []}
     for seed in SEEDS:
         base = os.path.join(WORK, f"map_seed{seed}")
         shutil.rmtree(base, ignore_errors=True)
@@ -233,6 +265,17 @@ def detect_map():
              "epochs": len(rows)}
         per["crucible"].append(o)
         raw.append(o)
+        if bf16:
+            _, wall = run(f"crucible_train40_bf16_seed{seed}",
+                          [EXE["cli"], "train", "detect", f"data={data_dir}/data.yaml", "model=yolov8n",
+                           f"epochs={S['map_epochs']}", "imgsz=320", "batch=16", f"seed={seed}",
+                           f"workers={THREADS}", "loader_threads=1", "device=cpu", "amp=true", "amp_dtype=bf16",
+                           "name=crucible_bf16", "exist_ok=true"], cwd=base)
+            last, _ = last_row(os.path.join(base, "runs", "detect", "crucible_bf16", "results.csv"))
+            o = {"side": "crucible", "amp": "bf16", "seed": seed, "wall_s": round(wall, 1),
+                 "map50": float(last["metrics/mAP50(B)"]), "map50_95": float(last["metrics/mAP50-95(B)"])}
+            per["crucible_bf16"].append(o)
+            raw.append(o)
         out, ref_wall = run(f"reference_train40_seed{seed}",
                      [PY, os.path.join(HERE, "detect_reference.py"), "map", "--data", f"{data_dir}/data.yaml",
                       "--seed", str(seed), "--epochs", str(S["map_epochs"]), "--imgsz", "320", "--batch", "16",
@@ -255,6 +298,12 @@ def detect_map():
             t = [x[key] for x in per["reference"]]
             row(f"detect {S['map_epochs']} epochs {label}, mean of seeds {' '.join(map(str, SEEDS))}", unit, better,
                 sum(o) / len(o), sum(t) / len(t), o, t, note)
+        if bf16:
+            o = [x[key] for x in per["crucible_bf16"]]
+            t = [x[key] for x in per["reference"]]
+            row(f"detect {S['map_epochs']} epochs {label}, Crucible amp_dtype=bf16 vs reference fp32, "
+                f"mean of seeds {' '.join(map(str, SEEDS))}", unit, better, sum(o) / len(o), sum(t) / len(t), o, t,
+                note + "; Crucible under CPU bf16 autocast")
 
 
 # --- loader only ----------------------------------------------------------------------------
