@@ -18,13 +18,13 @@ packages=(
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev
     libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev
+    libsentencepiece-dev
 )
 if [ "$mode" = test ]; then
     # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to
-    # compile the Windows platform files; clang-format for the style check; Xvfb for GUI tests;
-    # libsentencepiece for the test that compares our tokenizer.model reader with it.
+    # compile the Windows platform files; clang-format for the style check; Xvfb for GUI tests.
     packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
-               g++-mingw-w64-x86-64 xvfb xauth libsentencepiece-dev)
+               g++-mingw-w64-x86-64 xvfb xauth)
 else
     packages+=(libgtest-dev libbenchmark-dev)
 fi

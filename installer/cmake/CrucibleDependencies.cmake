@@ -59,8 +59,7 @@ endif()
 # plugins/llm_lora tokenizers: PCRE2 (Unicode regexes of tokenizer.json pre-tokenizers) and,
 # when present, ICU (NFC/NFKC normalizers). Each becomes an INTERFACE target crucible_<name>,
 # whichever way it was found (vcpkg config or Debian). They are private to core/data
-# (core/data/text). Debian's libsentencepiece is used only by a comparison test
-# (tests/llm_lora, when pkg-config finds it); see plugins/llm_lora/README.md.
+# (core/data/text).
 add_library(crucible_pcre2 INTERFACE)
 find_package(PCRE2 CONFIG QUIET COMPONENTS 8BIT)
 if(TARGET PCRE2::8BIT)
@@ -75,4 +74,36 @@ find_package(ICU QUIET COMPONENTS uc)
 if(ICU_FOUND)
     target_link_libraries(crucible_icu INTERFACE ICU::uc)
     target_compile_definitions(crucible_icu INTERFACE CRUCIBLE_HAVE_ICU)
+endif()
+
+# plugins/llm_lora reads tokenizer.model with libsentencepiece (its README says why that is safe
+# beside LibTorch): an INTERFACE target crucible_sentencepiece, needed wherever the plugins are
+# built (with LibTorch). Debian's libsentencepiece-dev has a pkg-config file; vcpkg's
+# sentencepiece (Windows) has no CMake config and no pkg-config there, so its header and
+# libraries are found by name. Both ways bring libsentencepiece_train too, for the tests that
+# train models with it.
+if(CRUCIBLE_WITH_TORCH)
+    add_library(crucible_sentencepiece INTERFACE)
+    find_package(PkgConfig QUIET)
+    if(PkgConfig_FOUND)
+        pkg_check_modules(SENTENCEPIECE QUIET IMPORTED_TARGET sentencepiece)
+    endif()
+    if(SENTENCEPIECE_FOUND)
+        target_link_libraries(crucible_sentencepiece INTERFACE PkgConfig::SENTENCEPIECE)
+    else()
+        find_path(SENTENCEPIECE_INCLUDE_DIR sentencepiece_processor.h)
+        find_library(SENTENCEPIECE_LIBRARY sentencepiece)
+        find_library(SENTENCEPIECE_TRAIN_LIBRARY sentencepiece_train)
+        if(NOT SENTENCEPIECE_INCLUDE_DIR OR NOT SENTENCEPIECE_LIBRARY
+                OR NOT SENTENCEPIECE_TRAIN_LIBRARY)
+            message(FATAL_ERROR "libsentencepiece was not found. The LLM task (plugins/llm_lora) "
+                "reads tokenizer.model with it: install libsentencepiece-dev (Debian; "
+                "installer/setup.sh does) or vcpkg's sentencepiece (Windows), or build without "
+                "LibTorch (-DCRUCIBLE_WITH_TORCH=OFF).")
+        endif()
+        target_include_directories(crucible_sentencepiece SYSTEM INTERFACE
+            "${SENTENCEPIECE_INCLUDE_DIR}")
+        target_link_libraries(crucible_sentencepiece INTERFACE
+            "${SENTENCEPIECE_TRAIN_LIBRARY}" "${SENTENCEPIECE_LIBRARY}")
+    endif()
 endif()
