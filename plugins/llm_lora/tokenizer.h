@@ -5,9 +5,10 @@
 //   Whitespace, WhitespaceSplit) with PCRE2 as the Unicode-aware regex engine, a BPE model
 //   (merges by rank, ignore_merges, byte fallback, unk fusing), added / special tokens,
 //   TemplateProcessing post-processors; own implementation.
-// - `tokenizer.model` (SentencePiece model proto, Llama 1/2, Mistral): BPE and unigram models,
-//   byte fallback, user-defined and control pieces, identity or NFKC normalization; own
-//   reader and encoder, checked against libsentencepiece (plugins/llm_lora/README.md).
+// - `tokenizer.model` (SentencePiece model proto, Llama 1/2, Mistral): libsentencepiece loads,
+//   normalizes (the model's own character map), encodes and decodes; our layer on top splits
+//   special pieces out of the text, adds BOS, decodes special pieces as text and turns every
+//   refusal, a hostile file's included, into an InputError (plugins/llm_lora/README.md).
 //   load_tokenizer prefers tokenizer.json when a folder has both.
 // Text must be valid UTF-8; anything else is an InputError.
 #include <cstdint>
