@@ -51,11 +51,14 @@ bool converts(const std::string& text, bool integer) {
     return end == text.c_str() + text.size();
 }
 
-// CLI11 prints double bounds with std::to_string ("0.000000 to 1.000000"): drop the zeros.
-std::string tidy_numbers(const std::string& text) {
+// CLI11's range message in the words the CLI used before ("must be between 1 and 256, got 300"),
+// with double bounds printed without std::to_string's zeros ("0.000000 to 1.000000").
+std::string tidy(const std::string& text) {
+    static const std::regex range(R"(^Value (.*) not in range (\S+) to (\S+)$)");
     static const std::regex trailing_zeros(R"((\d\.\d*?)0+(?!\d))");
     static const std::regex bare_point(R"((\d)\.(?!\d))");
-    return std::regex_replace(std::regex_replace(text, trailing_zeros, "$1"), bare_point, "$1");
+    std::string out = std::regex_replace(text, range, "must be between $2 and $3, got $1");
+    return std::regex_replace(std::regex_replace(out, trailing_zeros, "$1"), bare_point, "$1");
 }
 
 // The words of our own messages, in the style the hand-written loops used before.
@@ -72,12 +75,21 @@ std::string what_went_wrong(const CLI::ParseError& e, const CLI::Option* op) {
             return std::string(integer ? "expects an integer" : "expects a number") + ", got '" +
                    got + "'";
         const std::string prefix = op->get_name() + ": ";
-        if (message.rfind(prefix, 0) == 0) return tidy_numbers(message.substr(prefix.size()));
+        if (message.rfind(prefix, 0) == 0) return tidy(message.substr(prefix.size()));
     }
-    return tidy_numbers(message);
+    return tidy(message);
 }
 
 }  // namespace
+
+const CLI::Validator& non_negative() {
+    static const CLI::Validator check(
+        [](const std::string& text) {
+            return text.rfind('-', 0) == 0 ? std::string("must not be negative") : std::string();
+        },
+        "");
+    return check;
+}
 
 Parsed parse_words(CLI::App& app, const std::vector<std::string>& words,
                    std::vector<std::string>* extras) {

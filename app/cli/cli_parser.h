@@ -23,4 +23,8 @@ enum class Parsed {
 Parsed parse_words(CLI::App& app, const std::vector<std::string>& words,
                    std::vector<std::string>* extras = nullptr);
 
+// For unsigned options (seeds, sizes): CLI11 reads "-1" into an unsigned as its wrap-around
+// (strtoull), so such options check the sign first.
+const CLI::Validator& non_negative();
+
 }  // namespace crucible::cli

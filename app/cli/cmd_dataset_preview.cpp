@@ -10,6 +10,7 @@
 
 #include <opencv2/imgproc.hpp>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -21,76 +22,30 @@
 namespace crucible::cli {
 namespace {
 
-void print_preview_usage() {
-    std::printf(
-        "usage: crucible dataset preview DATA --augment OUT.png [--seed S] [--imgsz S] [--n N]\n"
-        "                                [--split train] [--epoch E] [--mosaic P]\n\n"
-        "Draws N augmented training samples (default 16, imgsz 640, seed 0, epoch 0) in a grid\n"
-        "with their boxes and class names. DATA is a data.yaml, COCO .json or VOC folder.\n");
-}
-
-double parse_number(const std::string& flag, const std::string& text, double lo, double hi) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (text.empty() || used != text.size() || !std::isfinite(v))
-        throw InputError(flag, "expects a number, got '" + text + "'");
-    if (v < lo || v > hi)
-        throw InputError(flag,
-                         "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-    return v;
-}
-
-int parse_int(const std::string& flag, const std::string& text, int lo, int hi) {
-    const double v = parse_number(flag, text, lo, hi);
-    if (v != std::floor(v)) throw InputError(flag, "expects an integer, got '" + text + "'");
-    return static_cast<int>(v);
-}
-
 int run_preview(const std::vector<std::string>& args) {
     std::string data_path, out_path, split = "train";
     std::uint64_t seed = 0;
     int imgsz = 640, n = 16, epoch = 0;
     double mosaic = 1.0;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            print_preview_usage();
-            return 0;
-        }
-        if (a.rfind("--", 0) == 0) {
-            if (i + 1 >= args.size()) throw InputError(a, "needs a value");
-            const std::string& v = args[++i];
-            if (a == "--augment")
-                out_path = v;
-            else if (a == "--seed")
-                seed = static_cast<std::uint64_t>(parse_number(a, v, 0, 9e15));
-            else if (a == "--imgsz")
-                imgsz = parse_int(a, v, 32, 4096);
-            else if (a == "--n")
-                n = parse_int(a, v, 1, 256);
-            else if (a == "--split")
-                split = v;
-            else if (a == "--epoch")
-                epoch = parse_int(a, v, 0, 1'000'000);
-            else if (a == "--mosaic")
-                mosaic = parse_number(a, v, 0, 1);
-            else
-                throw InputError(a, "unknown option (see crucible dataset preview --help)");
-        } else if (data_path.empty()) {
-            data_path = a;
-        } else {
-            throw InputError(a, "unexpected argument: only one dataset");
-        }
-    }
-    if (data_path.empty() || out_path.empty()) {
-        print_preview_usage();
-        throw InputError(data_path.empty() ? "DATA" : "--augment", "missing");
-    }
+    CLI::App app{
+        "Draws N augmented training samples in a grid with their boxes and class names, exactly\n"
+        "as the loader makes them (mosaic, affine, HSV, flips).",
+        "crucible dataset preview"};
+    app.add_option("DATA", data_path, "a data.yaml, COCO .json or VOC folder")->required();
+    app.add_option("--augment", out_path, "the image to write (OUT.png)")->required();
+    app.add_option("--seed", seed, "loader seed")->capture_default_str()->check(non_negative());
+    app.add_option("--imgsz", imgsz, "sample size in pixels")
+        ->capture_default_str()
+        ->check(CLI::Range(32, 4096));
+    app.add_option("--n", n, "samples to draw")->capture_default_str()->check(CLI::Range(1, 256));
+    app.add_option("--split", split, "split to draw from")->capture_default_str();
+    app.add_option("--epoch", epoch, "epoch whose augmentation is shown")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1'000'000));
+    app.add_option("--mosaic", mosaic, "mosaic probability")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
     if (imgsz % 2) ++imgsz;
 
     const data::LoadResult loaded = data::load_detection_dataset(path_from_utf8(data_path));

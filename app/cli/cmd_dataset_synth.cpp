@@ -5,80 +5,45 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
-#include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/synth/synth.h"
 
 namespace crucible::cli {
 namespace {
 
-void print_synth_usage() {
-    std::printf(
-        "usage: crucible dataset synth OUT [--train N] [--val M] [--classes K] [--imgsz S]\n"
-        "                              [--seed X] [--max-objects N] [--quality Q]\n\n"
-        "Writes OUT/data.yaml, OUT/images/{train,val}/*.jpg and OUT/labels/{train,val}/*.txt:\n"
-        "coloured shapes (one class per shape: circle, rectangle, triangle, star, cross, diamond,\n"
-        "hexagon, ring, ellipse, arrow) on cluttered backgrounds with exact boxes.\n"
-        "Defaults: --train 64 --val 16 --classes 4 --imgsz 640 --seed 0 --max-objects 6 --quality "
-        "90\n");
-}
-
-long long parse_integer(const std::string& flag, const std::string& text, long long lo,
-                        long long hi) {
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-        v = std::stoll(text, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used != text.size() || text.empty())
-        throw InputError(flag, "expects an integer, got '" + text + "'");
-    if (v < lo || v > hi)
-        throw InputError(flag,
-                         "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
-    return v;
-}
-
 int run_synth(const std::vector<std::string>& args) {
     data::SynthOptions o;
     std::string out;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            print_synth_usage();
-            return 0;
-        }
-        if (a.rfind("--", 0) == 0) {
-            if (i + 1 >= args.size()) throw InputError(a, "needs a value");
-            const std::string& v = args[++i];
-            if (a == "--train")
-                o.train = static_cast<int>(parse_integer(a, v, 0, 10'000'000));
-            else if (a == "--val")
-                o.val = static_cast<int>(parse_integer(a, v, 0, 10'000'000));
-            else if (a == "--classes")
-                o.classes = static_cast<int>(parse_integer(a, v, 1, data::synth_max_classes()));
-            else if (a == "--imgsz")
-                o.imgsz = static_cast<int>(parse_integer(a, v, 32, 8192));
-            else if (a == "--seed")
-                o.seed = static_cast<std::uint64_t>(parse_integer(a, v, 0, INT64_MAX));
-            else if (a == "--max-objects")
-                o.max_objects = static_cast<int>(parse_integer(a, v, 1, 100));
-            else if (a == "--quality")
-                o.jpeg_quality = static_cast<int>(parse_integer(a, v, 1, 100));
-            else
-                throw InputError(a, "unknown option (see crucible dataset synth --help)");
-        } else if (out.empty()) {
-            out = a;
-        } else {
-            throw InputError(a, "unexpected argument: only one output folder");
-        }
-    }
-    if (out.empty()) {
-        print_synth_usage();
-        throw InputError("OUT", "missing output folder");
-    }
+    CLI::App app{
+        "Writes OUT/data.yaml, OUT/images/{train,val}/*.jpg and OUT/labels/{train,val}/*.txt:\n"
+        "coloured shapes (one class per shape: circle, rectangle, triangle, star, cross, diamond,\n"
+        "hexagon, ring, ellipse, arrow) on cluttered backgrounds with exact boxes.",
+        "crucible dataset synth"};
+    app.add_option("OUT", out, "output folder")->required();
+    app.add_option("--train", o.train, "train images")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 10'000'000));
+    app.add_option("--val", o.val, "val images")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 10'000'000));
+    app.add_option("--classes", o.classes, "classes")
+        ->capture_default_str()
+        ->check(CLI::Range(1, data::synth_max_classes()));
+    app.add_option("--imgsz", o.imgsz, "image size in pixels")
+        ->capture_default_str()
+        ->check(CLI::Range(32, 8192));
+    app.add_option("--seed", o.seed, "seed (the same seed writes the same bytes)")
+        ->capture_default_str()
+        ->check(non_negative());
+    app.add_option("--max-objects", o.max_objects, "most shapes in one image")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    app.add_option("--quality", o.jpeg_quality, "JPEG quality")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100));
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
     const auto yaml = data::write_synth_dataset(path_from_utf8(out), o);
     std::printf("wrote %d train + %d val images (%d classes, %d px, seed %llu): %s\n", o.train,
                 o.val, o.classes, o.imgsz, static_cast<unsigned long long>(o.seed),

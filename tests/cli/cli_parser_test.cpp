@@ -25,7 +25,7 @@ struct Command {
         app.add_option("DATA", data, "dataset")->required();
         app.add_option("--n", n, "samples")->check(CLI::Range(1, 256));
         app.add_option("--mosaic", mosaic, "probability")->check(CLI::Range(0.0, 1.0));
-        app.add_option("--seed", seed, "seed");
+        app.add_option("--seed", seed, "seed")->check(non_negative());
         app.add_option("--split", split, "split");
         app.add_flag("--json", json, "JSON output");
     }
@@ -69,12 +69,13 @@ TEST(CliParser, ErrorsNameTheFlag) {
         {{"d", "-x"}, "-x", "unknown option"},
         {{"d", "--n"}, "--n", "needs a value"},
         {{"d", "--split"}, "--split", "needs a value"},
-        {{"d", "--n", "300"}, "--n", "300"},
-        {{"d", "--n", "0"}, "--n", "not in range"},
-        {{"d", "--mosaic", "1.5"}, "--mosaic", "not in range 0 to 1"},
+        {{"d", "--n", "300"}, "--n", "must be between 1 and 256, got 300"},
+        {{"d", "--n", "0"}, "--n", "must be between 1 and 256, got 0"},
+        {{"d", "--mosaic", "1.5"}, "--mosaic", "must be between 0 and 1, got 1.5"},
         {{"d", "--n", "abc"}, "--n", "expects an integer, got 'abc'"},
         {{"d", "--n", "2.5"}, "--n", "expects an integer, got '2.5'"},
         {{"d", "--seed", "x1"}, "--seed", "expects an integer, got 'x1'"},
+        {{"d", "--seed", "-1"}, "--seed", "must not be negative"},
         {{"d", "--mosaic", "lots"}, "--mosaic", "expects a number, got 'lots'"},
         {{}, "DATA", "is required"},
         {{"d", "e"}, "e", "unexpected argument"},
