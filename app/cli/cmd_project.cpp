@@ -2,11 +2,11 @@
 // line (core/store). Errors name the file, dataset or option at fault.
 #include <cmath>
 #include <cstdio>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -20,41 +20,21 @@ namespace {
 using store::OpenOptions;
 using store::Project;
 
-struct Parsed {
-    std::vector<std::string> positional;
-    std::map<std::string, std::string> flags;
-    bool help = false;
-};
-
-// Words after the subcommand: positionals and `--flag value` pairs from `allowed`; `switches`
-// take no value.
-Parsed parse(const std::vector<std::string>& args, const std::set<std::string>& allowed,
-             const std::set<std::string>& switches = {}) {
-    Parsed p;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "-h" || a == "--help") {
-            p.help = true;
-        } else if (a.rfind("--", 0) == 0) {
-            if (switches.count(a)) {
-                p.flags[a] = std::string(1, '1');  // not "1": GCC 12 -Wrestrict false positive
-                continue;
-            }
-            if (!allowed.count(a)) throw InputError(a, "unknown option (see --help)");
-            if (i + 1 >= args.size()) throw InputError(a, "needs a value");
-            p.flags[a] = args[++i];
-        } else {
-            p.positional.push_back(a);
-        }
-    }
-    return p;
+// Every subcommand opens one project file, the first positional.
+CLI::Option* add_file(CLI::App& app, std::string& file) {
+    return app.add_option("FILE", file, "the .crucible project file")->required();
 }
 
-OpenOptions open_options(const Parsed& p, bool read_only) {
+CLI::Option* add_journal(CLI::App& app, std::string& journal) {
+    return app.add_option("--journal", journal,
+                          "auto (WAL on local disks, the rollback journal on network shares), wal "
+                          "or rollback");
+}
+
+OpenOptions open_options(const std::string& journal, bool read_only) {
     OpenOptions o;
     o.read_only = read_only;
-    if (auto it = p.flags.find("--journal"); it != p.flags.end())
-        o.journal = store::parse_journal_mode(it->second);
+    if (!journal.empty()) o.journal = store::parse_journal_mode(journal);
     return o;
 }
 
@@ -62,41 +42,25 @@ std::string short_hash(const std::string& h) {
     return h.size() > 12 ? h.substr(0, 12) : h;
 }
 
-int need_args(const Parsed& p, std::size_t n, const char* usage) {
-    if (p.help) {
-        std::printf("%s", usage);
-        return 0;
-    }
-    if (p.positional.size() != n) {
-        std::fprintf(stderr, "%s", usage);
-        throw InputError("arguments", "expected " + std::to_string(n) + " argument(s), got " +
-                                          std::to_string(p.positional.size()));
-    }
-    return -1;
-}
-
-constexpr const char* kNewUsage =
-    "usage: crucible project new FILE.crucible [--journal auto|wal|rollback]\n\n"
-    "Creates an empty project file. The journal is WAL on local disks and the rollback journal\n"
-    "on network shares (auto), or as chosen.\n";
-
 int run_new(const std::vector<std::string>& args) {
-    Parsed p = parse(args, {"--journal"});
-    if (int rc = need_args(p, 1, kNewUsage); rc >= 0) return rc;
-    auto project = Project::create(path_from_utf8(p.positional[0]), open_options(p, false));
+    CLI::App app{"Creates an empty project file.", "crucible project new"};
+    std::string file, journal;
+    add_file(app, file);
+    add_journal(app, journal);
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
+    auto project = Project::create(path_from_utf8(file), open_options(journal, false));
     std::printf("created %s (schema %d, journal %s)\n", path_to_utf8(project->path()).c_str(),
                 project->schema_version(), project->journal_mode().c_str());
     return 0;
 }
 
-constexpr const char* kInfoUsage =
-    "usage: crucible project info FILE.crucible\n\n"
-    "Shows the datasets, runs and servers of a project (opened read-only).\n";
-
 int run_info(const std::vector<std::string>& args) {
-    Parsed p = parse(args, {});
-    if (int rc = need_args(p, 1, kInfoUsage); rc >= 0) return rc;
-    auto project = Project::open(path_from_utf8(p.positional[0]), open_options(p, true));
+    CLI::App app{"Shows the datasets, runs and servers of a project (opened read-only).",
+                 "crucible project info"};
+    std::string file;
+    add_file(app, file);
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
+    auto project = Project::open(path_from_utf8(file), open_options("", true));
     std::printf("project %s\n  schema version %d, journal %s\n",
                 path_to_utf8(project->path()).c_str(), project->schema_version(),
                 project->journal_mode().c_str());
@@ -130,20 +94,23 @@ int run_info(const std::vector<std::string>& args) {
     return 0;
 }
 
-constexpr const char* kImportUsage =
-    "usage: crucible project import FILE.crucible DATA [--name NAME] [--format "
-    "auto|yolo|coco|voc]\n"
-    "                               [--sizes] [--journal auto|wal|rollback]\n\n"
-    "Imports a detection dataset (a data.yaml, a COCO .json, a VOC folder, or a folder holding\n"
-    "one) into the project: every image is hashed; labels and classes are stored. The name\n"
-    "defaults to the dataset folder's name. --sizes reads image sizes from the file headers.\n";
-
 int run_import(const std::vector<std::string>& args) {
-    Parsed p = parse(args, {"--name", "--format", "--journal"}, {"--sizes"});
-    if (int rc = need_args(p, 2, kImportUsage); rc >= 0) return rc;
-    auto project = Project::open(path_from_utf8(p.positional[0]), open_options(p, false));
-    const std::filesystem::path source = path_from_utf8(p.positional[1]);
-    std::string name = p.flags.count("--name") ? p.flags["--name"] : std::string();
+    CLI::App app{
+        "Imports a detection dataset into the project: every image is hashed; labels and classes\n"
+        "are stored.",
+        "crucible project import"};
+    std::string file, data, name, format = "auto", journal;
+    bool sizes = false;
+    add_file(app, file);
+    app.add_option("DATA", data, "a data.yaml, a COCO .json, a VOC folder, or a folder holding one")
+        ->required();
+    app.add_option("--name", name, "dataset name (default: the dataset folder's name)");
+    app.add_option("--format", format, "auto, yolo, coco or voc")->capture_default_str();
+    app.add_flag("--sizes", sizes, "read image sizes from the file headers");
+    add_journal(app, journal);
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
+    auto project = Project::open(path_from_utf8(file), open_options(journal, false));
+    const std::filesystem::path source = path_from_utf8(data);
     if (name.empty()) {
         std::filesystem::path base = std::filesystem::absolute(source).lexically_normal();
         if (!base.has_filename()) base = base.parent_path();
@@ -161,11 +128,9 @@ int run_import(const std::vector<std::string>& args) {
         }
     };
     data::LoadOptions load;
-    load.read_image_sizes = p.flags.count("--sizes") > 0;
+    load.read_image_sizes = sizes;
     std::vector<std::string> problems;
-    auto r = store::import_dataset_from(*project, source,
-                                        p.flags.count("--format") ? p.flags["--format"] : "auto", o,
-                                        &problems, load);
+    auto r = store::import_dataset_from(*project, source, format, o, &problems, load);
     for (std::size_t i = 0; i < problems.size() && i < 20; ++i)
         std::fprintf(stderr, "  %s\n", problems[i].c_str());
     if (problems.size() > 20) std::fprintf(stderr, "  ... %zu more\n", problems.size() - 20);
@@ -175,10 +140,6 @@ int run_import(const std::vector<std::string>& args) {
     if (!problems.empty()) std::printf("%zu problem(s) reported while loading\n", problems.size());
     return 0;
 }
-
-constexpr const char* kExportUsage =
-    "usage: crucible project export FILE.crucible DATASET OUT --format yolo|coco|voc\n\n"
-    "Writes a project dataset (by name or #id) in a standard format under OUT.\n";
 
 store::DatasetInfo dataset_by_name_or_id(Project& project, const std::string& text) {
     if (!text.empty() && text[0] == '#') {
@@ -194,42 +155,38 @@ store::DatasetInfo dataset_by_name_or_id(Project& project, const std::string& te
 }
 
 int run_export(const std::vector<std::string>& args) {
-    Parsed p = parse(args, {"--format"});
-    if (int rc = need_args(p, 3, kExportUsage); rc >= 0) return rc;
-    if (!p.flags.count("--format")) throw InputError("--format", "choose yolo, coco or voc");
-    OpenOptions ro;
-    ro.read_only = true;
-    auto project = Project::open(path_from_utf8(p.positional[0]), ro);
-    auto d = dataset_by_name_or_id(*project, p.positional[1]);
+    CLI::App app{"Writes a project dataset in a standard format under OUT.",
+                 "crucible project export"};
+    std::string file, dataset, out, format;
+    add_file(app, file);
+    app.add_option("DATASET", dataset, "dataset name or #id")->required();
+    app.add_option("OUT", out, "output folder")->required();
+    app.add_option("--format", format, "yolo, coco or voc")->required();
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
+    auto project = Project::open(path_from_utf8(file), open_options("", true));
+    auto d = dataset_by_name_or_id(*project, dataset);
     auto missing = store::missing_images(*project, d.id);
     if (!missing.empty())
         throw InputError(missing.front(), std::to_string(missing.size()) + " image file(s) of '" +
                                               d.name + "' are missing");
-    auto main_file = store::export_dataset_to(*project, d.id, path_from_utf8(p.positional[2]),
-                                              p.flags["--format"]);
+    auto main_file = store::export_dataset_to(*project, d.id, path_from_utf8(out), format);
     std::printf("exported '%s' (%lld images) to %s\n", d.name.c_str(),
                 static_cast<long long>(d.images), path_to_utf8(main_file).c_str());
     return 0;
 }
 
-constexpr const char* kRunsUsage =
-    "usage: crucible project runs FILE.crucible [--run ID]\n\n"
-    "Lists the runs of a project; with --run, the metric series of one run (points after\n"
-    "rollbacks, last value).\n";
-
 int run_runs(const std::vector<std::string>& args) {
-    Parsed p = parse(args, {"--run"});
-    if (int rc = need_args(p, 1, kRunsUsage); rc >= 0) return rc;
-    OpenOptions ro;
-    ro.read_only = true;
-    auto project = Project::open(path_from_utf8(p.positional[0]), ro);
-    if (p.flags.count("--run")) {
-        std::int64_t id = 0;
-        try {
-            id = std::stoll(p.flags["--run"]);
-        } catch (const std::exception&) {
-            throw InputError("--run", "expects a run id, got '" + p.flags["--run"] + "'");
-        }
+    CLI::App app{
+        "Lists the runs of a project; with --run, the metric series of one run (points after\n"
+        "rollbacks, last value).",
+        "crucible project runs"};
+    std::string file;
+    std::int64_t id = 0;
+    add_file(app, file);
+    const CLI::Option* run_opt = app.add_option("--run", id, "run id");
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
+    auto project = Project::open(path_from_utf8(file), open_options("", true));
+    if (run_opt->count() > 0) {
         auto run = store::get_run(*project, id);
         std::printf("run #%lld %s (%s) %s: %lld events\n", static_cast<long long>(run.id),
                     run.setup.name.c_str(), run.setup.task.c_str(), run.setup.state.c_str(),
