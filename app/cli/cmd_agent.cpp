@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -19,38 +20,12 @@
 namespace crucible::cli {
 namespace {
 
-// --flag VALUE pairs; positional words are returned in `rest`.
-struct Flags {
-    std::vector<std::pair<std::string, std::string>> values;
-    std::vector<std::string> rest;
-    std::string get(const std::string& name) const {
-        for (const auto& [k, v] : values)
-            if (k == name) return v;
-        return {};
-    }
-};
-
-Flags parse_flags(const std::vector<std::string>& args, std::size_t from,
-                  const std::vector<std::string>& known) {
-    Flags f;
-    for (std::size_t i = from; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a.rfind("--", 0) == 0) {
-            bool ok = false;
-            for (const auto& k : known)
-                ok = ok || k == a;
-            if (!ok) throw InputError(a, "unknown option (see --help)");
-            if (i + 1 >= args.size()) throw InputError(a, "needs a value");
-            f.values.emplace_back(a, args[++i]);
-        } else {
-            f.rest.push_back(a);
-        }
-    }
-    return f;
+// Every token action reads the agent's data folder from --data.
+CLI::Option* add_data(CLI::App& app, std::string& data) {
+    return app.add_option("--data", data, "the agent's data folder (the --data of crucible-agent)");
 }
 
-std::filesystem::path tokens_file(const Flags& f) {
-    std::string data = f.get("--data");
+std::filesystem::path tokens_file(const std::string& data) {
     if (data.empty())
         throw InputError("--data", "name the agent's data folder (the --data of crucible-agent)");
     auto dir = path_from_utf8(data);
@@ -75,12 +50,17 @@ int run_token(const std::vector<std::string>& args) {
         return args.empty() ? 2 : 0;
     }
     const std::string& action = args[0];
+    const std::vector<std::string> words(args.begin() + 1, args.end());
+    std::string data;
     if (action == "create") {
-        Flags f = parse_flags(args, 1, {"--name", "--data"});
-        if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
-        std::string name = f.get("--name");
+        CLI::App app{"Prints a new token once; only its SHA-256 is stored in DIR/tokens.json.",
+                     "crucible agent token create"};
+        std::string name;
+        app.add_option("--name", name, "who uses the token");
+        add_data(app, data);
+        if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
         if (name.empty()) throw InputError("--name", "give the token a name (who uses it)");
-        net::TokenStore store(tokens_file(f));
+        net::TokenStore store(tokens_file(data));
         std::string token = store.create(name);
         std::printf("%s\n", token.c_str());
         std::fprintf(stderr,
@@ -89,9 +69,11 @@ int run_token(const std::vector<std::string>& args) {
         return 0;
     }
     if (action == "list") {
-        Flags f = parse_flags(args, 1, {"--data"});
-        if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
-        net::TokenStore store(tokens_file(f));
+        CLI::App app{"Lists the agent's tokens (names and hash prefixes).",
+                     "crucible agent token list"};
+        add_data(app, data);
+        if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+        net::TokenStore store(tokens_file(data));
         auto tokens = store.list();
         if (tokens.empty())
             std::printf("no tokens (create one with: crucible agent token create)\n");
@@ -105,12 +87,17 @@ int run_token(const std::vector<std::string>& args) {
         return 0;
     }
     if (action == "revoke") {
-        Flags f = parse_flags(args, 1, {"--data"});
-        if (f.rest.size() != 1) throw InputError("revoke", "name exactly one token to revoke");
-        net::TokenStore store(tokens_file(f));
-        if (!store.revoke(f.rest[0]))
-            throw InputError(f.rest[0], "no such token (see crucible agent token list)");
-        std::printf("revoked '%s'; clients using it are refused from now on\n", f.rest[0].c_str());
+        CLI::App app{"Revokes a token: clients using it are refused from then on.",
+                     "crucible agent token revoke"};
+        std::string name;
+        app.add_option("NAME", name, "the token's name");
+        add_data(app, data);
+        if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+        if (name.empty()) throw InputError("revoke", "name exactly one token to revoke");
+        net::TokenStore store(tokens_file(data));
+        if (!store.revoke(name))
+            throw InputError(name, "no such token (see crucible agent token list)");
+        std::printf("revoked '%s'; clients using it are refused from now on\n", name.c_str());
         return 0;
     }
     throw InputError(action, "unknown action; use create, list or revoke");
@@ -122,20 +109,18 @@ std::string cuda_version_text(int v) {
 }
 
 int run_doctor(const std::vector<std::string>& args) {
-    for (const auto& a : args)
-        if (a == "--help" || a == "-h") {
-            std::printf(
-                "usage: crucible agent doctor [--data DIR] [--nvml LIB]\n\n"
-                "Prints the NVIDIA driver and CUDA driver versions (from NVML), every GPU, what\n"
-                "this build's LibTorch sees, and what to fix. With --data it also checks the\n"
-                "agent's data folder (tokens, free space).\n");
-            return 0;
-        }
-    Flags f = parse_flags(args, 0, {"--data", "--nvml"});
-    if (!f.rest.empty()) throw InputError(f.rest[0], "unexpected argument");
+    CLI::App app{
+        "Prints the NVIDIA driver and CUDA driver versions (from NVML), every GPU, what\n"
+        "this build's LibTorch sees, and what to fix. With --data it also checks the\n"
+        "agent's data folder (tokens, free space).",
+        "crucible agent doctor"};
+    std::string data, nvml;
+    add_data(app, data);
+    app.add_option("--nvml", nvml, "NVML library to load (default: the driver's)");
+    if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
     std::vector<std::string> fixes;
 
-    auto inventory = jobs::GpuInventory::open(path_from_utf8(f.get("--nvml")));
+    auto inventory = jobs::GpuInventory::open(path_from_utf8(nvml));
     jobs::GpuReport report = inventory->read();
     std::printf("NVML:                %s\n", report.nvml ? "loaded" : "not available");
     if (!report.note.empty()) std::printf("                     %s\n", report.note.c_str());
@@ -197,7 +182,7 @@ int run_doctor(const std::vector<std::string>& args) {
                         std::to_string(report.gpus.size()) +
                         " GPUs: check CUDA_VISIBLE_DEVICES and MIG settings");
 
-    if (std::string data = f.get("--data"); !data.empty()) {
+    if (!data.empty()) {
         auto dir = path_from_utf8(data);
         std::error_code ec;
         if (!std::filesystem::is_directory(dir, ec)) {
