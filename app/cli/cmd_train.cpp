@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "app/cli/new_run.h"
 #include "core/base/error.h"
@@ -115,25 +116,42 @@ void merge_into(Json& target, const Json& source) {
 }
 
 int run_train(const std::vector<std::string>& args) {
-    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    if (args.empty()) {
         print_train_usage();
-        return args.empty() ? 2 : 0;
+        return 2;
     }
-    std::string task_name, cfg, resume;
+    // CLI11 reads the flags; the task and its key=value options come back as extras, for the
+    // task's option schema. Help depends on the task (the task list, or that task's options), so
+    // --help is a plain flag here rather than CLI11's.
+    CLI::App app{"", "crucible train"};
+    app.set_help_flag();
+    bool help = false;
+    std::string resume;
+    app.add_flag("-h,--help", help, "the tasks, or with a task its options");
+    app.add_option("--resume", resume, "a run folder to continue (as resume=RUN_DIR)");
+    std::vector<std::string> extras;
+    parse_words(app, args, &extras);
+    std::string task_name, cfg;
     std::vector<std::string> words;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (i == 0 && a.find('=') == std::string::npos) {
+    for (std::size_t i = 0; i < extras.size(); ++i) {
+        const std::string& a = extras[i];
+        if (i == 0 && a.find('=') == std::string::npos)
             task_name = a;
-        } else if (a.rfind("cfg=", 0) == 0) {
+        else if (a.rfind("cfg=", 0) == 0)
             cfg = a.substr(4);
-        } else if (a.rfind("resume=", 0) == 0) {
+        else if (a.rfind("resume=", 0) == 0)
             resume = a.substr(7);
-        } else if (a == "--resume" && i + 1 < args.size()) {
-            resume = args[++i];
-        } else {
+        else
             words.push_back(a);
+    }
+    if (help) {  // before resume: asking for help never starts a run
+        if (task_name.empty()) {
+            print_train_usage();
+        } else {
+            const auto& info = engine::TaskRegistry::instance().get(task_name);
+            print_task_options(info, info.make()->schema());
         }
+        return 0;
     }
 
     if (!resume.empty()) {
@@ -163,11 +181,6 @@ int run_train(const std::vector<std::string>& args) {
         throw InputError("task", "name a task first, e.g. 'crucible train detect data=...'");
     const auto& info = engine::TaskRegistry::instance().get(task_name);
     const auto schema = info.make()->schema();
-    for (const auto& w : words)
-        if (w == "--help" || w == "-h") {
-            print_task_options(info, schema);
-            return 0;
-        }
     Json options = Json::object();
     if (!cfg.empty()) merge_into(options, read_config_file(cfg));
     merge_into(options, schema.parse_key_values(words));
