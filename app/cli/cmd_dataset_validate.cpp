@@ -1,11 +1,10 @@
 // `crucible dataset validate | convert | manifest | split | dedupe`: the detection dataset
 // tools over core/data (formats, validation, operations).
 #include <cstdio>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -19,53 +18,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Flags with values, boolean switches and positional words of one subcommand.
-struct Args {
-    std::vector<std::string> positional;
-    std::map<std::string, std::string> values;
-    std::set<std::string> switches;
-    bool help = false;
+// How a tool reads its source dataset: the flags most tools share, added to each tool's app.
+struct Reading {
+    std::string format = "auto";
+    bool allow_outside_root = false;
+    std::uint64_t max_pixels = 0;
+    const CLI::Option* max_pixels_given = nullptr;  // only validate takes --max-pixels
+
+    void add_to(CLI::App& app, const char* format_flag = "--format") {
+        app.add_option(format_flag, format, "the source's format: auto, yolo, coco or voc")
+            ->capture_default_str();
+        app.add_flag("--allow-outside-root", allow_outside_root,
+                     "read images that lie outside the dataset's folder");
+    }
+    void add_max_pixels(CLI::App& app) {
+        max_pixels_given =
+            app.add_option("--max-pixels", max_pixels, "refuse images with more pixels")
+                ->check(non_negative());
+    }
+    data::DatasetFormat dataset_format() const { return data::parse_dataset_format(format); }
+    data::LoadOptions options() const {
+        data::LoadOptions o;
+        o.allow_outside_root = allow_outside_root;
+        if (max_pixels_given && max_pixels_given->count() > 0)
+            o.image_limits.max_pixels = max_pixels;
+        return o;
+    }
 };
-
-Args parse_args(const std::vector<std::string>& words, const std::set<std::string>& value_flags,
-                const std::set<std::string>& switch_flags, const char* usage) {
-    Args a;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-        const std::string& w = words[i];
-        if (w == "-h" || w == "--help") {
-            a.help = true;
-        } else if (value_flags.count(w)) {
-            if (i + 1 >= words.size()) throw InputError(w, "needs a value");
-            a.values[w] = words[++i];
-        } else if (switch_flags.count(w)) {
-            a.switches.insert(w);
-        } else if (w.rfind("--", 0) == 0) {
-            throw InputError(w, std::string("unknown option\n") + usage);
-        } else {
-            a.positional.push_back(w);
-        }
-    }
-    return a;
-}
-
-data::DatasetFormat format_flag(const Args& a, const std::string& flag,
-                                data::DatasetFormat fallback) {
-    auto it = a.values.find(flag);
-    return it == a.values.end() ? fallback : data::parse_dataset_format(it->second);
-}
-
-data::LoadOptions load_options(const Args& a) {
-    data::LoadOptions o;
-    o.allow_outside_root = a.switches.count("--allow-outside-root") > 0;
-    if (auto it = a.values.find("--max-pixels"); it != a.values.end()) {
-        try {
-            o.image_limits.max_pixels = std::stoull(it->second);
-        } catch (const std::exception&) {
-            throw InputError("--max-pixels", "expects a positive integer");
-        }
-    }
-    return o;
-}
 
 void print_problems(const std::vector<data::DatasetProblem>& problems, std::size_t limit = 50) {
     std::size_t shown = 0;
@@ -96,27 +75,26 @@ void refuse_non_empty(const fs::path& out) {
         throw InputError(path_to_utf8(out), "output exists and is not an empty folder");
 }
 
-const char* kValidateUsage =
-    "usage: crucible dataset validate PATH [--format auto|yolo|coco|voc] [--json]\n"
-    "                                 [--max-pixels N] [--allow-outside-root]\n\n"
-    "Checks every image and label: missing or unreadable images, truncated JPEG/PNG, label rows\n"
-    "with the wrong column count, non-numbers, out-of-range coordinates, unknown class ids,\n"
-    "duplicate rows. Each problem is printed with file:line, then statistics. The exit code is\n"
-    "1 when there are errors (warnings and background images do not count).\n";
-
 int run_validate(const std::vector<std::string>& words) {
-    const auto a = parse_args(words, {"--format", "--max-pixels"},
-                              {"--json", "--allow-outside-root"}, kValidateUsage);
-    if (a.help) {
-        std::printf("%s", kValidateUsage);
-        return 0;
-    }
-    if (a.positional.size() != 1)
-        throw InputError("PATH", std::string("expects one dataset path\n") + kValidateUsage);
-    const auto report = data::validate_dataset(
-        path_from_utf8(a.positional[0]), format_flag(a, "--format", data::DatasetFormat::Auto),
-        load_options(a));
-    if (a.switches.count("--json"))
+    CLI::App app{
+        "Checks every image and label: missing or unreadable images, truncated JPEG/PNG, label "
+        "rows\n"
+        "with the wrong column count, non-numbers, out-of-range coordinates, unknown class ids,\n"
+        "duplicate rows. Each problem is printed with file:line, then statistics. The exit code "
+        "is\n"
+        "1 when there are errors (warnings and background images do not count).",
+        "crucible dataset validate"};
+    std::string path;
+    bool json = false;
+    Reading reading;
+    app.add_option("PATH", path, "a data.yaml, COCO .json or VOC folder")->required();
+    reading.add_to(app);
+    reading.add_max_pixels(app);
+    app.add_flag("--json", json, "print the report as JSON");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const auto report =
+        data::validate_dataset(path_from_utf8(path), reading.dataset_format(), reading.options());
+    if (json)
         std::printf("%s\n",
                     report.to_json().dump(2, ' ', false, Json::error_handler_t::replace).c_str());
     else
@@ -124,91 +102,73 @@ int run_validate(const std::vector<std::string>& words) {
     return report.ok() ? 0 : 1;
 }
 
-const char* kConvertUsage =
-    "usage: crucible dataset convert SRC OUT --to yolo|coco|voc [--from auto|yolo|coco|voc]\n"
-    "                                [--allow-outside-root]\n\n"
-    "Reads SRC and writes its usable images and labels to the empty folder OUT in another "
-    "format.\n";
-
 int run_convert(const std::vector<std::string>& words) {
-    const auto a = parse_args(words, {"--to", "--from"}, {"--allow-outside-root"}, kConvertUsage);
-    if (a.help) {
-        std::printf("%s", kConvertUsage);
-        return 0;
-    }
-    if (a.positional.size() != 2)
-        throw InputError("SRC OUT", std::string("expects two paths\n") + kConvertUsage);
-    if (!a.values.count("--to"))
-        throw InputError("--to", std::string("is required\n") + kConvertUsage);
-    const auto to = data::parse_dataset_format(a.values.at("--to"));
-    if (to == data::DatasetFormat::Auto) throw InputError("--to", "choose yolo, coco or voc");
-    const fs::path out = path_from_utf8(a.positional[1]);
+    CLI::App app{
+        "Reads SRC and writes its usable images and labels to the empty folder OUT in\n"
+        "another format.",
+        "crucible dataset convert"};
+    std::string src, out_path, to;
+    Reading reading;
+    app.add_option("SRC", src, "the dataset to read")->required();
+    app.add_option("OUT", out_path, "an empty or new folder")->required();
+    app.add_option("--to", to, "yolo, coco or voc")->required();
+    reading.add_to(app, "--from");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const auto to_format = data::parse_dataset_format(to);
+    if (to_format == data::DatasetFormat::Auto)
+        throw InputError("--to", "choose yolo, coco or voc");
+    const fs::path out = path_from_utf8(out_path);
     refuse_non_empty(out);
     const auto loaded =
-        load_or_throw(path_from_utf8(a.positional[0]),
-                      format_flag(a, "--from", data::DatasetFormat::Auto), load_options(a));
-    const auto main = data::save_detection_dataset(loaded.dataset, out, to);
+        load_or_throw(path_from_utf8(src), reading.dataset_format(), reading.options());
+    const auto main = data::save_detection_dataset(loaded.dataset, out, to_format);
     std::printf("wrote %zu images, %zu classes as %s: %s\n", loaded.dataset.images.size(),
-                loaded.dataset.class_names.size(), data::dataset_format_name(to),
+                loaded.dataset.class_names.size(), data::dataset_format_name(to_format),
                 path_to_utf8(main).c_str());
     return 0;
 }
 
-const char* kManifestUsage =
-    "usage: crucible dataset manifest PATH [--format F] [--out FILE] [--allow-outside-root]\n\n"
-    "Prints the dataset version id: the SHA-256 of the canonical manifest (sorted image hashes "
-    "and\n"
-    "annotations). --out writes the manifest itself.\n";
-
 int run_manifest(const std::vector<std::string>& words) {
-    const auto a =
-        parse_args(words, {"--format", "--out"}, {"--allow-outside-root"}, kManifestUsage);
-    if (a.help) {
-        std::printf("%s", kManifestUsage);
-        return 0;
-    }
-    if (a.positional.size() != 1)
-        throw InputError("PATH", std::string("expects one dataset path\n") + kManifestUsage);
-    auto loaded =
-        load_or_throw(path_from_utf8(a.positional[0]),
-                      format_flag(a, "--format", data::DatasetFormat::Auto), load_options(a));
+    CLI::App app{
+        "Prints the dataset version id: the SHA-256 of the canonical manifest (sorted image\n"
+        "hashes and annotations).",
+        "crucible dataset manifest"};
+    std::string path, out;
+    Reading reading;
+    app.add_option("PATH", path, "the dataset")->required();
+    reading.add_to(app);
+    app.add_option("--out", out, "also write the manifest itself to this file");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    auto loaded = load_or_throw(path_from_utf8(path), reading.dataset_format(), reading.options());
     const Json manifest = data::dataset_manifest(loaded.dataset);
-    if (auto it = a.values.find("--out"); it != a.values.end())
-        write_file_atomically(path_from_utf8(it->second), data::manifest_text(manifest) + "\n");
+    if (!out.empty())
+        write_file_atomically(path_from_utf8(out), data::manifest_text(manifest) + "\n");
     std::printf("%s\n", data::manifest_id(manifest).c_str());
     return 0;
 }
 
-const char* kSplitUsage =
-    "usage: crucible dataset split SRC OUT [--val 0.2] [--seed 0] [--to yolo|coco|voc]\n\n"
-    "Writes SRC to OUT with a new stratified train/val split (every class in val in proportion);\n"
-    "the same seed gives the same split.\n";
-
 int run_split(const std::vector<std::string>& words) {
-    const auto a = parse_args(words, {"--val", "--seed", "--to", "--format"},
-                              {"--allow-outside-root"}, kSplitUsage);
-    if (a.help) {
-        std::printf("%s", kSplitUsage);
-        return 0;
-    }
-    if (a.positional.size() != 2)
-        throw InputError("SRC OUT", std::string("expects two paths\n") + kSplitUsage);
+    CLI::App app{
+        "Writes SRC to OUT with a new stratified train/val split (every class in val in\n"
+        "proportion); the same seed gives the same split.",
+        "crucible dataset split"};
+    std::string src, out_path, to = "yolo";
     double fraction = 0.2;
     std::uint64_t seed = 0;
-    try {
-        if (a.values.count("--val")) fraction = std::stod(a.values.at("--val"));
-        if (a.values.count("--seed")) seed = std::stoull(a.values.at("--seed"));
-    } catch (const std::exception&) {
-        throw InputError("--val/--seed", "expects a number");
-    }
-    const fs::path out = path_from_utf8(a.positional[1]);
+    Reading reading;
+    app.add_option("SRC", src, "the dataset to read")->required();
+    app.add_option("OUT", out_path, "an empty or new folder")->required();
+    app.add_option("--val", fraction, "the fraction of images in val")->capture_default_str();
+    app.add_option("--seed", seed, "split seed")->capture_default_str()->check(non_negative());
+    app.add_option("--to", to, "the format written: yolo, coco or voc")->capture_default_str();
+    reading.add_to(app);
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const fs::path out = path_from_utf8(out_path);
     refuse_non_empty(out);
-    auto loaded =
-        load_or_throw(path_from_utf8(a.positional[0]),
-                      format_flag(a, "--format", data::DatasetFormat::Auto), load_options(a));
+    auto loaded = load_or_throw(path_from_utf8(src), reading.dataset_format(), reading.options());
     data::split_train_val(loaded.dataset, fraction, seed);
-    const auto to = format_flag(a, "--to", data::DatasetFormat::Yolo);
-    const auto main = data::save_detection_dataset(loaded.dataset, out, to);
+    const auto main =
+        data::save_detection_dataset(loaded.dataset, out, data::parse_dataset_format(to));
     const auto stats = data::compute_stats(loaded.dataset);
     std::printf("train %zu, val %zu: %s\n",
                 stats.images_per_split.count("train") ? stats.images_per_split.at("train") : 0,
@@ -217,23 +177,19 @@ int run_split(const std::vector<std::string>& words) {
     return 0;
 }
 
-const char* kDedupeUsage =
-    "usage: crucible dataset dedupe PATH [--out OUT] [--to yolo|coco|voc]\n\n"
-    "Lists images with identical bytes (SHA-256). --out writes the dataset without the repeats\n"
-    "(the first of each group is kept).\n";
-
 int run_dedupe(const std::vector<std::string>& words) {
-    const auto a =
-        parse_args(words, {"--out", "--to", "--format"}, {"--allow-outside-root"}, kDedupeUsage);
-    if (a.help) {
-        std::printf("%s", kDedupeUsage);
-        return 0;
-    }
-    if (a.positional.size() != 1)
-        throw InputError("PATH", std::string("expects one dataset path\n") + kDedupeUsage);
-    auto loaded =
-        load_or_throw(path_from_utf8(a.positional[0]),
-                      format_flag(a, "--format", data::DatasetFormat::Auto), load_options(a));
+    CLI::App app{
+        "Lists images with identical bytes (SHA-256). --out writes the dataset without the\n"
+        "repeats (the first of each group is kept).",
+        "crucible dataset dedupe"};
+    std::string path, out_path, to = "yolo";
+    Reading reading;
+    app.add_option("PATH", path, "the dataset")->required();
+    app.add_option("--out", out_path, "write the dataset without repeats to this folder");
+    app.add_option("--to", to, "the format written: yolo, coco or voc")->capture_default_str();
+    reading.add_to(app);
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    auto loaded = load_or_throw(path_from_utf8(path), reading.dataset_format(), reading.options());
     auto& ds = loaded.dataset;
     const auto groups = data::find_duplicate_images(ds);
     for (const auto& g : groups) {
@@ -242,12 +198,11 @@ int run_dedupe(const std::vector<std::string>& words) {
             std::printf("  %s\n", path_to_utf8(ds.images[i].path).c_str());
     }
     std::printf("%zu groups of duplicate images\n", groups.size());
-    if (auto it = a.values.find("--out"); it != a.values.end()) {
-        const fs::path out = path_from_utf8(it->second);
+    if (!out_path.empty()) {
+        const fs::path out = path_from_utf8(out_path);
         refuse_non_empty(out);
         const std::size_t removed = data::remove_duplicate_images(ds);
-        const auto main = data::save_detection_dataset(
-            ds, out, format_flag(a, "--to", data::DatasetFormat::Yolo));
+        const auto main = data::save_detection_dataset(ds, out, data::parse_dataset_format(to));
         std::printf("removed %zu images: %s\n", removed, path_to_utf8(main).c_str());
     }
     return 0;
