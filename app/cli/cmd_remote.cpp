@@ -6,7 +6,6 @@
 //   remote push NAME FOLDER [--name N]          remote submit NAME TASK key=value ...
 //   remote jobs NAME    remote logs NAME JOB [-f]    remote cancel|pause|resume NAME JOB
 //   remote download NAME JOB ARTIFACT [OUT] [--force]
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
@@ -28,60 +28,13 @@
 namespace crucible::cli {
 namespace {
 
-struct Args {
-    std::vector<std::string> positional;
-    std::vector<std::pair<std::string, std::string>> options;  // --flag value
-    std::vector<std::string> switches;                         // --yes, -f
-    bool help = false;
-    std::string get(const std::string& flag) const {
-        for (const auto& [k, v] : options)
-            if (k == flag) return v;
-        return {};
-    }
-    bool has(const std::string& s) const {
-        for (const auto& x : switches)
-            if (x == s) return true;
-        return false;
-    }
-};
-
-// `with_value` flags take the next word; `bare` flags are switches; anything else starting with
-// '-' is an error naming it.
-Args parse_args(const std::vector<std::string>& words, const std::vector<std::string>& with_value,
-                const std::vector<std::string>& bare = {}) {
-    Args a;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-        const std::string& w = words[i];
-        if (w == "--help" || w == "-h") {
-            a.help = true;
-            continue;
-        }
-        if (w.size() > 1 && w[0] == '-') {
-            bool value = std::find(with_value.begin(), with_value.end(), w) != with_value.end();
-            bool sw = std::find(bare.begin(), bare.end(), w) != bare.end();
-            if (sw) {
-                a.switches.push_back(w);
-            } else if (value) {
-                if (i + 1 >= words.size()) throw InputError(w, "needs a value");
-                a.options.emplace_back(w, words[++i]);
-            } else {
-                throw InputError(w, "unknown option (see --help)");
-            }
-            continue;
-        }
-        a.positional.push_back(w);
-    }
-    return a;
+// Most subcommands name a remote first.
+CLI::Option* add_remote(CLI::App& app, std::string& name) {
+    return app.add_option("NAME", name, "the remote (see crucible remote ls)")->required();
 }
 
-void expect_positional(const Args& a, std::size_t min, std::size_t max, const char* usage) {
-    if (a.positional.size() < min || a.positional.size() > max)
-        throw InputError("arguments", std::string("usage: crucible remote ") + usage);
-}
-
-bool usage_if_help(const Args& a, const char* usage) {
-    if (a.help) std::printf("usage: crucible remote %s\n", usage);
-    return a.help;
+CLI::Option* add_job(CLI::App& app, std::string& job) {
+    return app.add_option("JOB", job, "the job id (see crucible remote jobs NAME)")->required();
 }
 
 std::string trim_url(std::string url) {
@@ -121,14 +74,17 @@ std::string format_time(double unix_seconds) {
 
 // ---- add / ls / rm ------------------------------------------------------------------------
 
-constexpr const char* kAddUsage = "add NAME URL [--token TOKEN] [--yes]";
-
 int run_add(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {"--token"}, {"--yes", "-y"});
-    if (usage_if_help(a, kAddUsage)) return 0;
-    expect_positional(a, 2, 2, kAddUsage);
-    net::RemoteEntry entry{a.positional[0], trim_url(a.positional[1]), ""};
-    std::string token = a.get("--token");
+    CLI::App app{"Adds an agent; an https agent's certificate is shown and pinned.",
+                 "crucible remote add"};
+    std::string name, url_text, token;
+    bool yes = false;
+    app.add_option("NAME", name, "a name for the agent")->required();
+    app.add_option("URL", url_text, "the agent's address (https://HOST:PORT)")->required();
+    app.add_option("--token", token, "an access token (crucible agent token create)");
+    app.add_flag("-y,--yes", yes, "trust the certificate without asking");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    net::RemoteEntry entry{name, trim_url(url_text), ""};
     auto file = net::default_remotes_file();
     auto config = net::RemoteConfig::load(file);
     if (config.find(entry.name))
@@ -142,7 +98,7 @@ int run_add(const std::vector<std::string>& words) {
         std::printf("The agent at %s presents a certificate with SHA-256 fingerprint\n  %s\n",
                     entry.url.c_str(), entry.fingerprint.c_str());
         std::printf("Compare it with the fingerprint crucible-agent printed when it started.\n");
-        if (!(a.has("--yes") || a.has("-y"))) {
+        if (!yes) {
             std::printf("Trust this certificate? [y/N] ");
             std::fflush(stdout);
             std::string answer;
@@ -176,9 +132,8 @@ int run_add(const std::vector<std::string>& words) {
 }
 
 int run_ls(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {});
-    if (usage_if_help(a, "ls")) return 0;
-    expect_positional(a, 0, 0, "ls");
+    CLI::App app{"Lists the agents this user knows.", "crucible remote ls"};
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
     auto config = net::RemoteConfig::load(net::default_remotes_file());
     if (config.remotes().empty()) {
         std::printf("no remotes (add one with: crucible remote add NAME URL --token TOKEN)\n");
@@ -197,12 +152,14 @@ int run_ls(const std::vector<std::string>& words) {
 }
 
 int run_rm(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {});
-    if (usage_if_help(a, "rm NAME")) return 0;
-    expect_positional(a, 1, 1, "rm NAME");
+    CLI::App app{"Forgets an agent and, when no other remote uses its URL, its token.",
+                 "crucible remote rm"};
+    std::string name;
+    add_remote(app, name);
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
     auto file = net::default_remotes_file();
     auto config = net::RemoteConfig::load(file);
-    const auto entry = config.require(a.positional[0]);
+    const auto entry = config.require(name);
     config.remove(entry.name);
     config.save(file);
     bool url_still_used = false;
@@ -215,20 +172,21 @@ int run_rm(const std::vector<std::string>& words) {
 
 // ---- data and jobs --------------------------------------------------------------------------
 
-constexpr const char* kPushUsage = "push NAME FOLDER [--name DATASET_NAME]";
-
 int run_push(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {"--name"});
-    if (usage_if_help(a, kPushUsage)) return 0;
-    expect_positional(a, 2, 2, kPushUsage);
-    auto folder = path_from_utf8(a.positional[1]);
+    CLI::App app{"Uploads a dataset folder; prints dataset:<id> for job options.",
+                 "crucible remote push"};
+    std::string remote, folder_text, name;
+    add_remote(app, remote);
+    app.add_option("FOLDER", folder_text, "the dataset folder")->required();
+    app.add_option("--name", name, "dataset name (default: the folder's name)");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    auto folder = path_from_utf8(folder_text);
     std::error_code ec;
     if (!std::filesystem::is_directory(folder, ec))
-        throw InputError(a.positional[1], "is not a folder");
-    std::string name = a.get("--name");
+        throw InputError(folder_text, "is not a folder");
     if (name.empty())
         name = path_to_utf8(std::filesystem::absolute(folder).lexically_normal().filename());
-    auto client = client_for(a.positional[0]);
+    auto client = client_for(remote);
     std::string id = client.push_dataset(
         folder, name, [](const std::string& line) { std::fprintf(stderr, "\r%s", line.c_str()); });
     std::fprintf(stderr, "\n");
@@ -252,28 +210,24 @@ Json parse_job_options(const std::vector<std::string>& words) {
     return options;
 }
 
-constexpr const char* kSubmitUsage =
-    "submit NAME TASK key=value ... [--name JOB_NAME] [--priority P] [--gpus N]\n"
-    "  path options naming local files or folders upload them first (folders as datasets)";
-
 int run_submit(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {"--name", "--priority", "--gpus"});
-    if (usage_if_help(a, kSubmitUsage)) return 0;
-    expect_positional(a, 2, 100000, kSubmitUsage);
+    CLI::App app{
+        "Submits a job: TASK key=value ... Path options naming local files or folders upload\n"
+        "them first (folders as datasets).",
+        "crucible remote submit"};
+    std::string remote;
     net::SubmitRequest request;
-    request.task = a.positional[1];
-    request.options = parse_job_options({a.positional.begin() + 2, a.positional.end()});
-    request.name = a.get("--name");
-    auto integer_flag = [&a](const char* flag) -> std::optional<int> {
-        const std::string v = a.get(flag);
-        if (v.empty()) return std::nullopt;
-        const Json n = Json::parse(v, nullptr, false);
-        if (!n.is_number_integer()) throw InputError(flag, "expects an integer, got '" + v + "'");
-        return n.get<int>();
-    };
-    request.priority = integer_flag("--priority").value_or(0);
-    request.gpus = integer_flag("--gpus");
-    auto client = client_for(a.positional[0]);
+    int gpus = 0;
+    add_remote(app, remote);
+    app.add_option("TASK", request.task, "the task (see the agent's task list)")->required();
+    app.add_option("--name", request.name, "job name");
+    app.add_option("--priority", request.priority, "queue priority")->capture_default_str();
+    const CLI::Option* gpus_given = app.add_option("--gpus", gpus, "GPUs the job needs");
+    std::vector<std::string> key_values;  // the task's options, for parse_job_options
+    if (parse_words(app, words, &key_values) == Parsed::HelpPrinted) return 0;
+    request.options = parse_job_options(key_values);
+    if (gpus_given->count() > 0) request.gpus = gpus;
+    auto client = client_for(remote);
     // Local files named by path options (a dataset folder, pretrained weights) go up first.
     const Json schema = net::find_task_schema(client.info().tasks, request.task);
     request.options = net::upload_local_inputs(
@@ -284,10 +238,11 @@ int run_submit(const std::vector<std::string>& words) {
 }
 
 int run_jobs(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {});
-    if (usage_if_help(a, "jobs NAME")) return 0;
-    expect_positional(a, 1, 1, "jobs NAME");
-    const auto jobs = client_for(a.positional[0]).jobs();
+    CLI::App app{"Lists the agent's jobs.", "crucible remote jobs"};
+    std::string remote;
+    add_remote(app, remote);
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const auto jobs = client_for(remote).jobs();
     if (jobs.empty()) std::printf("no jobs\n");
     for (const auto& j : jobs) {
         std::printf("%-28s %-12s %-16s %-20s %s%s\n", j.id.c_str(), job_state_name(j.state),
@@ -309,21 +264,19 @@ void print_event(const Event& e) {
     std::fflush(stdout);
 }
 
-constexpr const char* kLogsUsage = "logs NAME JOB [-f] [--after SEQ]";
-
 int run_logs(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {"--after"}, {"-f", "--follow"});
-    if (usage_if_help(a, kLogsUsage)) return 0;
-    expect_positional(a, 2, 2, kLogsUsage);
-    const std::string& job = check_job_id(a.positional[1]);
+    CLI::App app{"Prints a job's events.", "crucible remote logs"};
+    std::string remote, job_text;
     std::int64_t after = -1;
-    if (auto v = a.get("--after"); !v.empty()) {
-        Json n = Json::parse(v, nullptr, false);
-        if (!n.is_number_integer()) throw InputError("--after", "expects an event seq");
-        after = n.get<std::int64_t>();
-    }
-    auto client = client_for(a.positional[0]);
-    if (a.has("-f") || a.has("--follow")) {
+    bool follow = false;
+    add_remote(app, remote);
+    add_job(app, job_text);
+    app.add_flag("-f,--follow", follow, "keep printing until the job ends");
+    app.add_option("--after", after, "only events after this seq");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const std::string& job = check_job_id(job_text);
+    auto client = client_for(remote);
+    if (follow) {
         client.follow_events(job, after, [](const Event& e) {
             print_event(e);
             return true;
@@ -341,48 +294,52 @@ int run_logs(const std::vector<std::string>& words) {
 template <net::JobAction Action>
 int run_control(const std::vector<std::string>& words) {
     const std::string action = net::job_action_name(Action);
-    const std::string usage = action + " NAME JOB";
-    Args a = parse_args(words, {});
-    if (usage_if_help(a, usage.c_str())) return 0;
-    expect_positional(a, 2, 2, usage.c_str());
-    const std::string& job = check_job_id(a.positional[1]);
-    client_for(a.positional[0]).control(job, Action);
+    CLI::App app{"Asks the agent to " + action + " a job.", "crucible remote " + action};
+    std::string remote, job_text;
+    add_remote(app, remote);
+    add_job(app, job_text);
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const std::string& job = check_job_id(job_text);
+    client_for(remote).control(job, Action);
     std::printf("%s requested for %s\n", action.c_str(), job.c_str());
     return 0;
 }
 
-constexpr const char* kDownloadUsage = "download NAME JOB ARTIFACT [OUT] [--force]";
-
 // Downloads go to OUT.crucible-part and become OUT when complete; running the same command again
 // after a cut resumes, but only into a part this command started for the same file on the agent.
 int run_download(const std::vector<std::string>& words) {
-    Args a = parse_args(words, {}, {"--force"});
-    if (usage_if_help(a, kDownloadUsage)) return 0;
-    expect_positional(a, 3, 4, kDownloadUsage);
-    const std::string& job = check_job_id(a.positional[1]);
-    const std::string& artifact = a.positional[2];
+    CLI::App app{"Downloads a job artifact; running it again after a cut resumes.",
+                 "crucible remote download"};
+    std::string remote, job_text, artifact, out_text;
+    bool force = false;
+    add_remote(app, remote);
+    add_job(app, job_text);
+    app.add_option("ARTIFACT", artifact, "the artifact's path (artifact events in remote logs)")
+        ->required();
+    app.add_option("OUT", out_text, "file or folder to write (default: the artifact's name)");
+    app.add_flag("--force", force, "start again instead of resuming a part");
+    if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    const std::string& job = check_job_id(job_text);
     if (artifact.empty() || artifact.find("..") != std::string::npos || artifact[0] == '/')
         throw InputError("ARTIFACT", "'" + artifact +
                                          "' is not an artifact path (see the list "
                                          "with crucible remote logs NAME JOB: artifact events)");
-    std::filesystem::path out = a.positional.size() == 4 ? path_from_utf8(a.positional[3])
-                                                         : path_from_utf8(artifact).filename();
+    std::filesystem::path out =
+        !out_text.empty() ? path_from_utf8(out_text) : path_from_utf8(artifact).filename();
     std::error_code ec;
     if (std::filesystem::is_directory(out, ec)) out /= path_from_utf8(artifact).filename();
     auto last_report = std::chrono::steady_clock::now();
-    const std::uint64_t size =
-        client_for(a.positional[0])
-            .download(job, artifact, out, a.has("--force"),
-                      [&](std::uint64_t done, std::uint64_t total) {
-                          auto now = std::chrono::steady_clock::now();
-                          if (now - last_report > std::chrono::seconds(1)) {
-                              last_report = now;
-                              std::fprintf(stderr, "\r%llu / %llu MB",
-                                           static_cast<unsigned long long>(done >> 20),
-                                           static_cast<unsigned long long>(total >> 20));
-                          }
-                          return true;
-                      });
+    const std::uint64_t size = client_for(remote).download(
+        job, artifact, out, force, [&](std::uint64_t done, std::uint64_t total) {
+            auto now = std::chrono::steady_clock::now();
+            if (now - last_report > std::chrono::seconds(1)) {
+                last_report = now;
+                std::fprintf(stderr, "\r%llu / %llu MB",
+                             static_cast<unsigned long long>(done >> 20),
+                             static_cast<unsigned long long>(total >> 20));
+            }
+            return true;
+        });
     std::printf("%s (%llu bytes)\n", path_to_utf8(out).c_str(),
                 static_cast<unsigned long long>(size));
     return 0;
