@@ -304,9 +304,12 @@ TEST(RunMonitor, SamplesShowTextAndPicturesAndFollowRollbacks) {
     RunMonitor monitor;
     const int run = monitor.follow_file(dir / "events.jsonl", "local", 50);
     (void)run;
+    // Both pictures are answered in the background, each in its own time: the red square loads,
+    // the escaping name is refused.
     ASSERT_TRUE(uitest::wait_for([&] {
-        return monitor.samples_panel() && monitor.samples_panel()->entries().size() == 3 &&
-               monitor.samples_panel()->entries()[1].image_loaded();
+        const SamplesPanel* p = monitor.samples_panel();
+        return p && p->entries().size() == 3 && p->entries()[1].image_loaded() &&
+               p->list()->count() == 3 && p->list()->item(0)->text().contains("refused");
     })) << monitor.log_text().toStdString();
     const SamplesPanel& panel = *monitor.samples_panel();
     EXPECT_EQ(panel.entries()[0].text, "A: 4");
