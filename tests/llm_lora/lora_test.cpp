@@ -6,6 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/engine/autocast.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/peft_adapter.h"
@@ -89,6 +90,44 @@ TEST(Lora, GradientCheckpointingGivesTheSameAdapterGradients) {
         ASSERT_TRUE(ckpt[i].defined()) << "adapter tensor " << i << " got no gradient";
         EXPECT_GT(plain[i].abs().max().item<float>(), 0.0f);
         EXPECT_TRUE(torch::allclose(plain[i], ckpt[i], 1e-5, 1e-6)) << "adapter tensor " << i;
+    }
+}
+
+// amp_dtype=bf16 on the CPU (the trainer's CPU autocast): a LoRA step runs through the fused
+// head loss, rotary and attention in bf16, keeps the adapters' gradients fp32, and lands near the
+// fp32 step (bf16 keeps 8 bits of mantissa).
+TEST(Lora, AStepUnderCpuBf16AutocastIsNearTheFp32Step) {
+    auto step = [](bool bf16) {
+        torch::manual_seed(4);
+        LlamaForCausalLm m(tiny_config());
+        m->add_lora(LoraSpec{});
+        randomize_adapters(*m);
+        const auto tokens = torch::randint(0, 40, {2, 9}, torch::kLong);
+        torch::Tensor loss;
+        {
+            engine::AutocastGuard autocast(
+                engine::training_autocast(bf16, "bf16", torch::Device(torch::kCPU)));
+            loss = m->loss(tokens, tokens);
+        }
+        loss.backward();
+        std::vector<torch::Tensor> grads{loss.detach()};
+        for (const auto& p : m->named_parameters())
+            if (p.value().requires_grad()) grads.push_back(p.value().grad());
+        return grads;
+    };
+    const auto fp32 = step(false);
+    const auto bf16 = step(true);
+    ASSERT_EQ(fp32.size(), bf16.size());
+    // Not the same numbers (the same seed in fp32 would give them bit for bit), but near.
+    EXPECT_NE(bf16[0].item<double>(), fp32[0].item<double>());
+    EXPECT_NEAR(bf16[0].item<double>(), fp32[0].item<double>(), 0.05 * fp32[0].item<double>());
+    for (std::size_t i = 1; i < fp32.size(); ++i) {
+        ASSERT_TRUE(bf16[i].defined()) << "adapter tensor " << i;
+        EXPECT_EQ(bf16[i].scalar_type(), torch::kFloat32) << "adapter tensor " << i;
+        EXPECT_TRUE(torch::isfinite(bf16[i]).all().item<bool>()) << "adapter tensor " << i;
+        const double scale = fp32[i].abs().max().item<double>();
+        EXPECT_LE((bf16[i] - fp32[i]).abs().max().item<double>(), 0.1 * scale + 1e-6)
+            << "adapter tensor " << i;
     }
 }
 
