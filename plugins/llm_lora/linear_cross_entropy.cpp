@@ -34,7 +34,7 @@ torch::Tensor chunked_loss(const torch::Tensor& hidden, const torch::Tensor& wei
     const bool want_grad = want_hidden || want_weight;
     if (want_hidden) grads->hidden = torch::empty_like(hidden);
     if (want_weight) grads->weight = torch::zeros(weight.sizes(), f32);
-    const torch::Tensor minus_one = torch::full({rows, 1}, -1.0, f32);
+    const torch::Tensor minus_one = want_grad ? torch::full({rows, 1}, -1.0, f32) : torch::Tensor();
     // Reused by every chunk: the logits (fp32 weights write them in place) and log-probabilities.
     const bool fp32_logits =
         weight.scalar_type() == torch::kFloat32 && hidden.scalar_type() == torch::kFloat32;

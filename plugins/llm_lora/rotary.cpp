@@ -30,7 +30,8 @@ struct RotaryFunction : torch::autograd::Function<RotaryFunction> {
 
     static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
         const auto saved = ctx->get_saved_variables();
-        return {rotate(grad_outputs[0].contiguous(), saved[0], saved[1], -1.0), torch::Tensor(),
+        // rotate() reads any strides: the gradient, often a transposed view, is not copied first.
+        return {rotate(grad_outputs[0], saved[0], saved[1], -1.0), torch::Tensor(),
                 torch::Tensor()};
     }
 };

@@ -37,7 +37,9 @@ TEST(Rotary, ValuesAndGradientsEqualTheHuggingFaceFormula) {
     torch::manual_seed(2);
     const auto t = tables(7, 8, /*past=*/3);
     const auto x = torch::randn({2, 7, 3, 8});
-    const auto upstream = torch::randn({2, 7, 3, 8});
+    // The gradient arrives as the model hands it back: a transposed view, not contiguous.
+    const auto upstream = torch::randn({2, 3, 7, 8}).transpose(1, 2);
+    ASSERT_FALSE(upstream.is_contiguous());
 
     const auto a = x.clone().requires_grad_(true);
     const auto want = hf_rotary(a, t.cos, t.sin);
