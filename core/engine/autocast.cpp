@@ -5,6 +5,11 @@
 
 namespace crucible::engine {
 
+const char* AutocastMode::name() const {
+    if (!enabled) return "off";
+    return dtype == c10::kBFloat16 ? "bf16" : "fp16";
+}
+
 AutocastMode training_autocast(bool amp, const std::string& amp_dtype, const c10::Device& device) {
     const bool bf16 = amp_dtype == "bf16";
     if (device.is_cuda()) return {amp, c10::DeviceType::CUDA, bf16 ? c10::kBFloat16 : c10::kHalf};

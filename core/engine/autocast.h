@@ -17,6 +17,8 @@ struct AutocastMode {
 
     // fp16 on CUDA, the default of training and inference on a GPU.
     static AutocastMode cuda_fp16(bool enabled) { return {enabled}; }
+    // "off", "fp16" or "bf16": how logs and benchmark results name the precision.
+    const char* name() const;
 };
 
 // The autocast a training run gets from its `amp` and `amp_dtype` options: on CUDA, fp16 or

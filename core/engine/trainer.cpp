@@ -217,13 +217,13 @@ void Trainer::Impl::setup(bool resume) {
     s.loss_sum.assign(loss_names.size(), 0.0);
     s.lr.assign(groups.size(), 0.0);
 
-    log("info",
-        std::string(info.id) + " on " + device.describe() +
-            (amp.enabled ? (amp.dtype == torch::kBFloat16 ? " (AMP bf16)" : " (AMP fp16)") : "") +
-            ", " + std::to_string(threads) + " CPU threads; optimizer " + choice.name +
-            "(lr=" + std::to_string(choice.lr) + ", momentum=" + std::to_string(choice.momentum) +
-            ") with " + describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
-            std::to_string(nb) + " batches per epoch");
+    log("info", std::string(info.id) + " on " + device.describe() +
+                    (amp.enabled ? std::string(" (AMP ") + amp.name() + ")" : std::string()) +
+                    ", " + std::to_string(threads) + " CPU threads; optimizer " + choice.name +
+                    "(lr=" + std::to_string(choice.lr) +
+                    ", momentum=" + std::to_string(choice.momentum) + ") with " +
+                    describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
+                    std::to_string(nb) + " batches per epoch");
     if (amp.enabled && amp.device == c10::DeviceType::CPU && !cpu_has_native_bf16())
         log("warning",
             "amp_dtype=bf16 on a CPU without bf16 instructions (AMX or AVX-512 BF16): LibTorch "

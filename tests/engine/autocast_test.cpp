@@ -46,6 +46,10 @@ TEST(Autocast, TrainingRunsGetBf16OnTheCpuOnlyWhenAskedFor) {
     EXPECT_EQ(fp16.dtype, torch::kHalf);
     EXPECT_EQ(training_autocast(true, "bf16", gpu).dtype, torch::kBFloat16);
     EXPECT_FALSE(training_autocast(false, "fp16", gpu).enabled);
+
+    EXPECT_STREQ(training_autocast(true, "fp16", cpu).name(), "off");
+    EXPECT_STREQ(cpu_bf16.name(), "bf16");
+    EXPECT_STREQ(fp16.name(), "fp16");
 }
 
 TEST(Autocast, GuardsNestAndRestoreWhatWasThere) {

@@ -135,9 +135,7 @@ int main(int argc, char** argv) {
     // The trainer's rule (training_autocast): on the CPU only amp_dtype=bf16 turns amp on.
     const engine::AutocastMode autocast = engine::training_autocast(
         config["amp"].get<bool>(), config["amp_dtype"].get<std::string>(), device.device);
-    const std::string amp = !autocast.enabled                    ? "off"
-                            : autocast.dtype == torch::kBFloat16 ? "bf16"
-                                                                 : "fp16";
+    const std::string amp = autocast.name();
     std::printf("detect.yolo %s imgsz %d batch %d, %d train images, %d CPU threads, %s%s\n",
                 model.c_str(), imgsz, batch, so.train, threads, device.describe().c_str(),
                 amp == "off" ? "" : (" AMP " + amp).c_str());
