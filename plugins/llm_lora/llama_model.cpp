@@ -382,7 +382,7 @@ int LlamaForCausalLmImpl::add_lora(const LoraSpec& given) {
         const std::string kind = name.substr(name.rfind('.') + 1);
         if (std::find(spec.targets.begin(), spec.targets.end(), kind) == spec.targets.end())
             continue;
-        proj->add_adapter(spec.rank, spec.scale(), spec.dropout);
+        proj->add_adapter(spec);
         ++n;
     }
     return n;

@@ -47,57 +47,22 @@ LoraLinearImpl::LoraLinearImpl(std::int64_t in, std::int64_t out, bool with_bias
 }
 
 torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
-    torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
-    if (has_adapter()) {
-        // Adapters stay fp32 when the base weights are bf16 / fp16.
-        torch::Tensor h = lora_dropout(x);
-        if (h.scalar_type() != lora_A->weight.scalar_type()) h = h.to(lora_A->weight.scalar_type());
-        const torch::Tensor a = lora_A(h);
-        if (a.scalar_type() != y.scalar_type()) return y + (lora_B(a) * scale).to(y.scalar_type());
-        // y + scale * (a B^T) in one GEMM: no scaled copy of the delta, no separate add.
-        const auto out = y.size(-1);
-        return at::addmm(y.reshape({-1, out}), a.reshape({-1, a.size(-1)}), lora_B->weight.t(),
-                         /*beta=*/1, /*alpha=*/scale)
-            .view(y.sizes());
-    }
-    return y;
+    const torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
+    return has_adapter() ? lora.add_to_linear(y, x, is_training()) : y;
 }
 
-void LoraLinearImpl::add_adapter(std::int64_t r, double s, double dropout) {
-    if (has_adapter()) {
-        unregister_module("lora_A");
-        unregister_module("lora_B");
-        unregister_module("lora_dropout");
-    }
-    const bool low =
-        weight.scalar_type() == torch::kBFloat16 || weight.scalar_type() == torch::kFloat16;
-    const auto opts = torch::TensorOptions()
-                          .dtype(low ? torch::kFloat32 : weight.scalar_type())
-                          .device(weight.device());
-    // LibTorch's Linear initializes its weight Kaiming-uniform with a = √5: exactly LoRA's A.
-    lora_A = register_module(
-        "lora_A", torch::nn::Linear(torch::nn::LinearOptions(in_features, r).bias(false)));
-    lora_B = register_module(
-        "lora_B", torch::nn::Linear(torch::nn::LinearOptions(r, out_features).bias(false)));
-    lora_dropout = register_module("lora_dropout", torch::nn::Dropout(dropout));
-    {
-        torch::NoGradGuard no_grad;
-        lora_B->weight.zero_();
-    }
-    lora_A->to(opts.device(), opts.dtype().toScalarType());
-    lora_B->to(opts.device(), opts.dtype().toScalarType());
-    scale = s;
+void LoraLinearImpl::add_adapter(const engine::LoraOptions& options) {
+    if (has_adapter()) engine::unregister_lora(*this);
+    lora = engine::LoraWeights::create(in_features, out_features, options, /*conv1x1=*/false,
+                                       weight.device());
+    engine::register_lora(*this, lora, engine::LoraLayout::Peft);
     weight.set_requires_grad(false);
     if (bias.defined()) bias.set_requires_grad(false);
 }
 
 torch::Tensor LoraLinearImpl::merged_weight() const {
     if (!has_adapter()) return weight.detach().clone();
-    torch::NoGradGuard no_grad;
-    const torch::Tensor delta =
-        torch::matmul(lora_B->weight.to(torch::kFloat32), lora_A->weight.to(torch::kFloat32)) *
-        scale;
-    return (weight.to(torch::kFloat32) + delta).to(weight.dtype());
+    return lora.merged(weight);
 }
 
 void LoraLinearImpl::merge() {
@@ -107,13 +72,8 @@ void LoraLinearImpl::merge() {
         torch::NoGradGuard no_grad;
         weight.copy_(merged);
     }
-    unregister_module("lora_A");
-    unregister_module("lora_B");
-    unregister_module("lora_dropout");
-    lora_A = nullptr;
-    lora_B = nullptr;
-    lora_dropout = nullptr;
-    scale = 0;
+    engine::unregister_lora(*this);
+    lora = {};
 }
 
 }  // namespace crucible::llm

@@ -1,18 +1,18 @@
 #pragma once
-// LoRA (SPECS.md "LoRA"): y = W x + b + scale · B(A(dropout(x))), A: r×in (Kaiming-uniform,
-// a = √5), B: out×r (zero), scale = alpha/r or alpha/√r (rsLoRA). The adapter's sub-modules are
-// named `lora_A` / `lora_B` with a `weight` each, so parameter names follow the PEFT layout.
+// LoRA on a Llama (SPECS.md "LoRA"): which projections carry an adapter, and the projection
+// that owns one. The adapter itself (matrices, arithmetic, merging) is the shared one of
+// core/engine/lora.h, registered in the PEFT layout (`<projection>.lora_A.weight`).
 #include <torch/torch.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/engine/lora_options.h"
+#include "core/engine/lora.h"
 
 namespace crucible::llm {
 
-// The shared LoRA options (rank, alpha, dropout, rsLoRA; core/engine/lora_options.h) and the
+// The shared LoRA options (rank, alpha, dropout, rsLoRA; core/engine/lora.h) and the
 // projections they apply to.
 struct LoraSpec : engine::LoraOptions {
     LoraSpec() { alpha = 16; }                             // PEFT's default for Llama (rank 8)
@@ -32,8 +32,8 @@ struct LoraLinearImpl : torch::nn::Module {
 
     torch::Tensor forward(const torch::Tensor& x);
     // Adds an adapter (replacing any previous one); freezes the base weight and bias.
-    void add_adapter(std::int64_t r, double scale, double dropout);
-    bool has_adapter() const { return !lora_A.is_empty(); }
+    void add_adapter(const engine::LoraOptions& options);
+    bool has_adapter() const { return lora.defined(); }
     // W + scale·B·A (the base weight when there is no adapter).
     torch::Tensor merged_weight() const;
     // Folds the adapter into the weight and removes it.
@@ -41,9 +41,7 @@ struct LoraLinearImpl : torch::nn::Module {
 
     std::int64_t in_features, out_features;
     torch::Tensor weight, bias;
-    torch::nn::Linear lora_A{nullptr}, lora_B{nullptr};
-    torch::nn::Dropout lora_dropout{nullptr};
-    double scale = 0;
+    engine::LoraWeights lora;  // lora.down is lora_A.weight, lora.up lora_B.weight
 };
 TORCH_MODULE(LoraLinear);
 

@@ -7,8 +7,6 @@
 namespace crucible::llm {
 namespace {
 
-const char* kPrefix = "base_model.model.";
-
 std::string shape_text(torch::IntArrayRef shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i)
@@ -19,15 +17,10 @@ std::string shape_text(torch::IntArrayRef shape) {
 }  // namespace
 
 std::map<std::string, torch::Tensor> peft_adapter_tensors(LlamaForCausalLmImpl& model) {
-    std::map<std::string, torch::Tensor> out;
-    for (auto& [name, proj] : model.projections()) {
-        if (!proj->has_adapter()) continue;
-        out[kPrefix + name + ".lora_A.weight"] =
-            proj->lora_A->weight.detach().to(torch::kCPU).contiguous();
-        out[kPrefix + name + ".lora_B.weight"] =
-            proj->lora_B->weight.detach().to(torch::kCPU).contiguous();
-    }
-    return out;
+    std::vector<std::pair<std::string, const engine::LoraWeights*>> adapters;
+    for (auto& [name, proj] : model.projections())
+        if (proj->has_adapter()) adapters.emplace_back(name, &proj->lora);
+    return engine::peft_lora_tensors(adapters);
 }
 
 Json peft_adapter_config(const LoraSpec& spec, const std::string& base_model) {
@@ -36,11 +29,8 @@ Json peft_adapter_config(const LoraSpec& spec, const std::string& base_model) {
 
 void save_peft_adapter(LlamaForCausalLmImpl& model, const LoraSpec& spec,
                        const std::filesystem::path& folder, const std::string& base_model) {
-    auto tensors = peft_adapter_tensors(model);
-    if (tensors.empty()) throw Error("the model has no LoRA adapter to save");
-    std::filesystem::create_directories(folder);
-    engine::save_safetensors(folder / "adapter_model.safetensors", tensors, {{"format", "pt"}});
-    write_json_file(folder / "adapter_config.json", peft_adapter_config(spec, base_model));
+    engine::save_peft_lora(folder, peft_adapter_tensors(model),
+                           peft_adapter_config(spec, base_model));
 }
 
 LoraSpec load_peft_adapter(LlamaForCausalLmImpl& model, const std::filesystem::path& folder) {
@@ -81,8 +71,8 @@ LoraSpec load_peft_adapter(LlamaForCausalLmImpl& model, const std::filesystem::p
     std::map<std::string, torch::Tensor> params;
     for (auto& [name, proj] : model.projections()) {
         if (!proj->has_adapter()) continue;
-        params[kPrefix + name + ".lora_A.weight"] = proj->lora_A->weight;
-        params[kPrefix + name + ".lora_B.weight"] = proj->lora_B->weight;
+        params[engine::peft_lora_tensor_name(name, 'A')] = proj->lora.down;
+        params[engine::peft_lora_tensor_name(name, 'B')] = proj->lora.up;
     }
     torch::NoGradGuard no_grad;
     for (auto& [name, p] : params) {

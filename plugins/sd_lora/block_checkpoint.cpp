@@ -26,7 +26,8 @@ bool has_trainable_parameters(torch::nn::Module& module) {
         LoraAdapter lora{nullptr};
         if (auto* lin = dynamic_cast<LinearImpl*>(m.get())) lora = lin->lora;
         if (auto* conv = dynamic_cast<Conv2dImpl*>(m.get())) lora = conv->lora;
-        if (lora && (lora->down.requires_grad() || lora->up.requires_grad())) return true;
+        if (lora && (lora->weights.down.requires_grad() || lora->weights.up.requires_grad()))
+            return true;
         for (const auto& p : m->parameters(/*recurse=*/false))
             if (p.requires_grad()) return true;
     }

@@ -87,25 +87,16 @@ LoraNetworkImpl::LoraNetworkImpl(std::vector<LoraTarget> t, const LoraOptions& o
     if (o.rank < 1) throw InputError("lora_rank", "must be at least 1");
     if (!(o.alpha > 0)) throw InputError("lora_alpha", "must be positive");
     if (o.dropout < 0 || o.dropout >= 1) throw InputError("lora_dropout", "must be in [0, 1)");
-    for (const auto& target : targets) {
-        std::vector<std::int64_t> down{o.rank, target.in}, up{target.out, o.rank};
-        if (target.conv) {
-            down.insert(down.end(), {1, 1});
-            up.insert(up.end(), {1, 1});
-        }
-        adapters.push_back(register_module(target.kohya, LoraAdapter(down, up, o.alpha, o.rslora)));
-    }
+    for (const auto& target : targets)
+        adapters.push_back(
+            register_module(target.kohya, LoraAdapter(target.in, target.out, o, target.conv)));
 }
 
 void LoraNetworkImpl::install() {
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (auto* lin = dynamic_cast<LinearImpl*>(targets[i].layer.get())) {
-            lin->lora = adapters[i];
-            lin->lora_dropout = options.dropout;
-        } else if (auto* conv = dynamic_cast<Conv2dImpl*>(targets[i].layer.get())) {
+        if (auto* lin = dynamic_cast<LinearImpl*>(targets[i].layer.get())) lin->lora = adapters[i];
+        if (auto* conv = dynamic_cast<Conv2dImpl*>(targets[i].layer.get()))
             conv->lora = adapters[i];
-            conv->lora_dropout = options.dropout;
-        }
     }
 }
 
@@ -123,19 +114,18 @@ void LoraNetworkImpl::merge_into_base() {
         torch::Tensor w;
         if (auto* lin = dynamic_cast<LinearImpl*>(targets[i].layer.get())) w = lin->weight;
         if (auto* conv = dynamic_cast<Conv2dImpl*>(targets[i].layer.get())) w = conv->weight;
-        if (!w.defined()) continue;
-        w.add_(adapters[i]->delta().reshape(w.sizes()).to(w.device(), w.scalar_type()));
+        if (w.defined()) w.copy_(adapters[i]->weights.merged(w));
     }
 }
 
 std::map<std::string, torch::Tensor> LoraNetworkImpl::kohya_state(torch::ScalarType dtype) const {
     std::map<std::string, torch::Tensor> out;
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        const auto& a = adapters[i];
+        const auto& a = adapters[i]->weights;
         const std::string& key = targets[i].kohya;
-        out[key + ".lora_down.weight"] = a->down.detach().to(torch::kCPU, dtype).contiguous();
-        out[key + ".lora_up.weight"] = a->up.detach().to(torch::kCPU, dtype).contiguous();
-        out[key + ".alpha"] = torch::tensor(static_cast<float>(a->alpha)).to(dtype);
+        out[key + ".lora_down.weight"] = a.down.detach().to(torch::kCPU, dtype).contiguous();
+        out[key + ".lora_up.weight"] = a.up.detach().to(torch::kCPU, dtype).contiguous();
+        out[key + ".alpha"] = torch::tensor(static_cast<float>(a.alpha)).to(dtype);
     }
     return out;
 }
@@ -146,11 +136,11 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
     for (std::size_t i = 0; i < targets.size(); ++i) {
-        auto& a = adapters[i];
+        auto& a = adapters[i]->weights;
         const std::string& kohya = targets[i].kohya;
         for (const auto& [suffix, param] :
-             {std::pair<const char*, torch::Tensor>{".lora_down.weight", a->down},
-              {".lora_up.weight", a->up}}) {
+             {std::pair<const char*, torch::Tensor>{".lora_down.weight", a.down},
+              {".lora_up.weight", a.up}}) {
             const std::string key = kohya + suffix;
             const auto it = tensors.find(key);
             if (it == tensors.end()) {
@@ -171,8 +161,7 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
             if (alpha->second.numel() != 1) {
                 r.mismatched.push_back(alpha->first + ": not a scalar");
             } else {
-                a->alpha = alpha->second.to(torch::kFloat64).item<double>();
-                a->scale = engine::LoraOptions::lora_scale(a->alpha, a->rank, options.rslora);
+                a.set_alpha(alpha->second.to(torch::kFloat64).item<double>(), options.rslora);
             }
         }
     }
@@ -183,15 +172,12 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
 
 void LoraNetworkImpl::save_peft(const std::filesystem::path& folder, const std::string& base_model,
                                 const std::string& kohya_prefix) const {
-    std::map<std::string, torch::Tensor> out;
+    std::vector<std::pair<std::string, const engine::LoraWeights*>> chosen;
     std::set<std::string> names;
     for (std::size_t i = 0; i < targets.size(); ++i) {
         const auto& t = targets[i];
         if (!has_prefix(t, kohya_prefix)) continue;
-        out["base_model.model." + t.module + ".lora_A.weight"] =
-            adapters[i]->down.detach().to(torch::kCPU).contiguous();
-        out["base_model.model." + t.module + ".lora_B.weight"] =
-            adapters[i]->up.detach().to(torch::kCPU).contiguous();
+        chosen.emplace_back(t.module, &adapters[i]->weights);
         // The module's own name; "to_out.0" and "net.2" keep their parent's.
         const auto dot = t.module.rfind('.');
         std::string leaf = dot == std::string::npos ? t.module : t.module.substr(dot + 1);
@@ -199,11 +185,9 @@ void LoraNetworkImpl::save_peft(const std::filesystem::path& folder, const std::
             leaf = t.module.substr(t.module.rfind('.', dot - 1) + 1);
         names.insert(leaf);
     }
-    std::filesystem::create_directories(folder);
-    engine::save_safetensors(folder / "adapter_model.safetensors", out, {{"format", "pt"}});
-    write_json_file(folder / "adapter_config.json",
-                    engine::peft_lora_config(options, {names.begin(), names.end()}, base_model,
-                                             /*task_type=*/""));
+    engine::save_peft_lora(folder, engine::peft_lora_tensors(chosen),
+                           engine::peft_lora_config(options, {names.begin(), names.end()},
+                                                    base_model, /*task_type=*/""));
 }
 
 engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_factor,

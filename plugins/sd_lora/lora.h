@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/base/json.h"
-#include "core/engine/lora_options.h"
+#include "core/engine/lora.h"
 #include "core/engine/param_groups.h"
 #include "plugins/sd_lora/nn.h"
 

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/base/error.h"
-#include "core/engine/lora_options.h"
 
 namespace crucible::sd {
 namespace {
@@ -53,21 +52,12 @@ ParamInit current_param_init() {
     return g_init;
 }
 
-LoraAdapterImpl::LoraAdapterImpl(std::vector<std::int64_t> down_shape,
-                                 std::vector<std::int64_t> up_shape, double a, bool rslora)
-    : alpha(a), rank(down_shape.at(0)) {
-    std::int64_t fan_in = 1;
-    for (std::size_t i = 1; i < down_shape.size(); ++i)
-        fan_in *= down_shape[i];
-    down = register_parameter("down", uniform_param(down_shape, fan_in));
-    up = register_parameter("up", filled_param(up_shape, 0.0));
-    scale = engine::LoraOptions::lora_scale(alpha, rank, rslora);
-}
-
-torch::Tensor LoraAdapterImpl::delta() const {
-    const auto d = down.reshape({down.size(0), -1});
-    const auto u = up.reshape({up.size(0), -1});
-    return torch::matmul(u, d) * scale;
+LoraAdapterImpl::LoraAdapterImpl(std::int64_t in, std::int64_t out,
+                                 const engine::LoraOptions& options, bool conv1x1)
+    : weights(engine::LoraWeights::create(
+          in, out, options, conv1x1,
+          g_init == ParamInit::Meta ? torch::Device(torch::kMeta) : torch::Device(torch::kCPU))) {
+    engine::register_lora(*this, weights, engine::LoraLayout::Network);
 }
 
 LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias)
@@ -77,14 +67,8 @@ LinearImpl::LinearImpl(std::int64_t in, std::int64_t out, bool with_bias)
 }
 
 torch::Tensor LinearImpl::forward(const torch::Tensor& x) {
-    torch::Tensor y = torch::linear(x, weight, bias);
-    if (lora) {
-        torch::Tensor h = x;
-        if (lora_dropout > 0 && lora->is_training()) h = torch::dropout(h, lora_dropout, true);
-        h = torch::linear(torch::linear(h, lora->down), lora->up);
-        y = y + h * lora->scale;
-    }
-    return y;
+    const torch::Tensor y = torch::linear(x, weight, bias);
+    return lora ? lora->weights.add_to_linear(y, x, lora->is_training()) : y;
 }
 
 Conv2dImpl::Conv2dImpl(std::int64_t in, std::int64_t out, std::int64_t k, std::int64_t s,
@@ -95,14 +79,8 @@ Conv2dImpl::Conv2dImpl(std::int64_t in, std::int64_t out, std::int64_t k, std::i
 }
 
 torch::Tensor Conv2dImpl::forward(const torch::Tensor& x) {
-    torch::Tensor y = torch::conv2d(x, weight, bias, {stride, stride}, {padding, padding});
-    if (lora) {
-        torch::Tensor h = x;
-        if (lora_dropout > 0 && lora->is_training()) h = torch::dropout(h, lora_dropout, true);
-        h = torch::conv2d(torch::conv2d(h, lora->down), lora->up);
-        y = y + h * lora->scale;
-    }
-    return y;
+    const torch::Tensor y = torch::conv2d(x, weight, bias, {stride, stride}, {padding, padding});
+    return lora ? lora->weights.add_to_conv1x1(y, x, lora->is_training()) : y;
 }
 
 GroupNormImpl::GroupNormImpl(std::int64_t g, std::int64_t channels, double e) : groups(g), eps(e) {

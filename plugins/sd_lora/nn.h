@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/lora.h"
+
 namespace crucible::sd {
 
 // How new parameters are made: random with PyTorch's default init (Kaiming-uniform a = sqrt(5),
@@ -30,18 +32,13 @@ class ParamInitGuard {
 };
 ParamInit current_param_init();
 
-// The LoRA adapter of one layer: down (A, r x in [x1x1]) and up (B, out x r [x1x1]), scale
-// alpha / r (or alpha / sqrt(r) for rsLoRA).
+// The LoRA adapter of one layer as SD's network holds it: the shared adapter (core/engine/lora.h)
+// in the network layout, parameters "down" and "up", drawn on the meta device under
+// ParamInit::Meta.
 struct LoraAdapterImpl : torch::nn::Module {
-    // Parameters "down" and "up".
-    LoraAdapterImpl(std::vector<std::int64_t> down_shape, std::vector<std::int64_t> up_shape,
-                    double alpha, bool rslora);
-    torch::Tensor down, up;
-    double alpha = 1;
-    double scale = 1;
-    std::int64_t rank = 0;
-    // The weight delta scale·B·A in the base weight's shape.
-    torch::Tensor delta() const;
+    LoraAdapterImpl(std::int64_t in, std::int64_t out, const engine::LoraOptions& options,
+                    bool conv1x1);
+    engine::LoraWeights weights;
 };
 TORCH_MODULE(LoraAdapter);
 
@@ -52,7 +49,6 @@ struct LinearImpl : torch::nn::Module {
     std::int64_t in_features, out_features;
     torch::Tensor weight, bias;
     LoraAdapter lora{nullptr};  // not a child module: set by LoraNetwork::install()
-    double lora_dropout = 0;
 };
 TORCH_MODULE(Linear);
 
@@ -63,7 +59,6 @@ struct Conv2dImpl : torch::nn::Module {
     std::int64_t in_channels, out_channels, kernel, stride, padding;
     torch::Tensor weight, bias;
     LoraAdapter lora{nullptr};  // only on 1x1 convolutions; not a child module
-    double lora_dropout = 0;
 };
 TORCH_MODULE(Conv2d);
 

@@ -154,12 +154,12 @@ TEST(LinearCrossEntropy, TheModelLossEqualsCrossEntropyOverItsLogits) {
         {
             torch::NoGradGuard no_grad;
             for (auto& [name, proj] : m->projections())
-                if (proj->has_adapter()) proj->lora_B->weight.normal_(0, 0.2);
+                if (proj->has_adapter()) proj->lora.up.normal_(0, 0.2);
         }
         const auto tokens = torch::randint(0, 50, {2, 9}, torch::kLong);
         auto labels = tokens.clone();
         labels.narrow(1, 0, 4).fill_(-100);
-        const auto& a = m->projections()[0].second->lora_A->weight;
+        const auto& a = m->projections()[0].second->lora.down;
 
         const auto logits = m->forward(tokens);
         const auto want = torch::nn::functional::cross_entropy(

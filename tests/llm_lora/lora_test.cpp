@@ -32,7 +32,7 @@ LlamaConfig tiny_config() {
 void randomize_adapters(LlamaForCausalLmImpl& m) {
     torch::NoGradGuard no_grad;
     for (auto& [name, proj] : m.projections())
-        if (proj->has_adapter()) proj->lora_B->weight.normal_(0, 0.2);
+        if (proj->has_adapter()) proj->lora.up.normal_(0, 0.2);
 }
 
 TEST(Lora, ZeroBReproducesTheBaseModelExactly) {
@@ -149,9 +149,8 @@ TEST(Lora, ForwardEqualsMergedWeightForward) {
         // merged_weight = W + scale·B·A, computed here independently.
         auto proj = m->model->layers->ptr<LlamaDecoderLayerImpl>(1)->mlp->down_proj;
         const double scale = rs ? 8 / 2.0 : 8 / 4.0;
-        EXPECT_DOUBLE_EQ(proj->scale, scale);
-        const auto expected =
-            proj->weight + scale * torch::matmul(proj->lora_B->weight, proj->lora_A->weight);
+        EXPECT_DOUBLE_EQ(proj->lora.scale, scale);
+        const auto expected = proj->weight + scale * torch::matmul(proj->lora.up, proj->lora.down);
         EXPECT_LT((proj->merged_weight() - expected).abs().max().item<double>(), 1e-6);
         m->merge_lora();
         EXPECT_FALSE(proj->has_adapter());

@@ -295,7 +295,7 @@ TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
         if (p.requires_grad()) params.push_back(p);
     torch::optim::AdamW opt(params, torch::optim::AdamWOptions(0.005).weight_decay(0));
     std::vector<double> losses;
-    for (int i = 0; i < 60; ++i) {
+    for (int i = 0; i < 100; ++i) {
         opt.zero_grad();
         auto loss = m->loss(batch.tokens, batch.labels);
         loss.backward();
@@ -303,7 +303,8 @@ TEST(LlmTrain, PlainAdamWLoopOnLoraLearnsThePairs) {
         losses.push_back(loss.item<double>());
     }
     // Memorized (see LoraFineTuningLearnsQuestionAnswerPairs): from ~12 nats to under 0.4
-    // (about 0.14 measured after 60 steps).
+    // (0.009-0.12 after 100 steps over seeds 0-5; after 60 steps the seed alone moves it
+    // between 0.2 and 0.6).
     EXPECT_LT(losses.back(), 0.4) << losses.front() << " " << losses[10] << " " << losses[20] << " "
                                   << losses.back();
     fs::remove_all(dir);

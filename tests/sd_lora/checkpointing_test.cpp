@@ -38,7 +38,7 @@ std::map<std::string, torch::Tensor> step_gradients(bool checkpointing, bool tra
     {
         torch::NoGradGuard no_grad;
         for (auto& a : net->adapters)
-            a->up.normal_(0, 0.1);  // B = 0 would give the down matrices no gradient
+            a->weights.up.normal_(0, 0.1);  // B = 0 would give the down matrices no gradient
     }
     net->train();
     net->install();

@@ -65,13 +65,13 @@ TEST(Lora, ForwardEqualsMergedForwardAndStartsAtTheBase) {
     net->install();
     EXPECT_TRUE(torch::equal(unet->forward(x, t, ctx), base));  // B = 0
     for (auto& a : net->adapters)
-        a->up.normal_(0, 0.2);
+        a->weights.up.normal_(0, 0.2);
     const auto with_lora = unet->forward(x, t, ctx);
     EXPECT_GT((with_lora - base).abs().max().item<double>(), 1e-3);
     net->merge_into_base();
     const auto merged = unet->forward(x, t, ctx);
     EXPECT_LT((merged - with_lora).abs().max().item<double>(), 1e-4);
-    EXPECT_EQ(net->adapters[0]->scale, 0.5);
+    EXPECT_EQ(net->adapters[0]->weights.scale, 0.5);
 }
 
 TEST(Lora, KohyaFileLayoutHashAndRoundTrip) {
@@ -85,7 +85,7 @@ TEST(Lora, KohyaFileLayoutHashAndRoundTrip) {
     {
         torch::NoGradGuard no_grad;
         for (auto& a : net->adapters)
-            a->up.normal_();
+            a->weights.up.normal_();
     }
     const auto state = net->kohya_state(torch::kFloat16);
     EXPECT_EQ(state.size(), targets.size() * 3);
@@ -122,10 +122,10 @@ TEST(Lora, KohyaFileLayoutHashAndRoundTrip) {
 
     LoraNetwork back(targets, LoraOptions{4, 3.0, 0, false});
     back->load_kohya_state(engine::load_safetensors(file), file.where());
-    EXPECT_EQ(back->adapters[0]->alpha, 1.0);
-    EXPECT_EQ(back->adapters[0]->scale, 0.25);
-    EXPECT_TRUE(torch::equal(back->adapters[5]->up,
-                             net->adapters[5]->up.to(torch::kFloat16).to(torch::kFloat32)));
+    EXPECT_EQ(back->adapters[0]->weights.alpha, 1.0);
+    EXPECT_EQ(back->adapters[0]->weights.scale, 0.25);
+    EXPECT_TRUE(torch::equal(back->adapters[5]->weights.up,
+                             net->adapters[5]->weights.up.to(torch::kFloat16).to(torch::kFloat32)));
 
     auto broken = engine::load_safetensors(file);
     broken.erase(k + ".lora_up.weight");
@@ -152,7 +152,7 @@ TEST(Lora, PeftLayout) {
     const Json cfg = read_json_file(dir / "adapter" / "adapter_config.json");
     EXPECT_EQ(cfg.at("peft_type"), "LORA");
     EXPECT_EQ(cfg.at("r"), 4);
-    // One PEFT writer for both LoRA tasks (core/engine/lora_options.h): the LLM adapter's keys,
+    // One PEFT writer for both LoRA tasks (core/engine/lora.h): the LLM adapter's keys,
     // without a task type.
     const Json llm_like =
         engine::peft_lora_config(LoraOptions{4, 4, 0, false}, {}, "", "CAUSAL_LM");
@@ -230,7 +230,7 @@ TEST(LoraGroups, UnetAtTwiceTheTextEncodersRateStepsAsAnOptimizerAtEachRate) {
         LoraNetwork n(targets, LoraOptions{4, 4, 0, false});
         torch::NoGradGuard no_grad;
         for (auto& a : n->adapters)
-            a->up.normal_();
+            a->weights.up.normal_();
         return n;
     };
     const double lr = 1e-2, decay = 0.1;
@@ -284,7 +284,7 @@ TEST(LoraGroups, UnetAtTwiceTheTextEncodersRateStepsAsAnOptimizerAtEachRate) {
         for (std::size_t i = 0; i < all.size(); ++i)
             EXPECT_TRUE(torch::equal(moved[i], all[i])) << i;
         // The adapters did move.
-        EXPECT_FALSE(torch::equal(moved[1], make()->adapters[0]->up));
+        EXPECT_FALSE(torch::equal(moved[1], make()->adapters[0]->weights.up));
     }
 }
 

@@ -127,7 +127,7 @@ TEST(SdLoraTask, TrainsATinyLoraOnCpu) {
     net->load_kohya_state(engine::load_safetensors(file), file.where());
     double up = 0;
     for (const auto& a : net->adapters)
-        up += a->up.abs().sum().item<double>();
+        up += a->weights.up.abs().sum().item<double>();
     EXPECT_GT(up, 0);
 
     // Samples: every 10 batches (20 batches in all) and at the end.
