@@ -3,12 +3,16 @@
 // no task, so a new task's commands need no change here.
 //
 //   crucible val detect data=... model=...      crucible export llm model=... adapter=...
-//   crucible predict detect source=...          crucible llm tokenize tokenizer=... text=...
+//   crucible predict detect --source DIR ...    crucible llm tokenize tokenizer=... text=...
+//
+// A command's options are its schema's, as key=value words or --key value flags (schema_flags.h).
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
+#include "app/cli/schema_flags.h"
 #include "core/base/error.h"
 #include "core/engine/task.h"
 #include "core/engine/task_commands.h"
@@ -20,13 +24,41 @@ bool is_help(const std::string& word) {
     return word == "--help" || word == "-h" || word == "help";
 }
 
-// A task's command, with its usage for no words or a help word when it has one.
-int run_command(const engine::TaskCommand& command, const std::vector<std::string>& args) {
-    if (command.usage && (args.empty() || is_help(args[0]))) {
-        command.usage();
-        return args.empty() ? 2 : 0;
+void print_command_usage(const engine::TaskCommand& command, const std::string& prefix,
+                         const OptionSchema& schema) {
+    const char* lead = "usage:";
+    for (const auto& form : command.usage) {
+        std::printf("%s %s %s\n", lead, prefix.c_str(), form.c_str());
+        lead = "      ";
     }
-    return command.run(args);
+    if (command.usage.empty()) std::printf("usage: %s key=value ...\n", prefix.c_str());
+    std::printf("\n%s\n",
+                (command.description.empty() ? command.summary : command.description).c_str());
+    std::printf("\noptions, as key=value or --key value:\n");
+    print_schema_options(schema);
+}
+
+// A task's command (`prefix` is how the user called it: "crucible val detect"): its usage for no
+// words or --help, otherwise its options read from the words, resolved, and the command run.
+int run_command(const engine::TaskCommand& command, const std::string& prefix,
+                const std::vector<std::string>& words) {
+    const OptionSchema schema = command.options();
+    CLI::App app{command.summary, prefix};
+    app.set_help_flag();  // our own: the schema's groups, defaults and choices
+    bool help = false;
+    app.add_flag("-h,--help", help, "this help");
+    SchemaFlags flags(app, schema);
+    std::vector<std::string> extras;
+    const bool help_word = !words.empty() && is_help(words[0]);
+    if (!words.empty() && !help_word) parse_words(app, words, &extras);
+    if (words.empty() || help || help_word) {
+        print_command_usage(command, prefix, schema);
+        return words.empty() ? 2 : 0;
+    }
+    std::vector<std::string> key_values = flags.key_values();
+    for (auto& word : schema_words(schema, extras, command.positionals))
+        key_values.push_back(std::move(word));
+    return command.run(schema.resolve(schema.parse_key_values(key_values)));
 }
 
 // The tasks that answer `verb`, as "detect (detect.yolo), llm (llm.lora)".
@@ -57,7 +89,8 @@ int run_verb(const std::string& verb, const std::vector<std::string>& args) {
     if (!command)
         throw InputError(args[0], "the task " + task.id + " has no " + verb +
                                       " command (tasks with one: " + tasks_with(verb) + ")");
-    return run_command(*command, {args.begin() + 1, args.end()});
+    return run_command(*command, "crucible " + verb + " " + args[0],
+                       {args.begin() + 1, args.end()});
 }
 
 template <int Verb>
@@ -86,7 +119,9 @@ std::optional<int> run_tool(const std::vector<std::string>& args) {
     if (tools.empty()) return std::nullopt;
     if (args.size() > 1)
         for (const auto* tool : tools)
-            if (tool->name == args[1]) return run_command(*tool, {args.begin() + 2, args.end()});
+            if (tool->name == args[1])
+                return run_command(*tool, "crucible " + args[0] + " " + args[1],
+                                   {args.begin() + 2, args.end()});
     const bool help = args.size() > 1 && is_help(args[1]);
     if (args.size() > 1 && !help)
         std::fprintf(stderr, "crucible %s: unknown tool '%s'\n\n", args[0].c_str(),

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "app/cli/new_run.h"
+#include "app/cli/schema_flags.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
@@ -85,29 +87,28 @@ void print_train_usage() {
     std::printf("\n'crucible-worker describe' prints every option of every task as JSON.\n");
 }
 
-// `crucible train detect --help`: the task's options by group (in the order the groups first
-// appear), with defaults and choices.
+// `crucible train detect --help`: the task's options by group, with defaults and choices.
 void print_task_options(const engine::TaskInfo& info, const OptionSchema& schema) {
-    std::printf("usage: crucible train %s key=value ... [cfg=FILE.yaml|json]\n\n%s options:\n",
-                info.id.c_str(), info.title.c_str());
-    std::vector<std::string> groups;
-    for (const auto& o : schema.options())
-        if (std::find(groups.begin(), groups.end(), o.group) == groups.end())
-            groups.push_back(o.group);
-    for (const auto& group : groups) {
-        std::printf("\n  [%s]\n", group.c_str());
-        for (const auto& o : schema.options()) {
-            if (o.group != group) continue;
-            std::string value = o.required ? "(required)" : o.default_value.dump();
-            if (!o.choices.empty()) {
-                std::string choices;
-                for (const auto& c : o.choices)
-                    choices += (choices.empty() ? "" : "|") + c;
-                value += "  {" + choices + "}";
-            }
-            std::printf("  %-18s %-22s %s\n", o.name.c_str(), value.c_str(), o.help.c_str());
+    std::printf(
+        "usage: crucible train %s key=value ... [cfg=FILE.yaml|json]\n\n%s options, as "
+        "key=value or --key value:\n",
+        info.id.c_str(), info.title.c_str());
+    print_schema_options(schema);
+}
+
+// The task the words name (the first bare word that is not --resume's value), when there is one
+// that is registered: its options become flags too.
+const engine::TaskInfo* named_task(const std::vector<std::string>& words) {
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (words[i] == "--resume") {
+            ++i;
+            continue;
         }
+        if (words[i].empty() || words[i][0] == '-' || words[i].find('=') != std::string::npos)
+            continue;
+        return engine::TaskRegistry::instance().find(words[i]);
     }
+    return nullptr;
 }
 
 void merge_into(Json& target, const Json& source) {
@@ -129,6 +130,9 @@ int run_train(const std::vector<std::string>& args) {
     std::string resume;
     app.add_flag("-h,--help", help, "the tasks, or with a task its options");
     app.add_option("--resume", resume, "a run folder to continue (as resume=RUN_DIR)");
+    std::optional<SchemaFlags> task_flags;
+    if (const engine::TaskInfo* named = named_task(args))
+        task_flags.emplace(app, named->make()->schema());
     std::vector<std::string> extras;
     parse_words(app, args, &extras);
     std::string task_name, cfg;
@@ -143,6 +147,10 @@ int run_train(const std::vector<std::string>& args) {
             resume = a.substr(7);
         else
             words.push_back(a);
+    }
+    if (task_flags) {  // flags first: a key=value word given after them overrides them
+        const auto flags = task_flags->key_values();
+        words.insert(words.begin(), flags.begin(), flags.end());
     }
     if (help) {  // before resume: asking for help never starts a run
         if (task_name.empty()) {

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/json.h"
+#include "core/base/options_schema.h"
+
 namespace crucible::engine {
 
 // The verbs every task may answer; anything else a task registers is one of its tools.
@@ -19,12 +22,19 @@ struct TaskCommand {
     std::string task;     // the task's id ("detect.yolo")
     std::string name;     // a verb ("val") or a tool ("tokenize")
     std::string summary;  // one line for --help
-    // Receives the words after `crucible <verb> <task>` or `crucible <task> <tool>`; returns the
-    // exit code. Throws on error (the CLI prints "crucible: error: ...").
-    std::function<int(const std::vector<std::string>& args)> run;
-    // Prints the command's usage. When set, the CLI calls it instead of `run` for no words (exit
-    // code 2) or for --help, -h or help (exit code 0); without it, `run` sees those words.
-    std::function<void()> usage = {};
+    // The command's options, as a schema like a task's training options. The CLI reads them from
+    // `key=value` words (the `yolo val data=... model=...` habit) and from `--key value` flags
+    // alike (CLI11, app/cli/schema_flags.h), checks them against this schema and hands the
+    // resolved options to `run`; --help lists them.
+    std::function<OptionSchema()> options;
+    // Returns the exit code. Throws on error (the CLI prints "crucible: error: ...").
+    std::function<int(const Json& options)> run;
+    // Options that may also be given bare, in this order (`crucible export sd SRC DST`).
+    std::vector<std::string> positionals = {};
+    // The forms of the command for --help, without "crucible <verb> <task>"
+    // ("data=PATH/data.yaml predictions=DIR [json=true]"), and what it does, in a few lines.
+    std::vector<std::string> usage = {};
+    std::string description = {};
 };
 
 class TaskCommands {

@@ -26,17 +26,6 @@
 namespace crucible::llm {
 namespace {
 
-void print_tokenize_usage() {
-    std::printf(
-        "usage: crucible llm tokenize tokenizer=DIR text=TEXT [special=true]\n"
-        "       crucible llm tokenize tokenizer=DIR template=NAME messages=FILE\n");
-}
-
-void print_merge_usage() {
-    std::printf(
-        "usage: crucible export llm model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]\n");
-}
-
 // [{"role": "system"|"user"|"assistant", "content": "..."}, ...]
 std::vector<data::ChatMessage> read_messages(const std::filesystem::path& path) {
     const std::string where = path_to_utf8(path);
@@ -62,7 +51,7 @@ std::vector<data::ChatMessage> read_messages(const std::filesystem::path& path) 
     return out;
 }
 
-int run_tokenize(const std::vector<std::string>& args) {
+OptionSchema tokenize_schema() {
     OptionSchema s("llm tokenize", "Tokenize text or a chat");
     s.add(option_spec("tokenizer", OptionType::Path, "",
                       "tokenizer.json / tokenizer.model or their folder"));
@@ -73,7 +62,10 @@ int run_tokenize(const std::vector<std::string>& args) {
                       "chat template: llama-3, chatml, alpaca, mistral"));
     s.add(option_spec("messages", OptionType::Path, "",
                       "JSON list of {role, content} to render with the template"));
-    const Json o = s.resolve(s.parse_key_values(args));
+    return s;
+}
+
+int run_tokenize(const Json& o) {
     const std::string tok_path = o["tokenizer"].get<std::string>();
     if (tok_path.empty()) throw InputError("tokenizer", "is required");
     const auto tok = llm::load_tokenizer(path_from_utf8(tok_path));
@@ -107,7 +99,7 @@ int run_tokenize(const std::vector<std::string>& args) {
     return 0;
 }
 
-int run_merge(const std::vector<std::string>& args) {
+OptionSchema merge_schema() {
     OptionSchema s("llm merge", "Merge a LoRA adapter into its base model");
     s.add(option_spec("model", OptionType::Path, "",
                       "base model: Hugging Face folder or llama2.c .bin"));
@@ -116,7 +108,10 @@ int run_merge(const std::vector<std::string>& args) {
     s.add(option_spec("out", OptionType::Path, "", "output folder (Hugging Face layout)"));
     s.add(option_spec("dtype", OptionType::Choice, "fp32", "dtype of the merged weights", "general",
                       std::nullopt, std::nullopt, {"fp32", "fp16", "bf16"}));
-    const Json o = s.resolve(s.parse_key_values(args));
+    return s;
+}
+
+int run_merge(const Json& o) {
     for (const char* k : {"model", "adapter", "out"})
         if (o[k].get<std::string>().empty()) throw InputError(k, "is required");
     const auto model_path = path_from_utf8(o["model"].get<std::string>());
@@ -135,16 +130,32 @@ int run_merge(const std::vector<std::string>& args) {
     return 0;
 }
 
-engine::RegisterTaskCommand tokenize_command({kLlmTaskId, "tokenize",
+engine::RegisterTaskCommand tokenize_command({kLlmTaskId,
+                                              "tokenize",
                                               "print the token ids of a text or a chat template",
-                                              &run_tokenize, &print_tokenize_usage});
+                                              &tokenize_schema,
+                                              &run_tokenize,
+                                              {},
+                                              {"tokenizer=DIR text=TEXT [special=true]",
+                                               "tokenizer=DIR template=NAME messages=FILE"}});
 // Merging an adapter into its base is this task's export; `crucible llm merge` says the same.
+const std::vector<std::string> kMergeUsage{"model=BASE adapter=DIR out=DIR [dtype=fp32|fp16|bf16]"};
 engine::RegisterTaskCommand export_command(
-    {kLlmTaskId, "export", "merge a LoRA adapter into its base model (Hugging Face layout)",
-     &run_merge, &print_merge_usage});
+    {kLlmTaskId,
+     "export",
+     "merge a LoRA adapter into its base model (Hugging Face layout)",
+     &merge_schema,
+     &run_merge,
+     {},
+     kMergeUsage});
 engine::RegisterTaskCommand merge_command(
-    {kLlmTaskId, "merge", "merge a LoRA adapter into its base model (same as export llm)",
-     &run_merge, &print_merge_usage});
+    {kLlmTaskId,
+     "merge",
+     "merge a LoRA adapter into its base model (same as export llm)",
+     &merge_schema,
+     &run_merge,
+     {},
+     kMergeUsage});
 
 }  // namespace
 }  // namespace crucible::llm

@@ -14,6 +14,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/options_schema.h"
 #include "core/base/safetensors.h"
 #include "core/engine/task_commands.h"
 #include "plugins/sd_lora/checkpoint_io.h"
@@ -23,12 +24,30 @@
 namespace crucible::sd {
 namespace {
 
-int inspect(const std::vector<std::string>& args) {
-    if (args.size() != 1 || args[0] == "--help" || args[0] == "-h") {
-        std::printf("usage: crucible sd inspect LORA.safetensors\n");
-        return args.size() == 1 ? 0 : 2;
+OptionSchema inspect_schema() {
+    OptionSchema s("sd inspect", "Show what a kohya LoRA holds");
+    OptionSpec lora = option_spec("lora", OptionType::Path, nullptr, "a kohya LoRA .safetensors");
+    lora.required = true;
+    s.add(lora);
+    return s;
+}
+
+OptionSchema convert_schema() {
+    OptionSchema s("sd convert", "Convert an SD 1.x base model");
+    for (const char* name : {"src", "dst"}) {
+        OptionSpec o = option_spec(name, OptionType::Path, nullptr,
+                                   std::string(name) == "src"
+                                       ? "the model: a single-file .safetensors or diffusers folder"
+                                       : "where the other layout goes (must not exist)");
+        o.required = true;
+        s.add(o);
     }
-    const auto path = path_from_utf8(args[0]);
+    return s;
+}
+
+int inspect(const Json& options) {
+    const std::string lora = options["lora"].get<std::string>();
+    const auto path = path_from_utf8(lora);
     const auto file = SafetensorsFile::open(path);
     std::map<std::string, std::pair<std::int64_t, double>> modules;  // key -> rank, alpha
     std::set<std::string> prefixes;
@@ -41,7 +60,7 @@ int inspect(const std::vector<std::string>& args) {
         if (rest == "lora_down.weight" && !t.shape.empty()) m.first = t.shape[0];
         prefixes.insert(key.substr(0, key.find('_', 5)));
     }
-    std::printf("%s: %zu tensors, %zu modules\n", args[0].c_str(), file.size(), modules.size());
+    std::printf("%s: %zu tensors, %zu modules\n", lora.c_str(), file.size(), modules.size());
     for (const auto& p : prefixes) {
         std::size_t n = 0;
         std::set<std::int64_t> ranks;
@@ -70,37 +89,46 @@ int inspect(const std::vector<std::string>& args) {
     return 0;
 }
 
-int convert(const std::vector<std::string>& args) {
-    const bool help = args.size() == 1 && (args[0] == "--help" || args[0] == "-h");
-    if (args.size() != 2) {
-        std::printf(
-            "usage: crucible export sd SRC DST  (single-file .safetensors <-> diffusers "
-            "folder; also crucible sd convert)\n");
-        return help ? 0 : 2;
-    }
-    const auto src = path_from_utf8(args[0]);
-    const auto dst = path_from_utf8(args[1]);
-    if (std::filesystem::exists(dst)) throw InputError(args[1], "already exists");
+int convert(const Json& options) {
+    const std::string dst_text = options["dst"].get<std::string>();
+    const auto src = path_from_utf8(options["src"].get<std::string>());
+    const auto dst = path_from_utf8(dst_text);
+    if (std::filesystem::exists(dst)) throw InputError(dst_text, "already exists");
     sd::SdModels m = sd::load_sd_models(src);
     if (std::filesystem::is_directory(src))
         sd::save_single_file(dst, m);
     else
         sd::save_diffusers_folder(dst, m);
-    std::printf("wrote %s\n", args[1].c_str());
+    std::printf("wrote %s\n", dst_text.c_str());
     return 0;
 }
 
-engine::RegisterTaskCommand inspect_command({kSdLoraTaskId, "inspect",
+engine::RegisterTaskCommand inspect_command({kSdLoraTaskId,
+                                             "inspect",
                                              "show the modules, rank and metadata of a kohya LoRA",
-                                             &inspect});
+                                             &inspect_schema,
+                                             &inspect,
+                                             {"lora"},
+                                             {"LORA.safetensors"}});
 // Converting the base model between its two layouts is this task's export; `crucible sd convert`
 // says the same.
+const std::vector<std::string> kConvertUsage{
+    "SRC DST   (single-file .safetensors <-> diffusers folder, whichever SRC is)"};
 engine::RegisterTaskCommand export_command(
-    {kSdLoraTaskId, "export", "convert an SD 1.x model: single-file <-> diffusers folder",
-     &convert});
-engine::RegisterTaskCommand convert_command({kSdLoraTaskId, "convert",
+    {kSdLoraTaskId,
+     "export",
+     "convert an SD 1.x model: single-file <-> diffusers folder",
+     &convert_schema,
+     &convert,
+     {"src", "dst"},
+     kConvertUsage});
+engine::RegisterTaskCommand convert_command({kSdLoraTaskId,
+                                             "convert",
                                              "convert an SD 1.x model (same as export sd)",
-                                             &convert});
+                                             &convert_schema,
+                                             &convert,
+                                             {"src", "dst"},
+                                             kConvertUsage});
 
 }  // namespace
 }  // namespace crucible::sd

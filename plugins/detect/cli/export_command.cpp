@@ -30,13 +30,7 @@ OptionSchema export_schema() {
     return s;
 }
 
-void print_usage() {
-    std::printf("usage: crucible export detect model=WEIGHTS [format=safetensors] [out=FILE]\n");
-}
-
-int run_export(const std::vector<std::string>& args) {
-    const auto schema = export_schema();
-    const Json opt = schema.resolve(schema.parse_key_values(args));
+int run_export(const Json& opt) {
     const std::string model = opt["model"].get<std::string>();
     if (model.empty()) throw InputError("model", "is required: a .pt or .safetensors file");
     auto loaded = load_detection_model(model, std::nullopt);
@@ -57,8 +51,13 @@ int run_export(const std::vector<std::string>& args) {
 }
 
 engine::RegisterTaskCommand export_command(
-    {kDetectTaskId, "export", "convert weights (Ultralytics .pt) to Crucible safetensors",
-     &run_export, &print_usage});
+    {kDetectTaskId,
+     "export",
+     "convert weights (Ultralytics .pt) to Crucible safetensors",
+     &export_schema,
+     &run_export,
+     {"model"},
+     {"model=WEIGHTS [format=safetensors] [out=FILE]"}});
 
 }  // namespace
 }  // namespace crucible::detect

@@ -58,15 +58,6 @@ OptionSchema predict_schema() {
     return s;
 }
 
-void print_usage() {
-    std::printf(
-        "usage: crucible predict detect source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7]\n"
-        "                               [imgsz=640] [save_txt=true] [device=cpu|0]\n\noptions:\n");
-    const auto schema = predict_schema();
-    for (const auto& o : schema.options())
-        std::printf("  %-13s %s\n", o.name.c_str(), o.help.c_str());
-}
-
 std::vector<std::filesystem::path> list_images(const std::string& source) {
     if (source.empty()) throw InputError("source", "is required: an image file or a folder");
     const auto path = path_from_utf8(source);
@@ -79,9 +70,7 @@ std::vector<std::filesystem::path> list_images(const std::string& source) {
     return out;
 }
 
-int run_predict_detect(const std::vector<std::string>& words) {
-    const auto schema = predict_schema();
-    const Json opt = schema.resolve(schema.parse_key_values(words));
+int run_predict_detect(const Json& opt) {
     const auto images = list_images(opt["source"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
     if (model_name.empty())
@@ -156,9 +145,14 @@ int run_predict_detect(const std::vector<std::string>& words) {
     return bad == images.size() ? 1 : 0;
 }
 
-engine::RegisterTaskCommand predict_command({kDetectTaskId, "predict",
-                                             "run a model on images and draw its detections",
-                                             &run_predict_detect, &print_usage});
+engine::RegisterTaskCommand predict_command(
+    {kDetectTaskId,
+     "predict",
+     "run a model on images and draw its detections",
+     &predict_schema,
+     &run_predict_detect,
+     {},
+     {"source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7] [imgsz=640] [save_txt=true]"}});
 
 }  // namespace
 }  // namespace crucible::detect

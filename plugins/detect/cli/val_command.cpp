@@ -1,5 +1,5 @@
-// `crucible val detect key=value ...`: validation in the `yolo val` habit, registered as the
-// detection task's `val` command (core/engine/task_commands.h).
+// `crucible val detect key=value ...` (or --key value): validation in the `yolo val` habit,
+// registered as the detection task's `val` command (core/engine/task_commands.h).
 //
 //   crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]
 //   crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]
@@ -65,19 +65,6 @@ OptionSchema val_detect_schema() {
         "curves", false,
         "with json=true, include the PR curve (precision at 1000 recall points per class)", g));
     return s;
-}
-
-void print_usage() {
-    std::printf(
-        "usage: crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]\n"
-        "       crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]\n"
-        "       crucible val detect data=PATH/data.yaml model=WEIGHTS [imgsz=640] [json=true]\n\n"
-        "Scores prediction files (<image stem>.txt: class cx cy w h conf, normalized — the\n"
-        "save_txt save_conf layout) against the dataset's labels with the Ultralytics metrics.\n\n"
-        "options:\n");
-    const auto schema = val_detect_schema();
-    for (const auto& o : schema.options())
-        std::printf("  %-12s %s\n", o.name.c_str(), o.help.c_str());
 }
 
 // A data.yaml / COCO / VOC dataset; label problems are printed (the first ten) and those images
@@ -155,10 +142,7 @@ int run_val_model(const Json& opt) {
     return 0;
 }
 
-int run_val_detect(const std::vector<std::string>& words) {
-    const auto schema = val_detect_schema();
-    const Json opt = schema.resolve(schema.parse_key_values(words));
-
+int run_val_detect(const Json& opt) {
     if (!opt["model"].get<std::string>().empty()) return run_val_model(opt);
     const std::string predictions = opt["predictions"].get<std::string>();
     if (predictions.empty())
@@ -200,9 +184,19 @@ int run_val_detect(const std::vector<std::string>& words) {
     return 0;
 }
 
-engine::RegisterTaskCommand val_command({kDetectTaskId, "val",
-                                         "score predictions or a model against a dataset's labels",
-                                         &run_val_detect, &print_usage});
+engine::RegisterTaskCommand val_command(
+    {kDetectTaskId,
+     "val",
+     "score predictions or a model against a dataset's labels",
+     &val_detect_schema,
+     &run_val_detect,
+     {},
+     {"data=PATH/data.yaml predictions=DIR [split=val] [json=true]",
+      "labels=DIR predictions=DIR [imgsz=640] [json=true]",
+      "data=PATH/data.yaml model=WEIGHTS [imgsz=640] [json=true]"},
+     "Scores prediction files (<image stem>.txt: class cx cy w h conf, normalized: the\n"
+     "save_txt save_conf layout) against the dataset's labels with the Ultralytics metrics,\n"
+     "or validates a model on the dataset's split as training does every epoch."});
 
 }  // namespace
 }  // namespace crucible::detect

@@ -106,6 +106,11 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
     const Json scored = json_of(s.out);
     EXPECT_EQ(scored.at("images"), 6);
     EXPECT_EQ(scored.at("predictions"), rows);  // every written row was read back
+    // The same options as --key value flags (a Boolean standing alone) give the same answer.
+    auto flags = run(dir, "val detect --data " + shell_quote(yaml) + " --predictions " +
+                              shell_quote(out_dir / "labels") + " --json");
+    ASSERT_EQ(flags.code, 0) << flags.out;
+    EXPECT_EQ(json_of(flags.out), scored);
 }
 
 TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
@@ -143,6 +148,17 @@ TEST(DetectCli, BadOptionsAreNamed) {
     auto typo = run(dir, "train detect data=" + shell_quote(yaml) + " epoch=3");
     EXPECT_NE(typo.code, 0);
     EXPECT_NE(typo.out.find("epochs"), std::string::npos) << typo.out;  // did you mean
+    // Flags reach the same schema and its checks.
+    auto odd_flag = run(dir, "train detect --data " + shell_quote(yaml) + " --imgsz 100");
+    EXPECT_NE(odd_flag.code, 0);
+    EXPECT_NE(odd_flag.out.find("multiple of 32"), std::string::npos) << odd_flag.out;
+    auto typo_flag = run(dir, "val detect --data " + shell_quote(yaml) + " --predictons x");
+    EXPECT_NE(typo_flag.code, 0);
+    EXPECT_NE(typo_flag.out.find("--predictons: unknown option"), std::string::npos)
+        << typo_flag.out;
+    auto bad_number = run(dir, "val detect --data " + shell_quote(yaml) + " --imgsz big");
+    EXPECT_NE(bad_number.code, 0);
+    EXPECT_NE(bad_number.out.find("imgsz"), std::string::npos) << bad_number.out;
     auto missing = run(dir, "val detect data=" + shell_quote(yaml) + " model=nothing_here.pt");
     EXPECT_NE(missing.code, 0);
     EXPECT_NE(missing.out.find("nothing_here.pt"), std::string::npos) << missing.out;
@@ -178,6 +194,13 @@ TEST(TaskCommands, VerbsAndToolsAreFoundThroughTheTasks) {
     auto sd_export = run(dir, "export sd --help");
     EXPECT_EQ(sd_export.code, 0) << sd_export.out;
     EXPECT_NE(sd_export.out.find("diffusers"), std::string::npos) << sd_export.out;
+    // Bare words fill a command's positionals; one too many is named.
+    auto inspect = run(dir, "sd inspect no_such_lora.safetensors");
+    EXPECT_NE(inspect.code, 0);
+    EXPECT_NE(inspect.out.find("no_such_lora.safetensors"), std::string::npos) << inspect.out;
+    auto extra = run(dir, "export sd a b c");
+    EXPECT_NE(extra.code, 0);
+    EXPECT_NE(extra.out.find("c: unexpected argument"), std::string::npos) << extra.out;
     auto bad_tool = run(dir, "sd nosuchtool");
     EXPECT_NE(bad_tool.code, 0);
     EXPECT_NE(bad_tool.out.find("unknown tool 'nosuchtool'"), std::string::npos) << bad_tool.out;
