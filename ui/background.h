@@ -2,11 +2,14 @@
 // Long work off the GUI thread (DESIGN.md: the GUI thread never blocks on disk or network):
 // run `work` on the global QThreadPool and hand its result to `done` on the GUI thread, unless
 // `context` was destroyed meanwhile. Exceptions of `work` arrive as the error text.
+// end_background_work() is the studio's last step: the pool is waited for when the application
+// object goes, and a call to a stalled agent would hold the process that long.
 #include <QCoreApplication>
 #include <QMetaObject>
 #include <QPointer>
 #include <QString>
 #include <QThreadPool>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -37,5 +40,10 @@ void run_in_background(QObject* context, std::function<Result()> work,
             Qt::QueuedConnection);
     });
 }
+
+// Ends every agent call in flight (net::ApiClient::stop_all_requests: their `done` receives the
+// error) and waits up to `limit` for the pool's work to end. Returns whether it did; disk work
+// (a dataset import) ends at its own pace, and the pool waits for it when the application goes.
+bool end_background_work(std::chrono::milliseconds limit = std::chrono::seconds(2));
 
 }  // namespace crucible::ui

@@ -101,7 +101,7 @@ void LocalAgent::start() {
     run_in_background<bool>(
         this,
         [endpoint] {
-            for (int i = 0; i < 200; ++i) {
+            for (int i = 0; i < 200 && !net::ApiClient::requests_stopped(); ++i) {
                 try {
                     net::ApiClient(endpoint).health();
                     return true;

@@ -22,6 +22,7 @@
 #include "core/base/log.h"
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
+#include "ui/background.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
 #include "ui/run_monitor.h"
@@ -159,7 +160,11 @@ int studio_main(int argc, char** argv) {
     }
     if (parser.isSet(quit_after))
         QTimer::singleShot(parser.value(quit_after).toInt(), &app, &QApplication::quit);
-    return app.exec();
+    const int code = app.exec();
+    // The windows are gone; background calls to a stalled agent must not keep the process (and
+    // the project's lock) alive for their read timeout.
+    crucible::ui::end_background_work();
+    return code;
 }
 
 }  // namespace

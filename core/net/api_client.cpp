@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "core/base/error.h"
@@ -64,7 +65,63 @@ ApiClient::~ApiClient() = default;
 
 static thread_local PinState t_pin;  // one connection per thread at a time
 
-std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::seconds read_timeout) const {
+namespace {
+
+// Every connection of this process while it lives, so stop_all_requests() can end them. Never
+// destroyed: a background thread may still close a connection while the process exits.
+struct LiveConnections {
+    std::mutex mutex;
+    std::set<httplib::ClientImpl*> connections;
+    std::atomic<bool> stopping{false};
+};
+
+LiveConnections& live_connections() {
+    static auto* live = new LiveConnections;
+    return *live;
+}
+
+}  // namespace
+
+void ApiClient::Unregister::operator()(httplib::ClientImpl* client) const {
+    {
+        LiveConnections& live = live_connections();
+        std::lock_guard<std::mutex> lock(live.mutex);  // waits for a stop() under way on it
+        live.connections.erase(client);
+    }
+    delete client;
+}
+
+void ApiClient::stop_all_requests() {
+    if (live_connections().stopping.exchange(true)) return;
+    // ClientImpl::stop() shuts a connection's socket down; it waits while the connection is
+    // being made, and does nothing to a call whose socket is not open yet. So a thread of its
+    // own repeats it every 50 ms until no connection is left (new ones are refused meanwhile).
+    std::thread([] {
+        LiveConnections& live = live_connections();
+        while (live.stopping.load()) {
+            {
+                std::lock_guard<std::mutex> lock(live.mutex);
+                if (live.connections.empty()) return;
+                for (httplib::ClientImpl* client : live.connections)
+                    client->stop();
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }).detach();
+}
+
+void ApiClient::allow_requests() {
+    live_connections().stopping = false;
+}
+
+bool ApiClient::requests_stopped() {
+    return live_connections().stopping.load();
+}
+
+ApiClient::Connection ApiClient::connect(std::chrono::seconds read_timeout) const {
+    if (requests_stopped())
+        throw ApiError(ApiErrorKind::Unreachable,
+                       "not calling " + endpoint_.url + ": this program is closing");
     std::unique_ptr<httplib::ClientImpl> cli;
     if (url_.https) {
         auto ssl = std::make_unique<httplib::SSLClient>(url_.host, url_.port);
@@ -85,7 +142,10 @@ std::unique_ptr<httplib::ClientImpl> ApiClient::connect(std::chrono::seconds rea
     httplib::Headers headers{{kVersionHeader, std::to_string(kProtocolVersion)}};
     if (!endpoint_.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint_.token);
     cli->set_default_headers(headers);
-    return cli;
+    LiveConnections& live = live_connections();
+    std::lock_guard<std::mutex> lock(live.mutex);
+    live.connections.insert(cli.get());
+    return Connection(cli.release());
 }
 
 std::string ApiClient::probe_fingerprint(const std::string& url) {

@@ -176,8 +176,22 @@ class ApiClient {
 
     const RemoteEndpoint& endpoint() const { return endpoint_; }
 
+    // For a process that is closing: ends every call in flight in this process (its connection
+    // is shut down, so a read waiting on a stalled agent returns; a connection being made ends
+    // when it is made or times out) and makes new calls fail at once (ApiError, unreachable), so
+    // no background thread waits out a 60 s read timeout. Returns at once; the work goes on in a
+    // thread of its own until the last call has ended. allow_requests() lifts the refusal.
+    static void stop_all_requests();
+    static void allow_requests();
+    static bool requests_stopped();
+
   private:
-    std::unique_ptr<httplib::ClientImpl> connect(std::chrono::seconds read_timeout) const;
+    // A connection that this process's registry of calls in flight knows while it lives.
+    struct Unregister {
+        void operator()(httplib::ClientImpl* client) const;
+    };
+    using Connection = std::unique_ptr<httplib::ClientImpl, Unregister>;
+    Connection connect(std::chrono::seconds read_timeout) const;
     Json check(int status, const std::string& body, const std::string& what) const;
 
     RemoteEndpoint endpoint_;

@@ -18,6 +18,7 @@
 #include "tests/support/loopback_server.h"
 #include "tests/support/stalled_server.h"
 #include "tests/ui/qt_test_env.h"
+#include "ui/background.h"
 #include "ui/main_window.h"
 #include "ui/run_monitor.h"
 #include "ui/run_source.h"
@@ -133,6 +134,39 @@ TEST(RunSource, ClosingTheTabTheProjectAndTheWindowOnAStalledAgentReturnAtOnce) 
     EXPECT_LT(window_ms, kCloseLimitMs);
     ASSERT_TRUE(uitest::wait_for([] { return RunSource::running_threads() == 0; }, 5000));
     EXPECT_TRUE(uitest::wait_for([&] { return agent.closed_by_client() == 3; }, 5000));
+}
+
+// The studio's last step (ui/background.h): a background call that waits on a stalled agent ends
+// at once instead of holding the process for the client's 60 s read timeout, its `done` hears
+// why, and calls made afterwards fail at once.
+TEST(Background, EndingBackgroundWorkStopsCallsToAStalledAgent) {
+    test_support::StalledServer agent;
+    struct AllowAgain {
+        ~AllowAgain() { net::ApiClient::allow_requests(); }  // later tests call agents again
+    } allow_again;
+    QObject context;
+    QString error;
+    bool done = false;
+    const auto endpoint = loopback(agent.port());
+    run_in_background<Json>(
+        &context, [endpoint] { return net::ApiClient(endpoint).get("/v1/info"); },
+        [&](Json, QString e) {
+            error = e;
+            done = true;
+        });
+    ASSERT_TRUE(uitest::wait_for([&] { return agent.answered() == 1; }));
+    QTest::qWait(100);  // the call now waits for a body that never comes
+
+    bool ended = false;
+    const double ms = elapsed_ms([&] { ended = end_background_work(std::chrono::seconds(10)); });
+    std::printf("ending background work with a call on a stalled agent: %.2f ms\n", ms);
+    RecordProperty("end_background_ms", static_cast<int>(ms));
+    EXPECT_TRUE(ended);
+    EXPECT_LT(ms, 1000);
+    ASSERT_TRUE(uitest::wait_for([&] { return done; }));
+    EXPECT_FALSE(error.isEmpty());
+    EXPECT_THROW(net::ApiClient(endpoint).health(), net::ApiError);
+    EXPECT_TRUE(net::ApiClient::requests_stopped());
 }
 
 #endif
