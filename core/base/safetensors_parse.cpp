@@ -11,6 +11,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
+#include "core/base/shape_text.h"
 
 namespace crucible {
 namespace {
@@ -107,13 +108,6 @@ std::optional<std::uint64_t> as_count(const Json& v) {
     if (v.is_number_integer() && v.get<std::int64_t>() >= 0)
         return static_cast<std::uint64_t>(v.get<std::int64_t>());
     return std::nullopt;
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        out += (i ? ", " : "") + std::to_string(shape[i]);
-    return out + "]";
 }
 
 SafetensorsTensorInfo parse_tensor(const std::string& name, const Json& info,

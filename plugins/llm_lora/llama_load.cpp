@@ -9,17 +9,11 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
+#include "core/base/shape_text.h"
 #include "core/engine/safetensors_torch.h"
 
 namespace crucible::llm {
 namespace {
-
-std::string shape_text(torch::IntArrayRef shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 struct Llama2cHeader {
     LlamaConfig config;

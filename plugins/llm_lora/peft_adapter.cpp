@@ -2,19 +2,11 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/shape_text.h"
 #include "core/engine/safetensors_torch.h"
 
 namespace crucible::llm {
-namespace {
-
-std::string shape_text(torch::IntArrayRef shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::map<std::string, torch::Tensor> peft_adapter_tensors(LlamaForCausalLmImpl& model) {
     std::vector<std::pair<std::string, const engine::LoraWeights*>> adapters;

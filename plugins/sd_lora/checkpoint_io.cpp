@@ -9,6 +9,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
+#include "core/base/shape_text.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/sd_lora/ldm_names.h"
 #include "plugins/sd_lora/state_dict.h"

@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/base/shape_text.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/sd_lora/nn.h"
 #include "plugins/sd_lora/state_dict.h"
@@ -149,8 +150,8 @@ void LoraNetworkImpl::load_kohya_state(const std::map<std::string, torch::Tensor
             }
             used.insert(key);
             if (it->second.sizes() != param.sizes()) {
-                r.mismatched.push_back(key + ": file " + shape_text(it->second.sizes().vec()) +
-                                       " vs model " + shape_text(param.sizes().vec()));
+                r.mismatched.push_back(key + ": file " + shape_text(it->second.sizes()) +
+                                       " vs model " + shape_text(param.sizes()));
                 continue;
             }
             param.copy_(it->second.to(param.device(), param.scalar_type()));

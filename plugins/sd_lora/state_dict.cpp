@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/base/error.h"
+#include "core/base/shape_text.h"
 
 namespace crucible::sd {
 namespace {
@@ -24,13 +25,6 @@ void list_names(std::string& out, const char* kind, const std::vector<std::strin
 }
 
 }  // namespace
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i)
-        s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 std::string LoadReport::summary() const {
     std::string s;
@@ -53,8 +47,8 @@ LoadReport check_state_dict(const torch::nn::Module& module,
             continue;
         }
         if (it->second.sizes() != item.value().sizes())
-            r.mismatched.push_back(item.key() + ": file " + shape_text(it->second.sizes().vec()) +
-                                   " vs model " + shape_text(item.value().sizes().vec()));
+            r.mismatched.push_back(item.key() + ": file " + shape_text(it->second.sizes()) +
+                                   " vs model " + shape_text(item.value().sizes()));
     }
     for (const auto& [name, t] : tensors)
         if (!seen.count(name)) r.unexpected.push_back(name);

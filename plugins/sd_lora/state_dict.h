@@ -31,6 +31,4 @@ void load_state_dict(torch::nn::Module& module, const std::map<std::string, torc
 // The base parameters (no LoRA) by name, detached.
 std::map<std::string, torch::Tensor> base_state_dict(const torch::nn::Module& module);
 
-std::string shape_text(const std::vector<std::int64_t>& shape);
-
 }  // namespace crucible::sd

@@ -5,22 +5,14 @@
 #include <string>
 
 #include "core/base/error.h"
+#include "core/base/shape_text.h"
 #include "plugins/detect/loss/box_iou.h"
 
 namespace crucible::detect {
 
 namespace F = torch::nn::functional;
 
-namespace {
-
-std::string shape_text(const torch::Tensor& t) {
-    std::string s = "[";
-    for (int64_t i = 0; i < t.dim(); ++i)
-        s += (i ? ", " : "") + std::to_string(t.size(i));
-    return s + "]";
-}
-
-}  // namespace
+namespace {}  // namespace
 
 PaddedTargets pad_targets(const DetectionTargets& targets, int64_t batch_size, double image_w,
                           double image_h, const torch::Device& device) {
@@ -34,7 +26,7 @@ PaddedTargets pad_targets(const DetectionTargets& targets, int64_t batch_size, d
     }
     if (targets.boxes.dim() != 2 || targets.boxes.size(1) != 4) {
         throw Error("detection loss: target boxes must be [N, 4], got " +
-                    shape_text(targets.boxes));
+                    shape_text(targets.boxes.sizes()));
     }
     if (!targets.batch_index.defined() || targets.batch_index.numel() != n ||
         !targets.classes.defined() || targets.classes.numel() != n) {
@@ -92,7 +84,7 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
     const int64_t b = levels_in[0].size(0);
     for (const auto& level : levels_in) {
         if (level.dim() != 4 || level.size(0) != b || level.size(1) != no) {
-            throw Error("detection loss: level map " + shape_text(level) + " is not [" +
+            throw Error("detection loss: level map " + shape_text(level.sizes()) + " is not [" +
                         std::to_string(b) + ", " + std::to_string(no) + ", H, W]");
         }
         levels.push_back(level.to(torch::kFloat));

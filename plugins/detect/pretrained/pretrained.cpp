@@ -5,18 +5,10 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/shape_text.h"
 
 namespace crucible::detect {
 namespace {
-
-std::string shape_text(at::IntArrayRef sizes) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < sizes.size(); ++i) {
-        if (i) s += ", ";
-        s += std::to_string(sizes[i]);
-    }
-    return s + "]";
-}
 
 // The model's parameters and buffers by name, in registration order.
 std::vector<std::pair<std::string, torch::Tensor>> model_tensors(DetectionModelImpl& model) {
