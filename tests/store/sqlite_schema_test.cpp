@@ -16,16 +16,8 @@ namespace crucible::store {
 namespace {
 
 namespace fs = std::filesystem;
+using test::message_of;
 using test::TempDir;
-
-std::string message_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "<no exception>";
-}
 
 TEST(SqliteDb, BindsRoundTripEveryType) {
     TempDir dir;

@@ -45,4 +45,13 @@ data::DetectionDataset make_dataset(const fs::path& root, std::size_t images,
     return ds;
 }
 
+std::string message_of(const std::function<void()>& fn) {
+    try {
+        fn();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "<no exception>";
+}
+
 }  // namespace crucible::store::test

@@ -3,6 +3,7 @@
 // generated datasets (random bytes named .jpg: importing hashes files, it does not decode them).
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,8 @@ void write_random_file(const std::filesystem::path& path, std::size_t size, std:
 data::DetectionDataset make_dataset(const std::filesystem::path& root, std::size_t images,
                                     std::size_t image_bytes = 512,
                                     const std::string& name_prefix = "img_");
+
+// The message of what `fn` throws, or "<no exception>".
+std::string message_of(const std::function<void()>& fn);
 
 }  // namespace crucible::store::test
