@@ -6,17 +6,13 @@
 #include <fstream>
 
 #include "core/base/error.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 
 namespace {
 std::filesystem::path temp_dir(const std::string& name) {
-    auto d = std::filesystem::temp_directory_path() /
-             ("crucible_event_" + name + "_" +
-              std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
-    std::filesystem::remove_all(d);
-    std::filesystem::create_directories(d);
-    return d;
+    return test_support::scratch_dir("event_" + name);
 }
 }  // namespace
 

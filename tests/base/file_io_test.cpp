@@ -4,6 +4,7 @@
 
 #include "core/base/error.h"
 #include "core/base/sha256.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 
@@ -24,8 +25,8 @@ TEST(FileIo, PathFromUtf8RefusesIllFormedText) {
 }
 
 TEST(FileIo, AtomicWriteAndChineseNames) {
-    auto dir = std::filesystem::temp_directory_path() / path_from_utf8("crucible_测试_目录");
-    std::filesystem::remove_all(dir);
+    const test_support::TempDir scratch("file_io");
+    const auto dir = scratch / "crucible_测试_目录";
     auto file = dir / path_from_utf8("权重.bin");
     write_file_atomically(file, "first");
     write_file_atomically(file, "second");
@@ -39,7 +40,6 @@ TEST(FileIo, AtomicWriteAndChineseNames) {
     EXPECT_EQ(n, 1);
     EXPECT_THROW(read_file_bytes(dir), InputError);  // a directory is not a file
     EXPECT_THROW(read_file_bytes_limited(file, 3), InputError);
-    std::filesystem::remove_all(dir);
 }
 
 TEST(FileIo, PathInsideRoot) {

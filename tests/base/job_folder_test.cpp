@@ -8,6 +8,7 @@
 
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible {
 namespace {
@@ -15,10 +16,7 @@ namespace {
 class JobFolderTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        job_.dir = std::filesystem::temp_directory_path() /
-                   ("crucible_job_folder_" + std::to_string(platform::process_id()) + "_" +
-                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        std::filesystem::remove_all(job_.dir);
+        job_.dir = test_support::scratch_dir("job_folder");
         job_.create();
     }
     void TearDown() override { std::filesystem::remove_all(job_.dir); }

@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/mapped_file.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 
@@ -34,10 +35,7 @@ std::string raw_file(const std::string& header, const std::string& data = "") {
 }
 
 std::filesystem::path temp_dir(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() / path_from_utf8(name);
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return test_support::scratch_dir(name);
 }
 
 // Element count with whole bytes for every dtype: 8 elements fill 4 bytes of F4, 6 of F6.

@@ -4,12 +4,13 @@
 #include <sys/stat.h>
 
 #include "core/base/error.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 
 TEST(SecretStore, FileStoreKeepsSecretsOwnerOnly) {
-    auto dir = std::filesystem::temp_directory_path() / "crucible_secret_test";
-    std::filesystem::remove_all(dir);
+    const test_support::TempDir scratch("secret_store");
+    const auto dir = scratch.path();
     auto path = dir / "secrets.json";
     auto store = SecretStore::open_file(path);
     EXPECT_FALSE(store->get("agent:a").has_value());
@@ -27,7 +28,6 @@ TEST(SecretStore, FileStoreKeepsSecretsOwnerOnly) {
     // Refuses a file that others can read.
     ::chmod(path.c_str(), 0644);
     EXPECT_THROW(store->get("agent:b"), Error);
-    std::filesystem::remove_all(dir);
 }
 
 TEST(SecretStore, ConfigDirOverride) {

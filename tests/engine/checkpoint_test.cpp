@@ -11,6 +11,7 @@
 #include "core/engine/checkpoint_store.h"
 #include "core/engine/checkpoint_writer.h"
 #include "core/engine/fault.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::engine {
 namespace {
@@ -24,10 +25,7 @@ CheckpointData sample(int step) {
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
-    auto dir = std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
-    return dir;
+    return test_support::scratch_dir(name);
 }
 
 TEST(CheckpointFile, RoundTrip) {

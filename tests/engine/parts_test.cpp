@@ -17,6 +17,7 @@
 #include "core/engine/run_folder.h"
 #include "core/engine/task.h"
 #include "tests/engine/toy_task.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::engine {
 namespace {
@@ -255,9 +256,7 @@ TEST(Results, UltralyticsLayout) {
 }
 
 TEST(RunFolder, NamesIncrementRatherThanOverwrite) {
-    const auto base =
-        std::filesystem::temp_directory_path() / ("crucible_runs_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(base);
+    const auto base = test_support::scratch_dir("runs");
     EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train");
     EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train2");
     EXPECT_EQ(claim_run_folder(base, "detect", "", "", false), base / "runs" / "detect" / "train3");

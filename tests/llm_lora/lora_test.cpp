@@ -10,6 +10,7 @@
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/peft_adapter.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
 namespace {
@@ -170,9 +171,8 @@ TEST(Lora, AdapterFileHasPeftNamesAndShapes) {
     spec.targets = {"v", "q", "gate"};
     m->add_lora(spec);
     randomize_adapters(*m);
-    const auto dir =
-        fs::temp_directory_path() / ("crucible_llm_peft_" + std::to_string(platform::process_id()));
-    fs::remove_all(dir);
+    const test_support::TempDir scratch("llm_peft");
+    const auto dir = scratch / "adapter";
     spec.validate();
     save_peft_adapter(*m, spec, dir, "tiny-base");
     const auto file = SafetensorsFile::open(dir / "adapter_model.safetensors");
