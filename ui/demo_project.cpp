@@ -40,7 +40,7 @@ std::vector<Event> demo_events(int epochs) {
     bool resumed = false;
     for (int step = 1; step <= total_steps; ++step) {
         const double t = t0 + step * 4.0 + (resumed ? 60.0 : 0.0);
-        const int epoch = (step - 1) / steps_per_epoch;
+        const int epoch = (step - 1) / steps_per_epoch + 1;  // from 1, as the trainer counts
         const double k = static_cast<double>(step) / total_steps;
         push(make_metric(epoch, step,
                          {{"train/box_loss", 1.6 * std::exp(-2.2 * k) + 0.35 + 0.08 * noise()},

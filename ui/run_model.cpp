@@ -216,7 +216,7 @@ QString RunModel::progress_text(int run) const {
     QString text = tr("step %1/%2 · epoch %3/%4 · %5 it/s")
                        .arg(p.step)
                        .arg(p.total_steps)
-                       .arg(p.epoch + 1)
+                       .arg(p.epoch)  // from 1, as the trainer counts
                        .arg(p.epochs)
                        .arg(p.items_per_s, 0, 'f', 1);
     const auto state = try_parse_job_state(p.state.toStdString());

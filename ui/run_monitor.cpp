@@ -161,6 +161,7 @@ void RunMonitor::apply_events(int index, const std::vector<Event>& events) {
     if (changes.evals) eval_dirty_ = true;
     if (changes.new_metrics) metrics_dirty_ = true;
     dirty_ = true;
+    set_buttons();  // the run's state may have changed what can be asked of it
     RunLink& run = link(index);
     // A report written again (e.g. a later validation) is fetched again; one written before the
     // run succeeded is fetched when it does.
@@ -243,13 +244,21 @@ void RunMonitor::set_remote_job(const net::RemoteEndpoint& endpoint, const QStri
 
 void RunMonitor::set_buttons() {
     const bool remote = control_.remote();
-    pause_->setEnabled(remote);
-    resume_->setEnabled(remote);
-    cancel_->setEnabled(remote);
-    const QString tip = remote ? QString() : tr("this run is not running on a server");
-    pause_->setToolTip(tip);
-    resume_->setToolTip(tip);
-    cancel_->setToolTip(tip);
+    // The state the run's events last gave; before the first one, the agent decides.
+    const auto state =
+        model_.run_count() == 0
+            ? std::nullopt
+            : try_parse_job_state(model_.progress(model_.run_count() - 1).state.toStdString());
+    const auto offer = [&](QPushButton* button, bool (*applies)(JobState)) {
+        const bool ok = remote && (!state || applies(*state));
+        button->setEnabled(ok);
+        button->setToolTip(!remote ? tr("this run is not running on a server")
+                           : ok    ? QString()
+                                   : tr("the run is %1").arg(QString(job_state_name(*state))));
+    };
+    offer(pause_, &can_pause);
+    offer(resume_, &can_resume);
+    offer(cancel_, &can_cancel);
 }
 
 void RunMonitor::request(const QString& action) {

@@ -53,7 +53,8 @@ Json event_to_json(const Event& event);
 Event event_from_json(const Json& json, const std::string& where = "event");
 std::string event_to_line(const Event& event);  // compact JSON, no newline
 
-// Builders for the common kinds.
+// Builders for the common kinds. `epoch` counts from 1, as results.csv and the log do: the epoch
+// under way (metric, progress) or just finished (eval).
 Event make_metric(int epoch, std::int64_t step, const Json& values);
 Event make_progress(std::int64_t step, std::int64_t total_steps, int epoch, int epochs,
                     double items_per_s, double eta_s);

@@ -47,6 +47,19 @@ bool is_final_state(JobState state) {
     return state == JobState::Succeeded || state == JobState::Failed || state == JobState::Canceled;
 }
 
+bool can_cancel(JobState state) {
+    return !is_final_state(state);
+}
+
+bool can_pause(JobState state) {
+    return state == JobState::Queued || state == JobState::Running ||
+           state == JobState::Interrupted;
+}
+
+bool can_resume(JobState state) {
+    return state == JobState::Paused || state == JobState::Interrupted;
+}
+
 int worker_exit_code(JobState state) {
     switch (state) {
         case JobState::Succeeded:

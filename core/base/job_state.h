@@ -19,6 +19,13 @@ std::optional<JobState> try_parse_job_state(std::string_view text);
 JobState parse_job_state(const std::string& text);  // InputError("state", ...) on unknown text
 bool is_final_state(JobState state);                // succeeded, failed, canceled
 
+// What may be asked of a job in `state` (the agent's scheduler and the studio's buttons follow
+// these): cancel until it has ended; pause while queued, running or interrupted; resume when
+// paused or interrupted.
+bool can_cancel(JobState state);
+bool can_pause(JobState state);
+bool can_resume(JobState state);
+
 // The worker's exit codes: succeeded 0, failed 1, paused 3, canceled 4, interrupted 5 (2 is
 // the usage error of a command line). Queued and Running are no way to end: failed's code.
 int worker_exit_code(JobState state);

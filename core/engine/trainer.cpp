@@ -345,6 +345,7 @@ void Trainer::Impl::report_step(std::int64_t batch_items) {
         }
     }
     emit(make_metric(s.epoch + 1, s.step, values));
+    last_reported_step = s.step;
     emit(make_progress(s.step, total_steps, s.epoch + 1, opt.epochs, items_per_s, eta));
     char tail[96];
     std::snprintf(tail, sizeof tail, "  %.1f items/s  ETA %s", items_per_s,
@@ -362,9 +363,10 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     EvalResult eval;
     const bool validated = opt.val || final_epoch;
     sync_losses();
+    // Over the batches this epoch had (nb, unless the data ran out before).
     std::vector<double> loss_means;
     for (double sum : s.loss_sum)
-        loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(nb, 1)));
+        loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(s.index, 1)));
     double fitness = 0;
     if (validated) {
         torch::NoGradGuard no_grad;
@@ -403,7 +405,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
         train_values["train/" + loss_names[k]] = loss_means[k];
     for (std::size_t j = 0; j < groups.size(); ++j)
         train_values[lr_metric(group_names[j])] = s.lr[j];
-    emit(make_metric(epoch + 1, s.step, train_values));
+    if (last_reported_step != s.step) emit(make_metric(epoch + 1, s.step, train_values));
     if (validated) {
         eval_values["fitness"] = fitness;
         emit(make_eval(epoch + 1, s.step, eval_values, eval.per_class));

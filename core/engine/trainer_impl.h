@@ -77,6 +77,9 @@ struct Trainer::Impl {
     LoopState s;
     DeviceLossSums loss_sums;  // s.loss_sum as the device has it, read by sync_losses()
     std::int64_t last_checkpoint_step = -1;
+    // The step of the last train metric event: the end of an epoch adds its means only when
+    // no point was reported at that step already (one point per step on the charts).
+    std::int64_t last_reported_step = -1;
     std::deque<std::string> log_tail;
     std::chrono::steady_clock::time_point started;
     std::int64_t window_items = 0;

@@ -257,7 +257,7 @@ std::string Scheduler::cancel(const std::string& id) {
     std::lock_guard lock(mutex_);
     auto job = registry_.get(id);
     if (!job) return "no job " + id;
-    if (is_final_state(job->state))
+    if (!can_cancel(job->state))
         return "job " + id + " has already ended (" + job_state_name(job->state) + ")";
     if (children_.count(id)) {
         write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Cancel);
@@ -291,7 +291,7 @@ std::string Scheduler::resume(const std::string& id) {
         std::lock_guard lock(mutex_);
         auto job = registry_.get(id);
         if (!job) return "no job " + id;
-        if (job->state != JobState::Paused && job->state != JobState::Interrupted)
+        if (!can_resume(job->state))
             return "job " + id + " is " + job_state_name(job->state) +
                    "; only paused or interrupted jobs resume";
         registry_.update(id, [](JobInfo& j) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
@@ -82,6 +83,16 @@ TEST(EngineRun, LearnsAndWritesEventsResultsAndWeights) {
     ASSERT_FALSE(progress.empty());
     EXPECT_EQ(progress.back().fields["total_steps"], 36);
     EXPECT_EQ(progress.back().fields["epochs"], 6);
+    EXPECT_EQ(progress.back().fields["epoch"], 6);  // from 1: the last epoch is 6 of 6
+    EXPECT_EQ(progress.front().fields["epoch"], 1);
+    // One train point per step: the end of an epoch adds none where its last step was reported.
+    std::set<std::int64_t> steps;
+    for (const auto& m : of_kind(events, "metric")) {
+        if (!m.fields["values"].contains("train/mse_loss")) continue;
+        EXPECT_TRUE(steps.insert(m.fields["step"].get<std::int64_t>()).second)
+            << "two train points at step " << m.fields["step"];
+    }
+    EXPECT_TRUE(steps.count(36));
     EXPECT_GE(of_kind(events, "checkpoint").size(), 6u);
     bool has_step_metric = false;
     for (const auto& m : of_kind(events, "metric"))

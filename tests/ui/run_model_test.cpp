@@ -100,14 +100,14 @@ TEST(RunModel, ProgressEpochEtaAndTheEndOfARun) {
     EXPECT_DOUBLE_EQ(p.eta_s, 532);
     EXPECT_EQ(p.state, "running");
     EXPECT_EQ(p.alarms, QStringList{"gpu_hot: GPU at 91 C"});
-    EXPECT_EQ(model.progress_text(run), "step 120/1600 · epoch 4/100 · 41.2 it/s · ETA 8m 52s");
+    EXPECT_EQ(model.progress_text(run), "step 120/1600 · epoch 3/100 · 41.2 it/s · ETA 8m 52s");
     EXPECT_FALSE(changes.succeeded);
     EXPECT_EQ(changes.log.size(), 2);  // the state and the alarm
 
     changes = model.apply(run, {numbered(make_status("succeeded", "finished"), 3)});
     EXPECT_TRUE(changes.succeeded);
     EXPECT_EQ(model.progress(run).reason, "finished");
-    EXPECT_EQ(model.progress_text(run), "step 120/1600 · epoch 4/100 · 41.2 it/s");  // no ETA
+    EXPECT_EQ(model.progress_text(run), "step 120/1600 · epoch 3/100 · 41.2 it/s");  // no ETA
     EXPECT_EQ(format_duration(3725), "1h 02m");
     EXPECT_EQ(format_duration(2 * 86400 + 4 * 3600), "2d 4h");
     EXPECT_EQ(format_duration(185), "3m 05s");

@@ -171,7 +171,7 @@ TEST(RunMonitor, ProgressEtaStateAndAlarms) {
     monitor.apply_events(r, events);
     monitor.redraw_now();
     EXPECT_EQ(monitor.progress(r).step, 120);
-    EXPECT_EQ(monitor.progress_text(), "step 120/1600 · epoch 4/100 · 41.2 it/s · ETA 8m 52s");
+    EXPECT_EQ(monitor.progress_text(), "step 120/1600 · epoch 3/100 · 41.2 it/s · ETA 8m 52s");
     EXPECT_EQ(monitor.progress(r).alarms.size(), 1);
     EXPECT_TRUE(monitor.log_text().contains("loss is NaN"));
     Event failed = make_status("failed", "out of memory at batch 64");
@@ -280,6 +280,39 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     EXPECT_EQ(calls[1], "/v1/jobs/job1/resume Bearer secret-token");
     EXPECT_EQ(calls[2], "/v1/jobs/job1/cancel Bearer secret-token");
     EXPECT_TRUE(monitor.log_text().contains("cancel accepted"));
+}
+
+// Pause, Resume and Cancel are offered only where the run's state allows them (the rules of
+// core/base/job_state.h, which the agent's scheduler follows too): a finished run offers none.
+TEST(RunMonitor, ControlsFollowTheRunsState) {
+    RunMonitor monitor;
+    auto* pause = monitor.findChild<QPushButton*>("pause");
+    auto* resume = monitor.findChild<QPushButton*>("resume");
+    auto* cancel = monitor.findChild<QPushButton*>("cancel");
+    ASSERT_TRUE(pause && resume && cancel);
+    net::RemoteEndpoint ep;
+    ep.url = "http://127.0.0.1:9";
+    monitor.set_remote_job(ep, "job1");
+    const int run = monitor.add_run("r");
+    auto enabled = [&] {
+        return std::vector<bool>{pause->isEnabled(), resume->isEnabled(), cancel->isEnabled()};
+    };
+    EXPECT_EQ(enabled(), (std::vector<bool>{true, true, true}));  // no state yet: the agent decides
+    std::int64_t seq = 0;
+    auto status = [&](const char* state) {
+        Event e = make_status(state);
+        e.seq = seq++;
+        monitor.apply_events(run, {e});
+    };
+    status("running");
+    EXPECT_EQ(enabled(), (std::vector<bool>{true, false, true}));
+    status("paused");
+    EXPECT_EQ(enabled(), (std::vector<bool>{false, true, true}));
+    status("interrupted");
+    EXPECT_EQ(enabled(), (std::vector<bool>{true, true, true}));
+    status("succeeded");
+    EXPECT_EQ(enabled(), (std::vector<bool>{false, false, false}));
+    EXPECT_EQ(cancel->toolTip(), "the run is succeeded");
 }
 
 // `sample` events fill the Samples tab, newest first: generated text as it is, pictures read from
