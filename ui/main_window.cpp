@@ -26,7 +26,9 @@
 #include <QTabWidget>
 #include <QTimer>
 #include <QTreeWidget>
+#include <QTreeWidgetItemIterator>
 #include <QUrl>
+#include <algorithm>
 #include <optional>
 
 #include "core/base/file_io.h"
@@ -320,6 +322,15 @@ QString MainWindow::status_text() const {
            QStringLiteral(" | ") + gpu_label_->text();
 }
 
+namespace {
+
+// "name [state]", as the tree lists a run.
+QString run_item_text(const store::RunInfo& run) {
+    return QString::fromStdString(run.setup.name + " [" + run.setup.state + "]");
+}
+
+}  // namespace
+
 void MainWindow::refresh_tree() {
     tree_->clear();
     if (!project_) {
@@ -343,8 +354,7 @@ void MainWindow::refresh_tree() {
                 0, qs(d.kind + " · " + d.format + " · version " + d.version_hash.substr(0, 12)));
         }
         for (const auto& r : store::list_runs(*project_)) {
-            auto* item = new QTreeWidgetItem(runs, {qs(r.setup.name) + QStringLiteral(" [") +
-                                                    qs(r.setup.state) + QStringLiteral("]")});
+            auto* item = new QTreeWidgetItem(runs, {run_item_text(r)});
             item->setData(0, kKindRole, QStringLiteral("run"));
             item->setData(0, kIdRole, QVariant::fromValue<qlonglong>(r.id));
             item->setToolTip(0, tr("%1 · %2 events").arg(qs(r.setup.task)).arg(r.events));
@@ -393,6 +403,24 @@ RunMonitor* MainWindow::open_run(std::int64_t run_id) {
     return open_runs({run_id});
 }
 
+void MainWindow::keep_events(std::int64_t run_id, const std::vector<Event>& events) {
+    if (!project_) return;
+    try {
+        store::append_events(*project_, run_id, events);
+        const bool status = std::any_of(events.begin(), events.end(), [](const Event& e) {
+            return e.kind == event_kind::kStatus;
+        });
+        if (!status) return;
+        const store::RunInfo info = store::get_run(*project_, run_id);
+        for (QTreeWidgetItemIterator it(tree_); *it; ++it)
+            if ((*it)->data(0, kKindRole) == QStringLiteral("run") &&
+                (*it)->data(0, kIdRole).toLongLong() == run_id)
+                (*it)->setText(0, run_item_text(info));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+}
+
 RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
     if (!project_ || run_ids.empty()) return nullptr;
     auto* monitor = new RunMonitor(tabs_);
@@ -405,22 +433,16 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             const int index = monitor->add_store_run(*project_, id, name);
             if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
                 info.setup.server.empty() && local_agent_ && local_agent_->ready())
-                monitor->follow_remote(index, local_agent_->endpoint(),
-                                       qs(info.setup.remote_job_id), info.last_seq,
-                                       [this, id](const std::vector<Event>& events) {
-                                           if (project_)
-                                               store::append_events(*project_, id, events);
-                                       });
+                monitor->follow_remote(
+                    index, local_agent_->endpoint(), qs(info.setup.remote_job_id), info.last_seq,
+                    [this, id](const std::vector<Event>& events) { keep_events(id, events); });
             if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
                 !info.setup.server.empty()) {
                 if (const auto s = find_server(info.setup.server)) {
                     // Live: new events are kept in the project and drawn.
-                    monitor->follow_remote(index, endpoint_for(*s), qs(info.setup.remote_job_id),
-                                           info.last_seq,
-                                           [this, id](const std::vector<Event>& events) {
-                                               if (project_)
-                                                   store::append_events(*project_, id, events);
-                                           });
+                    monitor->follow_remote(
+                        index, endpoint_for(*s), qs(info.setup.remote_job_id), info.last_seq,
+                        [this, id](const std::vector<Event>& events) { keep_events(id, events); });
                 }
             }
         }

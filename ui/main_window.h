@@ -91,6 +91,8 @@ class MainWindow : public QMainWindow {
     void set_theme(Theme theme);
     Theme theme() const { return theme_; }
     void refresh_tree();
+    // Keeps a followed run's new events in the project; a status among them shows in the tree.
+    void keep_events(std::int64_t run_id, const std::vector<Event>& events);
     void log(const QString& level, const QString& message);
 
   protected:

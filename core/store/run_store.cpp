@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_state.h"
 #include "core/store/packed_values.h"
 
 namespace crucible::store {
@@ -139,11 +140,24 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
         const double nan = std::numeric_limits<double>::quiet_NaN();
         std::string vals;
         std::int64_t last_seq = -1;
+        auto stored_before = db.prepare("SELECT last_seq FROM runs WHERE id = ?");
+        stored_before.bind(1, run_id);
+        const std::int64_t seq_before = stored_before.step() ? stored_before.column_int64(0) : -1;
+        std::int64_t status_seq = seq_before;
+        std::optional<JobState> status;
         for (const auto& e : events) {
             if (add_event.bind_all(run_id, e.seq, e.t, e.kind, event_to_line(e)).run() == 0)
                 continue;  // this seq is stored already
             ++stored;
             last_seq = std::max(last_seq, e.seq);
+            if (e.kind == event_kind::kStatus && e.seq > status_seq) {
+                const auto state = e.fields.find("state");
+                if (state != e.fields.end() && state->is_string())
+                    if (const auto known = try_parse_job_state(state->get<std::string>())) {
+                        status = known;
+                        status_seq = e.seq;
+                    }
+            }
             if (e.kind != event_kind::kMetric && e.kind != event_kind::kEval) continue;
             auto values = e.fields.find("values");
             if (values == e.fields.end() || !values->is_object()) continue;
@@ -167,6 +181,10 @@ std::size_t append_events(Project& project, std::int64_t run_id, const std::vect
                   "UPDATE runs SET event_count = event_count + ?, last_seq = max(last_seq, ?) "
                   "WHERE id = ?")
                 .bind_all(static_cast<std::int64_t>(stored), last_seq, run_id)
+                .run();
+        if (status)
+            db.prepare("UPDATE runs SET state = ?, updated_at = ? WHERE id = ?")
+                .bind_all(std::string(job_state_name(*status)), unix_time_now(), run_id)
                 .run();
         tx.commit();
     } catch (...) {

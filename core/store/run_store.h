@@ -40,7 +40,9 @@ std::vector<RunInfo> list_runs(Project& project);
 RunInfo get_run(Project& project, std::int64_t run_id);  // InputError when missing
 
 // Stores events in one transaction; an event whose (run, seq) is already stored is skipped, so
-// replaying a stream after a reconnect stores each event once. Returns how many were new.
+// replaying a stream after a reconnect stores each event once. Returns how many were new. The
+// run's state follows its newest status event (a known job state, newer than every event stored
+// before), so the project, the studio's tree and `crucible project runs` say what happened.
 std::size_t append_events(Project& project, std::int64_t run_id, const std::vector<Event>& events);
 // Events with seq > after_seq, in seq order, as received (rollbacks included); at most
 // `max_events` of them when it is not negative, so a long run can be read in slices.

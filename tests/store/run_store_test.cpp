@@ -172,6 +172,28 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
     EXPECT_EQ(r.setup.dataset_hash, imported.version_hash);
 }
 
+// A run's state follows its newest status event, as the agent's stream or the worker's file
+// delivers it; an older status replayed later, or one with an unknown state, changes nothing.
+TEST_F(RunFixture, StateFollowsTheNewestStatusEvent) {
+    auto status = [](std::int64_t seq, const std::string& state) {
+        Event e = make_status(state);
+        e.seq = seq;
+        return e;
+    };
+    EXPECT_EQ(get_run(*p, run).setup.state, "draft");
+    append_events(*p, run, {status(0, "running"), metric(1, 1, 0.5)});
+    EXPECT_EQ(get_run(*p, run).setup.state, "running");
+    append_events(*p, run, {status(5, "paused"), status(3, "running")});  // newest by seq wins
+    EXPECT_EQ(get_run(*p, run).setup.state, "paused");
+    append_events(*p, run, {status(4, "failed")});  // older than what is stored
+    EXPECT_EQ(get_run(*p, run).setup.state, "paused");
+    Event odd = status(9, "exploded");
+    append_events(*p, run, {odd});
+    EXPECT_EQ(get_run(*p, run).setup.state, "paused");
+    append_events(*p, run, {status(10, "succeeded")});
+    EXPECT_EQ(list_runs(*p).front().setup.state, "succeeded");
+}
+
 TEST_F(RunFixture, LegacyServersAreReadRenamedAndForgotten) {
     // Projects of schema version 3 kept their servers themselves; the studio moves them into
     // the user's registry once (ui/server_access.h) through these calls.

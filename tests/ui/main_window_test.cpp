@@ -91,6 +91,14 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
     ASSERT_NE(monitor->series(0).find("train/loss"), nullptr);
     EXPECT_EQ(monitor->series(0).find("train/loss")->size(), 30u);
 
+    // A followed run's events are kept, and its state in the tree follows their status.
+    EXPECT_EQ(runs->child(1)->text(0), "bigger batch [draft]");
+    Event running = make_status("running");
+    running.seq = 0;
+    window.keep_events(ids[1], {running});
+    EXPECT_EQ(runs->child(1)->text(0), "bigger batch [running]");
+    EXPECT_EQ(store::get_run(*window.project(), ids[1]).events, 1);
+
     // Two selected runs open together in one monitor.
     runs->child(0)->setSelected(true);
     runs->child(1)->setSelected(true);
