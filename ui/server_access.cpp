@@ -20,8 +20,9 @@ void add_server(const std::string& name, const std::string& url, const std::stri
     if (name.empty()) throw InputError("name", "give the server a name");
     const auto file = net::default_remotes_file();
     auto registry = net::RemoteConfig::load(file);
-    registry.add({name, url, fingerprint});  // validates; a taken name is refused
-    if (!token.empty()) SecretStore::open_default()->put(net::remote_secret_key(url), token);
+    const net::RemoteEntry entry{name, url, fingerprint};
+    registry.add(entry);  // validates; a taken name is refused
+    if (!token.empty()) net::set_remote_token(entry, token);
     registry.save(file);
 }
 

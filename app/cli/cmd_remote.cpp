@@ -110,7 +110,6 @@ int run_add(const std::vector<std::string>& words) {
         }
     }
     net::validate_remote(entry);
-    auto secrets = SecretStore::open_default();
     if (!token.empty()) {
         // Check the token before storing anything: a typo should fail here, not at first use.
         net::ApiClient client({entry.url, token, entry.fingerprint});
@@ -118,8 +117,8 @@ int run_add(const std::vector<std::string>& words) {
         std::printf("Connected: crucible-agent %s, %zu tasks, %zu GPUs\n",
                     info.version.empty() ? "?" : info.version.c_str(), info.tasks.size(),
                     info.gpus.gpus.size());
-        secrets->put(net::remote_secret_key(entry.url), token);
-    } else if (!secrets->get(net::remote_secret_key(entry.url))) {
+        net::set_remote_token(entry, token);
+    } else if (!net::remote_token(entry)) {
         std::fprintf(stderr,
                      "warning: no token given; add one later with crucible remote rm %s and "
                      "crucible remote add %s %s --token TOKEN\n",
@@ -139,9 +138,8 @@ int run_ls(const std::vector<std::string>& words) {
         std::printf("no remotes (add one with: crucible remote add NAME URL --token TOKEN)\n");
         return 0;
     }
-    auto secrets = SecretStore::open_default();
     for (const auto& r : config.remotes()) {
-        bool has_token = secrets->get(net::remote_secret_key(r.url)).has_value();
+        const bool has_token = net::remote_token(r).has_value();
         std::printf("%-16s %-32s %s%s\n", r.name.c_str(), r.url.c_str(),
                     has_token ? "token stored" : "NO TOKEN",
                     r.fingerprint.empty()
@@ -152,8 +150,7 @@ int run_ls(const std::vector<std::string>& words) {
 }
 
 int run_rm(const std::vector<std::string>& words) {
-    CLI::App app{"Forgets an agent and, when no other remote uses its URL, its token.",
-                 "crucible remote rm"};
+    CLI::App app{"Forgets an agent and its token.", "crucible remote rm"};
     std::string name;
     add_remote(app, name);
     if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
@@ -162,10 +159,7 @@ int run_rm(const std::vector<std::string>& words) {
     const auto entry = config.require(name);
     config.remove(entry.name);
     config.save(file);
-    bool url_still_used = false;
-    for (const auto& r : config.remotes())
-        url_still_used = url_still_used || r.url == entry.url;
-    if (!url_still_used) SecretStore::open_default()->remove(net::remote_secret_key(entry.url));
+    net::set_remote_token(entry, "");  // its own token goes with it; other entries keep theirs
     std::printf("Removed remote '%s'\n", entry.name.c_str());
     return 0;
 }

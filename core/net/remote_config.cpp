@@ -22,8 +22,33 @@ bool valid_name(const std::string& name) {
 
 }  // namespace
 
-std::string remote_secret_key(const std::string& url) {
+std::string remote_secret_key(const RemoteEntry& entry) {
+    return "remote:" + entry.name;
+}
+
+std::string legacy_remote_secret_key(const std::string& url) {
     return "agent:" + url;
+}
+
+std::optional<std::string> remote_token(const RemoteEntry& entry) {
+    auto secrets = SecretStore::open_default();
+    if (auto token = secrets->get(remote_secret_key(entry))) return token;
+    const auto legacy = secrets->get(legacy_remote_secret_key(entry.url));
+    if (!legacy) return std::nullopt;
+    const RemoteConfig registry = RemoteConfig::load(default_remotes_file());
+    for (const auto& other : registry.remotes())
+        if (other.name != entry.name && other.url == entry.url) return std::nullopt;
+    secrets->put(remote_secret_key(entry), *legacy);
+    secrets->remove(legacy_remote_secret_key(entry.url));
+    return legacy;
+}
+
+void set_remote_token(const RemoteEntry& entry, const std::string& token) {
+    auto secrets = SecretStore::open_default();
+    if (token.empty())
+        secrets->remove(remote_secret_key(entry));
+    else
+        secrets->put(remote_secret_key(entry), token);
 }
 
 void validate_remote(const RemoteEntry& entry) {
@@ -137,10 +162,7 @@ std::filesystem::path default_remotes_file() {
 }
 
 RemoteEndpoint endpoint_for(const RemoteEntry& entry) {
-    RemoteEndpoint ep{entry.url, "", entry.fingerprint};
-    if (auto token = SecretStore::open_default()->get(remote_secret_key(entry.url)))
-        ep.token = *token;
-    return ep;
+    return {entry.url, remote_token(entry).value_or(""), entry.fingerprint};
 }
 
 }  // namespace crucible::net

@@ -1,8 +1,8 @@
 #pragma once
 // The one registry of agents a user knows, for the CLI (`crucible remote ...`) and the studio
 // alike: <user_config_dir()>/remotes.json holds each remote's name, URL and pinned certificate
-// fingerprint. Tokens are never stored here; they live in the SecretStore under
-// remote_secret_key(url).
+// fingerprint. Tokens are never stored here; they live in the SecretStore, one per entry
+// (remote_secret_key), so two entries for one URL (two users of one agent) keep their own.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -19,8 +19,17 @@ struct RemoteEntry {
     std::string fingerprint;  // "AB:CD:..." for https; empty for http
 };
 
-// The SecretStore key of a remote's token: "agent:" + url.
-std::string remote_secret_key(const std::string& url);
+// The SecretStore key of a remote's token: "remote:" + its name (names are unique).
+std::string remote_secret_key(const RemoteEntry& entry);
+// Where tokens were kept before, one per URL: "agent:" + url. Read only to adopt them.
+std::string legacy_remote_secret_key(const std::string& url);
+
+// The entry's token from the default SecretStore. A token kept under the legacy per-URL key is
+// adopted (moved to the entry's key) when no other entry of the default registry has that URL;
+// when several do, it belonged to whichever was added last, so none takes it.
+std::optional<std::string> remote_token(const RemoteEntry& entry);
+// Stores (or, for an empty token, removes) the entry's token.
+void set_remote_token(const RemoteEntry& entry, const std::string& token);
 
 // Throws InputError naming the field when the entry is unusable: bad name, a URL that
 // parse_url rejects or that carries a path, https without a fingerprint, http with one.
@@ -51,7 +60,7 @@ class RemoteConfig {
 // <user_config_dir()>/remotes.json
 std::filesystem::path default_remotes_file();
 
-// The endpoint of a remote, with its token from the default SecretStore (empty when none).
+// The endpoint of a remote, with its token (remote_token; empty when none).
 RemoteEndpoint endpoint_for(const RemoteEntry& entry);
 
 }  // namespace crucible::net

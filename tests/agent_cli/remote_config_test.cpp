@@ -4,8 +4,10 @@
 
 #include <fstream>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/secret_store.h"
 #include "core/net/remote_config.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,7 +60,7 @@ TEST_F(RemoteConfigTest, MissingFileIsEmptyAndRoundTripKeepsEntries) {
     EXPECT_EQ(text.find("token"), std::string::npos);
     for (const auto& e : std::filesystem::directory_iterator(file.parent_path()))
         EXPECT_EQ(e.path().filename(), "remotes.json");
-    EXPECT_EQ(remote_secret_key("https://gpu1.lan:7443"), "agent:https://gpu1.lan:7443");
+    EXPECT_EQ(remote_secret_key({"gpu1", "https://gpu1.lan:7443", kFp}), "remote:gpu1");
 }
 
 TEST_F(RemoteConfigTest, AddRemoveAndDuplicates) {
@@ -143,4 +145,42 @@ TEST_F(RemoteConfigTest, HostileFilesAreRejectedWithTheFileAndEntryNamed) {
         big << "]}";
     }
     EXPECT_FALSE(load_error().empty());
+}
+
+// Tokens are kept per entry: two entries for one agent (two users of it) keep their own token,
+// and removing one leaves the other's. A token kept per URL by an older version is adopted by
+// the one entry with that URL, and by none when several share it (whose it was is unknown).
+TEST_F(RemoteConfigTest, TwoEntriesForOneUrlKeepTheirOwnTokens) {
+    set_environment_variable("CRUCIBLE_CONFIG_DIR", path_to_utf8(dir));
+    struct Unset {
+        ~Unset() { set_environment_variable("CRUCIBLE_CONFIG_DIR", ""); }
+    } unset;
+    RemoteConfig cfg;
+    const RemoteEntry alice{"alice", "http://127.0.0.1:7443", ""};
+    const RemoteEntry bob{"bob", "http://127.0.0.1:7443", ""};
+    cfg.add(alice);
+    cfg.add(bob);
+    cfg.save(default_remotes_file());
+    set_remote_token(alice, "token-a");
+    set_remote_token(bob, "token-b");
+    EXPECT_EQ(endpoint_for(alice).token, "token-a");
+    EXPECT_EQ(endpoint_for(bob).token, "token-b");
+    set_remote_token(bob, "");
+    EXPECT_FALSE(remote_token(bob).has_value());
+    EXPECT_EQ(endpoint_for(alice).token, "token-a");
+
+    // A per-URL token of an older version: ambiguous while two entries share the URL...
+    auto secrets = SecretStore::open_default();
+    secrets->put(legacy_remote_secret_key("http://127.0.0.1:9"), "old-token");
+    RemoteConfig two;
+    two.add({"one", "http://127.0.0.1:9", ""});
+    two.add({"two", "http://127.0.0.1:9", ""});
+    two.save(default_remotes_file());
+    EXPECT_FALSE(remote_token({"one", "http://127.0.0.1:9", ""}).has_value());
+    // ...and adopted by the entry left alone with it.
+    two.remove("two");
+    two.save(default_remotes_file());
+    EXPECT_EQ(remote_token({"one", "http://127.0.0.1:9", ""}).value_or(""), "old-token");
+    EXPECT_FALSE(secrets->get(legacy_remote_secret_key("http://127.0.0.1:9")).has_value());
+    EXPECT_EQ(secrets->get("remote:one").value_or(""), "old-token");
 }

@@ -73,8 +73,12 @@ TEST(Servers, OneRegistryWithTheCliTokensInTheSecretStore) {
     ASSERT_EQ(list_servers().size(), 1u);
     EXPECT_EQ(net::endpoint_for(list_servers()[0]).token, "tok-123");
     EXPECT_EQ(
-        SecretStore::open_default()->get(net::remote_secret_key("http://127.0.0.1:9")).value_or(""),
+        SecretStore::open_default()->get(net::remote_secret_key(list_servers()[0])).value_or(""),
         "tok-123");
+    // A second entry for the same agent keeps its own token (two users of one agent).
+    add_server("gpu-bob", "http://127.0.0.1:9", "tok-bob", "");
+    EXPECT_EQ(net::endpoint_for(*find_server("gpu")).token, "tok-123");
+    EXPECT_EQ(net::endpoint_for(*find_server("gpu-bob")).token, "tok-bob");
     project.reset();
     std::ifstream in(dir / "p.crucible", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
