@@ -74,6 +74,7 @@ void GpuPicker::set_endpoint(std::optional<net::RemoteEndpoint> endpoint) {
     endpoint_ = std::move(endpoint);
     ++generation_;
     busy_ = false;
+    refused_ = false;
     known_ = false;
     listing_ = {};
     show_listing();
@@ -84,20 +85,51 @@ void GpuPicker::set_refresh_interval(int ms) {
     timer_->setInterval(ms);
 }
 
+namespace {
+
+// A GPU listing, or the server's refusal of the token (told apart from other failures, which
+// arrive as errors).
+struct GpuAnswer {
+    net::GpuReport report;
+    QString refusal;
+};
+
+}  // namespace
+
 void GpuPicker::refresh() {
-    if (!endpoint_ || busy_) return;
+    if (!endpoint_ || busy_ || refused_) return;
     busy_ = true;
     const int generation = generation_;
     const net::RemoteEndpoint endpoint = *endpoint_;
-    run_in_background<net::GpuReport>(
-        this, [endpoint] { return net::ApiClient(endpoint).gpus(); },
-        [this, generation](net::GpuReport listing, QString error) {
+    run_in_background<GpuAnswer>(
+        this,
+        [endpoint] {
+            GpuAnswer answer;
+            try {
+                answer.report = net::ApiClient(endpoint).gpus();
+            } catch (const net::ApiError& e) {
+                const QString why = QString::fromUtf8(e.what());
+                if (e.kind() == net::ApiErrorKind::RateLimited)
+                    answer.refusal =
+                        tr("this address is slowed down after wrong tokens: %1").arg(why);
+                else if (e.kind() == net::ApiErrorKind::Unauthorized ||
+                         e.kind() == net::ApiErrorKind::Forbidden)
+                    answer.refusal = tr("the server refused the token: %1").arg(why);
+                else
+                    throw;
+            }
+            return answer;
+        },
+        [this, generation](GpuAnswer answer, QString error) {
             if (generation != generation_) return;  // asked of a server no longer selected
             busy_ = false;
-            if (!error.isEmpty()) {
+            refused_ = !answer.refusal.isEmpty();
+            if (refused_) {
+                show_error(answer.refusal);
+            } else if (!error.isEmpty()) {
                 show_error(error);
             } else {
-                listing_ = std::move(listing);
+                listing_ = std::move(answer.report);
                 known_ = true;
                 show_listing();
             }

@@ -73,6 +73,9 @@ class GpuPicker : public QWidget {
     int generation_ = 0;  // answers for an endpoint that was replaced are dropped
     bool busy_ = false;
     bool known_ = false;
+    // The server refused this endpoint's token (or slows down its address): no more asking on
+    // the timer until the endpoint changes, so a wrong token is not sent again and again.
+    bool refused_ = false;
     bool cpu_chosen_ = false;        // the person's choice; "CPU only" servers show CPU regardless
     std::optional<int> pinned_gpu_;  // "GPU <n> only", while that GPU is listed
     net::GpuReport listing_;

@@ -1,7 +1,10 @@
 #include "core/net/http_server.h"
 
+#include <algorithm>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/sha256.h"
 #include "core/net/api_version.h"
 
 namespace crucible::net {
@@ -133,11 +136,12 @@ bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res) 
         std::lock_guard lock(failures_mutex_);
         auto it = failures_.find(req.remote_addr);
         if (it != failures_.end()) {
-            if (now - it->second.second > options_.auth_failure_window)
+            if (now - it->second.first > options_.auth_failure_window)
                 failures_.erase(it);
-            else if (it->second.first >= options_.max_auth_failures) {
+            else if (static_cast<int>(it->second.wrong_tokens.size()) >=
+                     options_.max_auth_failures) {
                 auto wait = std::chrono::duration_cast<std::chrono::seconds>(
-                    options_.auth_failure_window - (now - it->second.second));
+                    options_.auth_failure_window - (now - it->second.first));
                 res.set_header("Retry-After", std::to_string(wait.count()));
                 send_error(res, 429, "too_many_failures",
                            "too many failed logins from this address; retry in " +
@@ -150,13 +154,16 @@ bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res) 
     std::optional<std::string> who;
     if (header.rfind("Bearer ", 0) == 0) who = tokens_->verify(header.substr(7));
     if (!who) {
-        // Only wrong tokens count towards the slow-down: a missing header is a client that is
-        // not set up yet, not someone guessing.
+        // Only distinct wrong tokens count towards the slow-down: a missing header is a client
+        // that is not set up yet, and the same wrong token again is a stale one, not a guess.
         if (!header.empty()) {
+            const std::string hash = sha256_hex(header);
             std::lock_guard lock(failures_mutex_);
             auto& f = failures_[req.remote_addr];
-            if (f.first == 0) f.second = now;
-            ++f.first;
+            if (f.wrong_tokens.empty()) f.first = now;
+            if (std::find(f.wrong_tokens.begin(), f.wrong_tokens.end(), hash) ==
+                f.wrong_tokens.end())
+                f.wrong_tokens.push_back(hash);
         }
         if (audit_) audit_("-", "auth_failed", req.remote_addr + " " + req.method + " " + req.path);
         res.set_header("WWW-Authenticate", "Bearer");

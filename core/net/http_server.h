@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/base/json.h"
 #include "core/net/api_routes.h"
@@ -31,7 +32,10 @@ struct HttpServerOptions {
     std::chrono::seconds read_timeout{30};
     std::chrono::seconds write_timeout{30};
     std::size_t payload_limit = 64u << 20;  // request bodies (blob chunks are streamed under it)
-    int max_auth_failures = 5;              // per address within auth_failure_window
+    // Distinct wrong tokens per address within auth_failure_window: a guesser is slowed down
+    // after this many guesses, while a client that repeats one stale token (a studio polling
+    // with an old one) never locks out the other users of its address.
+    int max_auth_failures = 5;
     std::chrono::seconds auth_failure_window{300};
     bool allow_plain_http_off_loopback = false;  // only with the explicit --insecure
 };
@@ -83,7 +87,11 @@ class HttpServer {
     int port_ = 0;
     std::thread thread_;
     std::mutex failures_mutex_;
-    std::map<std::string, std::pair<int, std::chrono::steady_clock::time_point>> failures_;
+    struct AuthFailures {
+        std::vector<std::string> wrong_tokens;  // SHA-256 of each distinct wrong token
+        std::chrono::steady_clock::time_point first;
+    };
+    std::map<std::string, AuthFailures> failures_;  // by remote address
 };
 
 }  // namespace crucible::net

@@ -73,11 +73,21 @@ struct FakeAgent {
     Json report;
     std::vector<std::string> jobs;
     std::atomic<int> gpu_calls{0};
+    std::atomic<int> gpu_status{200};  // another status answers with the agent's error body
     int port = 0;
     test_support::LoopbackServer http;  // last: stopped before the members its routes use
     explicit FakeAgent(Json r) : report(std::move(r)) {
         http.on(net::routes::kGpus, [this](const httplib::Request&, httplib::Response& res) {
             ++gpu_calls;
+            if (gpu_status != 200) {
+                res.status = gpu_status;
+                res.set_content(
+                    gpu_status == 401
+                        ? R"({"error":{"code":"unauthorized","message":"invalid token"}})"
+                        : R"({"error":{"code":"too_many_failures","message":"retry in 9 s"}})",
+                    "application/json");
+                return;
+            }
             std::lock_guard<std::mutex> lock(mutex);
             res.set_content(report.dump(), "application/json");
         });
@@ -164,6 +174,32 @@ TEST(GpuPicker, ListsTheServersGpusWithLiveFreeMemory) {
     picker.choose_cpu(true);
     EXPECT_FALSE(picker.use_gpu());
     EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
+}
+
+// A wrong token is said as such, and not sent again on every refresh (each try would count
+// against the address at the agent); another token asks again. A slowed-down address is told
+// apart from a wrong token.
+TEST(GpuPicker, ARefusedTokenIsSaidAndNotSentAgain) {
+    FakeAgent agent(gpu_report(1 * kGiB));
+    agent.gpu_status = 401;
+    GpuPicker picker(nullptr, 30);
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "wrong", ""});
+    picker.show();
+    ASSERT_TRUE(uitest::wait_for([&] {
+        return picker.status_text().contains("refused the token");
+    })) << picker.status_text().toStdString();
+    EXPECT_TRUE(picker.status_text().contains("invalid token"))
+        << picker.status_text().toStdString();
+    QTest::qWait(300);  // ten refresh periods
+    EXPECT_EQ(agent.gpu_calls.load(), 1);
+    agent.gpu_status = 429;
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "another", ""});
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.status_text().contains("slowed down"); }))
+        << picker.status_text().toStdString();
+    EXPECT_EQ(agent.gpu_calls.load(), 2);
+    agent.gpu_status = 200;
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "right", ""});
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }));
 }
 
 TEST(GpuPicker, ServerWithoutGpusIsCpuOnlyAndUnknownIsSaid) {
