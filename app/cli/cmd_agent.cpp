@@ -15,6 +15,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/jobs/gpu_inventory.h"
+#include "core/net/tls.h"
 #include "core/net/token_store.h"
 
 namespace crucible::cli {
@@ -194,6 +195,17 @@ int run_doctor(const std::vector<std::string>& args) {
             net::TokenStore store(dir / "tokens.json");
             auto n = store.list().size();
             std::printf("Data folder:         %s (%zu tokens)\n", data.c_str(), n);
+            // What a client's first contact shows, to compare (the studio's trust dialog and
+            // crucible remote add point here).
+            const auto cert = net::self_signed_certificate_paths(dir).cert;
+            if (std::filesystem::exists(cert, ec))
+                std::printf("TLS fingerprint:     %s (SHA-256 of %s)\n",
+                            net::certificate_fingerprint_file(cert).c_str(),
+                            path_to_utf8(cert).c_str());
+            else
+                std::printf(
+                    "TLS fingerprint:     none yet (the agent makes its certificate on "
+                    "first start off loopback; with --cert, compare that file's)\n");
             if (n == 0)
                 fixes.push_back(
                     "no access tokens: create one with crucible agent token create "

@@ -43,22 +43,17 @@ void print_command_usage(const engine::TaskCommand& command, const std::string& 
 int run_command(const engine::TaskCommand& command, const std::string& prefix,
                 const std::vector<std::string>& words) {
     const OptionSchema schema = command.options();
-    CLI::App app{command.summary, prefix};
-    app.set_help_flag();  // our own: the schema's groups, defaults and choices
-    bool help = false;
-    app.add_flag("-h,--help", help, "this help");
-    SchemaFlags flags(app, schema);
-    std::vector<std::string> extras;
-    const bool help_word = !words.empty() && is_help(words[0]);
-    if (!words.empty() && !help_word) parse_words(app, words, &extras);
-    if (words.empty() || help || help_word) {
+    if (words.empty()) {
         print_command_usage(command, prefix, schema);
-        return words.empty() ? 2 : 0;
+        return 2;
     }
-    std::vector<std::string> key_values = flags.key_values();
-    for (auto& word : schema_words(schema, extras, command.positionals))
-        key_values.push_back(std::move(word));
-    return command.run(schema.resolve(schema.parse_key_values(key_values)));
+    CLI::App app{command.summary, prefix};
+    const SchemaWords read = read_schema_words(app, schema, words, command.positionals);
+    if (read.help) {
+        print_command_usage(command, prefix, schema);
+        return 0;
+    }
+    return command.run(read.options);
 }
 
 // The tasks that answer `verb`, as "detect (detect.yolo), llm (llm.lora)".

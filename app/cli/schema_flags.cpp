@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/cli/cli_parser.h"
 #include "core/base/error.h"
 
 namespace crucible::cli {
@@ -47,6 +48,27 @@ std::vector<std::string> schema_words(const OptionSchema& schema,
             throw InputError(word, "unexpected argument (see --help)");
         }
     }
+    return out;
+}
+
+SchemaWords read_schema_words(CLI::App& app, const OptionSchema& schema,
+                              const std::vector<std::string>& words,
+                              const std::vector<std::string>& positionals) {
+    SchemaWords out;
+    app.set_help_flag();  // the caller's own help: the schema's groups, defaults and choices
+    app.add_flag("-h,--help", out.help, "this help");
+    SchemaFlags flags(app, schema);
+    if (!words.empty() && words[0] == "help") {
+        out.help = true;
+        return out;
+    }
+    std::vector<std::string> extras;
+    parse_words(app, words, &extras);
+    if (out.help) return out;
+    std::vector<std::string> key_values = flags.key_values();
+    for (auto& word : schema_words(schema, extras, positionals))
+        key_values.push_back(std::move(word));
+    out.options = schema.resolve(schema.parse_key_values(key_values));
     return out;
 }
 

@@ -39,6 +39,18 @@ std::vector<std::string> schema_words(const OptionSchema& schema,
                                       const std::vector<std::string>& words,
                                       const std::vector<std::string>& positionals);
 
+// A command's words read against `schema` in one go: `app` gets -h/--help (the caller prints
+// the help, with print_schema_options), a flag per schema option, and the command's own flags
+// the caller added; what is left goes through schema_words. `options` is resolved (defaults
+// filled in, every value checked); `help` is set instead for -h, --help or a first word "help".
+struct SchemaWords {
+    bool help = false;
+    Json options;
+};
+SchemaWords read_schema_words(CLI::App& app, const OptionSchema& schema,
+                              const std::vector<std::string>& words,
+                              const std::vector<std::string>& positionals = {});
+
 // The schema's options by group (in the order groups first appear) with their defaults, choices
 // and help, as --help shows them.
 void print_schema_options(const OptionSchema& schema);

@@ -93,8 +93,8 @@ AgentService::AgentService(AgentConfig config)
     const bool loopback = net::is_loopback_host(config_.host);
     if (!config_.cert_file.empty() || (!loopback && !config_.insecure)) {
         if (config_.cert_file.empty()) {
-            auto paths =
-                net::ensure_self_signed_certificate(config_.data_dir / "tls", config_.host);
+            auto paths = net::ensure_self_signed_certificate(
+                net::self_signed_certificate_paths(config_.data_dir), config_.host);
             config_.cert_file = paths.cert;
             config_.key_file = paths.key;
         }

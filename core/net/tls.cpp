@@ -40,13 +40,16 @@ void add_extension(X509* cert, int nid, const std::string& value) {
 
 }  // namespace
 
-CertificatePaths ensure_self_signed_certificate(const std::filesystem::path& folder,
+CertificatePaths self_signed_certificate_paths(const std::filesystem::path& data_dir) {
+    return {data_dir / "tls" / "agent-cert.pem", data_dir / "tls" / "agent-key.pem"};
+}
+
+CertificatePaths ensure_self_signed_certificate(const CertificatePaths& paths,
                                                 const std::string& host) {
-    CertificatePaths paths{folder / "agent-cert.pem", folder / "agent-key.pem"};
     std::error_code ec;
     if (std::filesystem::exists(paths.cert, ec) && std::filesystem::exists(paths.key, ec))
         return paths;
-    std::filesystem::create_directories(folder);
+    std::filesystem::create_directories(paths.cert.parent_path());
 
     PkeyPtr key(EVP_EC_gen("P-256"));
     if (!key) throw Error("TLS: cannot generate an EC key");

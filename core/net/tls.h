@@ -11,9 +11,13 @@ struct CertificatePaths {
     std::filesystem::path key;   // PEM, owner-only
 };
 
+// Where an agent with data folder `data_dir` keeps the certificate it makes itself:
+// <data>/tls/agent-cert.pem and agent-key.pem.
+CertificatePaths self_signed_certificate_paths(const std::filesystem::path& data_dir);
+
 // Creates an EC P-256 key and a self-signed certificate (10 years, CN and subjectAltName =
 // host names given + localhost + 127.0.0.1) unless both files exist. Returns the paths.
-CertificatePaths ensure_self_signed_certificate(const std::filesystem::path& folder,
+CertificatePaths ensure_self_signed_certificate(const CertificatePaths& paths,
                                                 const std::string& host);
 
 // "AB:CD:..." SHA-256 over the DER encoding of the certificate in a PEM file / PEM text.

@@ -494,7 +494,8 @@ TEST_F(AgentFixture, AnExitCodeWithoutAFinalStatusIsStillAFailureNamedByTheCode)
 TEST(AgentTls, PinnedFingerprintIsRequired) {
     auto data = fresh_dir("tls");
     auto config = fake_agent_config(data);
-    auto paths = net::ensure_self_signed_certificate(data / "tls", "127.0.0.1");
+    auto paths =
+        net::ensure_self_signed_certificate(net::self_signed_certificate_paths(data), "127.0.0.1");
     config.cert_file = paths.cert;
     config.key_file = paths.key;
     jobs::AgentService agent(config);
@@ -508,7 +509,8 @@ TEST(AgentTls, PinnedFingerprintIsRequired) {
     EXPECT_TRUE(good.jobs().empty());
     EXPECT_TRUE(good.info().tls);
     // Another certificate (a different agent, or a man in the middle) is refused.
-    auto other = net::ensure_self_signed_certificate(data / "other", "127.0.0.1");
+    auto other = net::ensure_self_signed_certificate(
+        net::self_signed_certificate_paths(data / "other"), "127.0.0.1");
     net::ApiClient wrong({url, token, net::certificate_fingerprint_file(other.cert)});
     try {
         wrong.jobs();

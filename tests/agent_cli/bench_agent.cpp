@@ -73,7 +73,8 @@ struct Agent {
         c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
         c.threads = threads;
         if (with_tls) {
-            auto paths = net::ensure_self_signed_certificate(data / "tls", "127.0.0.1");
+            auto paths = net::ensure_self_signed_certificate(
+                net::self_signed_certificate_paths(data), "127.0.0.1");
             c.cert_file = paths.cert;
             c.key_file = paths.key;
         }

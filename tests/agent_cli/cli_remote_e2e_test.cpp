@@ -17,6 +17,7 @@
 #include "core/data/synth/synth.h"
 #include "core/jobs/child_process.h"
 #include "core/net/api_client.h"
+#include "core/net/tls.h"
 #include "core/net/token_store.h"
 #include "tests/support/free_port.h"
 #include "tests/support/temp_dir.h"
@@ -54,9 +55,10 @@ struct CliRemoteE2E : ::testing::Test {
         fs::remove_all(root);
     }
 
-    CliRun crucible(const std::vector<std::string>& args) {
+    CliRun crucible(const std::vector<std::string>& args,
+                    const std::string& program = CRUCIBLE_CLI_EXE) {
         jobs::ChildOptions o;
-        o.program = CRUCIBLE_CLI_EXE;
+        o.program = program;
         o.args = args;
         o.env["CRUCIBLE_CONFIG_DIR"] = path_to_utf8(config);
         o.working_dir = root;
@@ -285,5 +287,27 @@ TEST_F(CliRemoteE2E, RealYoloJobFollowedToTheEndAndBestDownloaded) {
     ASSERT_GT(bytes.size(), 1000000u);  // YOLOv8n: about 3 M parameters
     EXPECT_EQ(bytes[8], '{');           // a safetensors header follows the 8-byte length
     EXPECT_NE(bytes.find("crucible_yolo_scale"), std::string::npos);
+#endif
+}
+
+// The studio's trust dialog and `crucible remote add` ask the user to compare the fingerprint
+// with what `crucible agent doctor` prints on the server: it does print it.
+TEST_F(CliRemoteE2E, DoctorPrintsTheFingerprintClientsPin) {
+#ifndef CRUCIBLE_FULL_CLI_EXE
+    GTEST_SKIP() << "the full crucible CLI (with LibTorch) is not part of this build";
+#else
+    auto doctor = [&] {
+        return crucible({"agent", "doctor", "--data", path_to_utf8(data), "--nvml",
+                         "/nonexistent/libnvidia-ml.so.1"},
+                        CRUCIBLE_FULL_CLI_EXE);
+    };
+    auto none = doctor();
+    EXPECT_NE(none.out.find("TLS fingerprint:     none yet"), std::string::npos) << none.out;
+    const auto paths =
+        net::ensure_self_signed_certificate(net::self_signed_certificate_paths(data), "127.0.0.1");
+    auto r = doctor();
+    EXPECT_NE(r.out.find("TLS fingerprint:     " + net::certificate_fingerprint_file(paths.cert)),
+              std::string::npos)
+        << r.out;
 #endif
 }
