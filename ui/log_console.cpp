@@ -4,15 +4,15 @@
 #include <QMetaObject>
 #include <QThread>
 
+#include "ui/theme.h"
+
 namespace crucible::ui {
 
 LogConsole::LogConsole(QWidget* parent) : QPlainTextEdit(parent) {
     setReadOnly(true);
     setMaximumBlockCount(5000);
     setLineWrapMode(QPlainTextEdit::NoWrap);
-    QFont mono(QStringLiteral("monospace"));
-    mono.setStyleHint(QFont::Monospace);
-    setFont(mono);
+    setFont(fixed_width_font());
 }
 
 void LogConsole::append_line(const QString& level, const QString& message) {

@@ -26,6 +26,7 @@
 #include "ui/background.h"
 #include "ui/eval_panels.h"
 #include "ui/samples_panel.h"
+#include "ui/theme.h"
 
 namespace crucible::ui {
 
@@ -124,6 +125,7 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
     log_ = new QPlainTextEdit(tabs);
     log_->setReadOnly(true);
     log_->setMaximumBlockCount(20000);
+    log_->setFont(fixed_width_font());
     tabs->addTab(log_, tr("Log"));
     outer->addWidget(tabs, 1);
 

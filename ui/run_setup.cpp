@@ -112,14 +112,11 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     connect(create, &QPushButton::clicked, this, [this] { create_run(); });
     connect(submit_button, &QPushButton::clicked, this, [this] { submit(); });
     submit_ = submit_button;
-    auto enable_submit = [this] {
-        submit_->setEnabled(has_local_ || !server_->currentData().toString().isEmpty());
-    };
-    connect(server_, &QComboBox::currentIndexChanged, this, enable_submit);
+    connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_submit_button(); });
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_gpu_endpoint(); });
     connect(gpus_, &GpuPicker::choice_changed, this, [this] { device_to_form(); });
-    enable_submit();
+    update_submit_button();
     update_gpu_endpoint();
     connect(preset_, &QComboBox::activated, this, [this](int i) {
         if (!form_ || i <= 0 || !project_) return;
@@ -275,7 +272,14 @@ void RunSetupView::select_server(const QString& name) {
     server_->setCurrentIndex(std::max(0, server_->findData(name)));
 }
 
+void RunSetupView::update_submit_button() {
+    submit_->setEnabled(!submitting_ &&
+                        (has_local_ || !server_->currentData().toString().isEmpty()));
+    submit_->setText(submitting_ ? tr("Submitting…") : tr("Submit to server"));
+}
+
 std::int64_t RunSetupView::submit(const QString& name) {
+    if (submitting_) return -1;  // the button is disabled; a second call (a shortcut) too
     if (server_->currentData().toString().isEmpty() && !has_local_) {
         error_->setText(tr("choose a server to submit to (or run it here with the command)"));
         return -1;
@@ -301,6 +305,8 @@ std::int64_t RunSetupView::submit(const QString& name) {
         return -1;
     }
     store::update_run_state(*project_, run_id, "submitting");
+    submitting_ = true;
+    update_submit_button();
     // A remote server cannot read this computer's files: local files and folders named by path
     // options (pretrained weights, datasets) are uploaded first. The local agent reads them here.
     const Json schema = server ? net::find_task_schema(tasks_, run.setup.task) : Json();
@@ -312,6 +318,8 @@ std::int64_t RunSetupView::submit(const QString& name) {
             return client.submit(request);
         },
         [this, run_id](net::JobInfo job, QString error) {
+            submitting_ = false;
+            update_submit_button();
             const std::string job_id = error.isEmpty() ? job.id : std::string();
             if (!error.isEmpty() || job_id.empty()) {
                 const QString message =
@@ -334,7 +342,7 @@ namespace crucible::ui {
 void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
     local_ = endpoint;
     has_local_ = !endpoint.url.empty();
-    submit_->setEnabled(has_local_ || !server_->currentData().toString().isEmpty());
+    update_submit_button();
     update_gpu_endpoint();
 }
 

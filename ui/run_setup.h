@@ -77,6 +77,9 @@ class RunSetupView : public QWidget {
     net::RemoteEndpoint local_;
     bool has_local_ = false;
     QPushButton* submit_ = nullptr;
+    bool submitting_ = false;  // one submit at a time: no double submit while uploads run
+    // Submit is offered with somewhere to submit to and no submit under way.
+    void update_submit_button();
     OptionsForm* form_ = nullptr;
     QComboBox* task_ = nullptr;
     QComboBox* dataset_ = nullptr;

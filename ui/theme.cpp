@@ -1,6 +1,7 @@
 #include "ui/theme.h"
 
 #include <QApplication>
+#include <QFontDatabase>
 #include <QPalette>
 #include <QStyle>
 #include <QStyleFactory>
@@ -42,6 +43,10 @@ void apply_theme(QApplication& app, Theme theme) {
     p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 120, 120));
     p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(120, 120, 120));
     app.setPalette(p);
+}
+
+QFont fixed_width_font() {
+    return QFontDatabase::systemFont(QFontDatabase::FixedFont);
 }
 
 }  // namespace crucible::ui

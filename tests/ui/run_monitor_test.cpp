@@ -9,6 +9,7 @@
 #include <QFile>
 #include <QImage>
 #include <QListWidget>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QTest>
 #include <cmath>
@@ -20,8 +21,10 @@
 #include "core/store/run_store.h"
 #include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
+#include "ui/log_console.h"
 #include "ui/run_monitor.h"
 #include "ui/samples_panel.h"
+#include "ui/theme.h"
 
 using namespace crucible;
 using namespace crucible::ui;
@@ -280,6 +283,17 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     EXPECT_EQ(calls[1], "/v1/jobs/job1/resume Bearer secret-token");
     EXPECT_EQ(calls[2], "/v1/jobs/job1/cancel Bearer secret-token");
     EXPECT_TRUE(monitor.log_text().contains("cancel accepted"));
+}
+
+// Logs are in the system's fixed-width font, so their columns line up as in a terminal.
+TEST(RunMonitor, LogsUseTheFixedWidthFont) {
+    RunMonitor monitor;
+    LogConsole console;
+    const auto logs = monitor.findChildren<QPlainTextEdit*>();
+    ASSERT_FALSE(logs.isEmpty());
+    for (const QPlainTextEdit* log : logs)
+        EXPECT_EQ(log->font(), fixed_width_font()) << log->font().family().toStdString();
+    EXPECT_EQ(console.font(), fixed_width_font());
 }
 
 // Pause, Resume and Cancel are offered only where the run's state allows them (the rules of

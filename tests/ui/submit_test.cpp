@@ -148,8 +148,13 @@ TEST(RunSetup, SubmitSendsTheJobAndRecordsItsId) {
         job = j;
     });
     QTest::mouseClick(submit, Qt::LeftButton);
+    // While it is under way, a second submit is neither offered nor taken (no double submit).
+    EXPECT_FALSE(submit->isEnabled());
+    EXPECT_EQ(submit->text(), "Submitting…");
+    EXPECT_EQ(view.submit("twice"), -1);
     ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0; }))
         << view.error_text().toStdString();
+    EXPECT_TRUE(submit->isEnabled());
     EXPECT_EQ(job, "job-7");
     const auto run = store::get_run(*project, submitted);
     EXPECT_EQ(run.setup.remote_job_id, "job-7");
@@ -157,6 +162,7 @@ TEST(RunSetup, SubmitSendsTheJobAndRecordsItsId) {
     EXPECT_EQ(run.setup.server, "fake");
     ASSERT_EQ(agent.jobs.size(), 1u);
     EXPECT_EQ(agent.jobs[0].first, "Bearer tok-9");
+    EXPECT_EQ(store::list_runs(*project).size(), 1u);  // the refused second submit made no run
     const Json body = Json::parse(agent.jobs[0].second);
     EXPECT_EQ(body["task"], "toy.task");
     EXPECT_EQ(body["options"]["epochs"], 3);
