@@ -321,7 +321,8 @@ void Trainer::Impl::report_step(std::int64_t batch_items) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
     const double items_per_s = secs > 0 ? static_cast<double>(window_items) / secs : 0.0;
     if (window_steps > 0 && secs > 0) seconds_per_step = secs / static_cast<double>(window_steps);
-    const double eta = seconds_per_step * static_cast<double>(total_steps - s.step);
+    eta_estimate.observe(s.step, std::chrono::steady_clock::now());
+    const double eta = std::max(0.0, eta_estimate.seconds_left(total_steps, seconds_per_step));
     Json values = Json::object();
     std::string line = "epoch " + std::to_string(s.epoch + 1) + "/" + std::to_string(opt.epochs) +
                        "  step " + std::to_string(s.index) + "/" + std::to_string(nb);

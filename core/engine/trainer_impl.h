@@ -17,6 +17,7 @@
 #include "core/engine/device.h"
 #include "core/engine/device_loss_sums.h"
 #include "core/engine/ema.h"
+#include "core/engine/eta.h"
 #include "core/engine/loss_scaler.h"
 #include "core/engine/memory_spill.h"
 #include "core/engine/results_csv.h"
@@ -85,7 +86,8 @@ struct Trainer::Impl {
     std::int64_t window_items = 0;
     std::int64_t window_steps = 0;
     std::chrono::steady_clock::time_point window_start;
-    double seconds_per_step = 0;
+    double seconds_per_step = 0;  // over the last logging window (the memory watch's figure)
+    EtaEstimate eta_estimate;
     MemorySpillWatch memory_watch;  // GPU memory past the card (Windows spills into RAM)
 
     // trainer.cpp
