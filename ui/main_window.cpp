@@ -12,6 +12,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenu>
@@ -90,6 +91,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         } else if (kind == QLatin1String("server")) {
             const QString name = item->data(0, kIdRole).toString();
             menu.addAction(tr("Check connection"), this, [this, name] { check_server(name); });
+            menu.addAction(tr("Change token…"), this, [this, name] { change_server_token(name); });
+            menu.addAction(tr("Remove…"), this, [this, name] { remove_server_asking(name); });
         }
         if (!menu.isEmpty()) menu.exec(tree_->viewport()->mapToGlobal(pos));
     });
@@ -606,6 +609,37 @@ void MainWindow::import_dataset(const QString& source) {
                                                              .arg(out.result.boxes));
             refresh_tree();
         });
+}
+
+void MainWindow::change_server_token(const QString& name) {
+    bool ok = false;
+    const QString token =
+        QInputDialog::getText(this, tr("Change token"), tr("New token for %1:").arg(name),
+                              QLineEdit::Password, QString(), &ok);
+    if (!ok || token.isEmpty()) return;
+    try {
+        set_server_token(name.toStdString(), token.toStdString());
+        log(QString(log_level_name(LogLevel::Info)), tr("server %1: token changed").arg(name));
+        check_server(name);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::remove_server_asking(const QString& name) {
+    const auto answer = QMessageBox::question(
+        this, tr("Remove server"),
+        tr("Forget the server %1 and its token? Runs on it keep their records; jobs on the "
+           "server are not touched.")
+            .arg(name));
+    if (answer != QMessageBox::Yes) return;
+    try {
+        remove_server(name.toStdString());
+        log(QString(log_level_name(LogLevel::Info)), tr("server %1 removed").arg(name));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+    refresh_tree();
 }
 
 void MainWindow::check_server(const QString& name) {

@@ -91,6 +91,10 @@ class MainWindow : public QMainWindow {
     void set_theme(Theme theme);
     Theme theme() const { return theme_; }
     void refresh_tree();
+    // Server entries: a new token (asked in a dialog), or the entry and its token removed after
+    // a confirmation. Both say what happened in the log.
+    void change_server_token(const QString& name);
+    void remove_server_asking(const QString& name);
     // Keeps a followed run's new events in the project; a status among them shows in the tree.
     void keep_events(std::int64_t run_id, const std::vector<Event>& events);
     void log(const QString& level, const QString& message);

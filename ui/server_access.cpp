@@ -26,6 +26,20 @@ void add_server(const std::string& name, const std::string& url, const std::stri
     registry.save(file);
 }
 
+void set_server_token(const std::string& name, const std::string& token) {
+    const auto registry = net::RemoteConfig::load(net::default_remotes_file());
+    net::set_remote_token(registry.require(name), token);
+}
+
+void remove_server(const std::string& name) {
+    const auto file = net::default_remotes_file();
+    auto registry = net::RemoteConfig::load(file);
+    const net::RemoteEntry entry = registry.require(name);
+    registry.remove(name);
+    registry.save(file);
+    net::set_remote_token(entry, "");
+}
+
 std::vector<std::string> import_project_servers(store::Project& project) {
     const auto legacy = store::legacy_servers(project);
     std::vector<std::string> lines;

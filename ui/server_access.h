@@ -24,6 +24,11 @@ std::optional<net::RemoteEntry> find_server(const std::string& name);
 // SecretStore and the server in the registry.
 void add_server(const std::string& name, const std::string& url, const std::string& token,
                 const std::string& fingerprint);
+// A new token for a server (the old one was wrong or revoked); InputError for an unknown name.
+void set_server_token(const std::string& name, const std::string& token);
+// Forgets a server and its token (other entries for the same agent keep theirs). Runs that name
+// it keep the name; InputError for an unknown name.
+void remove_server(const std::string& name);
 // Moves the servers that `project` kept itself (schema version 3 and before) into the registry:
 // one already there under the same name and URL is skipped; a name taken by another URL is
 // imported as "<name>-2" (-3, ...) and the project's runs follow it; a moved server leaves the

@@ -79,6 +79,16 @@ TEST(Servers, OneRegistryWithTheCliTokensInTheSecretStore) {
     add_server("gpu-bob", "http://127.0.0.1:9", "tok-bob", "");
     EXPECT_EQ(net::endpoint_for(*find_server("gpu")).token, "tok-123");
     EXPECT_EQ(net::endpoint_for(*find_server("gpu-bob")).token, "tok-bob");
+    // A token is changed, and an entry removed, one entry at a time.
+    set_server_token("gpu-bob", "tok-bob-2");
+    EXPECT_EQ(net::endpoint_for(*find_server("gpu-bob")).token, "tok-bob-2");
+    EXPECT_EQ(net::endpoint_for(*find_server("gpu")).token, "tok-123");
+    remove_server("gpu-bob");
+    EXPECT_FALSE(find_server("gpu-bob").has_value());
+    EXPECT_FALSE(net::remote_token({"gpu-bob", "http://127.0.0.1:9", ""}).has_value());
+    EXPECT_EQ(net::endpoint_for(*find_server("gpu")).token, "tok-123");
+    EXPECT_THROW(remove_server("gpu-bob"), InputError);
+    EXPECT_THROW(set_server_token("nobody", "x"), InputError);
     project.reset();
     std::ifstream in(dir / "p.crucible", std::ios::binary);
     const std::string bytes((std::istreambuf_iterator<char>(in)), {});
