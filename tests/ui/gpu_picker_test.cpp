@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QLineEdit>
 #include <QProcess>
+#include <QPushButton>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -243,10 +244,12 @@ TEST(GpuPicker, RunSetupSendsTheChoiceWithTheJob) {
         << picker->status_text().toStdString();
     EXPECT_EQ(picker->gpu_lines().size(), 2);
 
+    // The agent has the n-th job and the view has heard back (one submit at a time).
+    auto* submit_button = view.findChild<QPushButton*>("submit");
     auto submitted = [&](std::size_t n) {
         return uitest::wait_for([&] {
             std::lock_guard<std::mutex> lock(agent.mutex);
-            return agent.jobs.size() >= n;
+            return agent.jobs.size() >= n && submit_button->isEnabled();
         });
     };
     auto body = [&](std::size_t i) {
