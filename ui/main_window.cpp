@@ -84,6 +84,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
         if (kind == QLatin1String("run")) {
             menu.addAction(tr("Open monitor"), this, [this, item] { on_tree_activated(item); });
             menu.addAction(tr("Compare selected runs"), this, &MainWindow::compare_selected_runs);
+            const auto id = item->data(0, kIdRole).toLongLong();
+            menu.addAction(tr("Delete…"), this, [this, id] { delete_run_asking(id); });
         } else if (kind == QLatin1String("dataset")) {
             menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
             const auto id = item->data(0, kIdRole).toLongLong();
@@ -624,6 +626,29 @@ void MainWindow::change_server_token(const QString& name) {
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
+}
+
+void MainWindow::delete_run_asking(std::int64_t run_id) {
+    if (!project_) return;
+    try {
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        const auto answer = QMessageBox::question(
+            this, tr("Delete run"),
+            tr("Delete the run %1 and its %2 stored events from this project? A job on a server "
+               "is not touched.")
+                .arg(qs(run.setup.name))
+                .arg(run.events));
+        if (answer != QMessageBox::Yes) return;
+        for (int i = tabs_->count() - 1; i >= 0; --i)
+            if (auto* monitor = qobject_cast<RunMonitor*>(tabs_->widget(i));
+                monitor && monitor->shows_store_run(run_id))
+                emit tabs_->tabCloseRequested(i);
+        store::delete_run(*project_, run_id);
+        log(QString(log_level_name(LogLevel::Info)), tr("run %1 deleted").arg(qs(run.setup.name)));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+    refresh_tree();
 }
 
 void MainWindow::remove_server_asking(const QString& name) {

@@ -95,6 +95,8 @@ class MainWindow : public QMainWindow {
     // a confirmation. Both say what happened in the log.
     void change_server_token(const QString& name);
     void remove_server_asking(const QString& name);
+    // A run of the project removed after a confirmation, its monitor tabs closed first.
+    void delete_run_asking(std::int64_t run_id);
     // Keeps a followed run's new events in the project; a status among them shows in the tree.
     void keep_events(std::int64_t run_id, const std::vector<Event>& events);
     void log(const QString& level, const QString& message);

@@ -211,8 +211,13 @@ int RunMonitor::add_store_run(store::Project& project, std::int64_t run_id, cons
     const int index = add_run(name);
     auto source = std::make_unique<StoredRunSource>(project.path(), run_id);
     link(index).stored = source.get();
+    store_runs_.push_back(run_id);
     add_source(index, std::move(source));
     return index;
+}
+
+bool RunMonitor::shows_store_run(std::int64_t run_id) const {
+    return std::find(store_runs_.begin(), store_runs_.end(), run_id) != store_runs_.end();
 }
 
 bool RunMonitor::loading() const {

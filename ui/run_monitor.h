@@ -71,6 +71,8 @@ class RunMonitor : public QWidget {
     // A run of the project: its stored events, read in the background and applied in slices
     // (loading() until all are in). Returns the run index.
     int add_store_run(store::Project& project, std::int64_t run_id, const QString& name);
+    // Whether a run of the project (add_store_run) is shown here.
+    bool shows_store_run(std::int64_t run_id) const;
     // True while stored events of a run are still being read.
     bool loading() const;
     // Follows an events.jsonl as it grows (read in the background every `interval_ms`).
@@ -147,6 +149,7 @@ class RunMonitor : public QWidget {
 
     RunModel model_;
     std::vector<RunLink> links_;
+    std::vector<std::int64_t> store_runs_;  // the project runs added with add_store_run
     std::map<QString, RunChart*> charts_;
     QStringList shown_;
     bool dirty_ = false;

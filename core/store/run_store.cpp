@@ -81,6 +81,14 @@ void update_run_state(Project& project, std::int64_t run_id, const std::string& 
     s.bind_all(state, remote_job_id, unix_time_now(), run_id).run();
 }
 
+void delete_run(Project& project, std::int64_t run_id) {
+    project.require_writable("delete a run");
+    check_run_exists(project, run_id);
+    Transaction tx(project.db());
+    project.db().prepare("DELETE FROM runs WHERE id = ?").bind_all(run_id).run();  // cascades
+    tx.commit();
+}
+
 namespace {
 constexpr const char* kRunSelect = R"sql(
 SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server,

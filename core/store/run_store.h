@@ -37,6 +37,9 @@ std::int64_t create_run(Project& project, const RunSetup& setup);
 void update_run_state(Project& project, std::int64_t run_id, const std::string& state,
                       const std::optional<std::string>& remote_job_id = std::nullopt);
 std::vector<RunInfo> list_runs(Project& project);
+// Removes a run with its events and points (InputError when missing). A job on a server is not
+// touched: the run's record in this project is what goes.
+void delete_run(Project& project, std::int64_t run_id);
 RunInfo get_run(Project& project, std::int64_t run_id);  // InputError when missing
 
 // Stores events in one transaction; an event whose (run, seq) is already stored is skipped, so

@@ -194,6 +194,25 @@ TEST_F(RunFixture, StateFollowsTheNewestStatusEvent) {
     EXPECT_EQ(list_runs(*p).front().setup.state, "succeeded");
 }
 
+TEST_F(RunFixture, DeletingARunTakesItsEventsAndPointsOnly) {
+    const auto other = create_run(*p, {.name = "r2", .task = "detect.yolo"});
+    append_events(*p, run, {metric(0, 1, 0.5), metric(1, 2, 0.4)});
+    append_events(*p, other, {metric(0, 1, 0.9)});
+    delete_run(*p, run);
+    EXPECT_THROW(get_run(*p, run), InputError);
+    EXPECT_THROW(delete_run(*p, run), InputError);
+    auto count = [&](const char* table) {
+        auto s = p->db().prepare(std::string("SELECT count(*) FROM ") + table);
+        s.step();
+        return s.column_int64(0);
+    };
+    EXPECT_EQ(count("run_events"), 1);  // the other run's
+    EXPECT_EQ(count("run_points"), 1);
+    EXPECT_EQ(read_series(*p, other)["train/box_loss"].size(), 1u);
+    ASSERT_EQ(list_runs(*p).size(), 1u);
+    EXPECT_EQ(list_runs(*p)[0].id, other);
+}
+
 TEST_F(RunFixture, LegacyServersAreReadRenamedAndForgotten) {
     // Projects of schema version 3 kept their servers themselves; the studio moves them into
     // the user's registry once (ui/server_access.h) through these calls.

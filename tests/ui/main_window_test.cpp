@@ -90,6 +90,8 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
     ASSERT_TRUE(uitest::wait_for([&] { return !monitor->loading(); }));  // read in the background
     ASSERT_NE(monitor->series(0).find("train/loss"), nullptr);
     EXPECT_EQ(monitor->series(0).find("train/loss")->size(), 30u);
+    EXPECT_TRUE(monitor->shows_store_run(ids[0]));  // what deleting the run closes first
+    EXPECT_FALSE(monitor->shows_store_run(ids[1]));
 
     // A followed run's events are kept, and its state in the tree follows their status.
     EXPECT_EQ(runs->child(1)->text(0), "bigger batch [draft]");
