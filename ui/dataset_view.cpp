@@ -13,6 +13,7 @@
 
 #include "core/base/file_io.h"
 #include "ui/background.h"
+#include "ui/plot_style.h"
 #include "ui/thumbnail_cache.h"
 
 namespace crucible::ui {
@@ -178,6 +179,7 @@ DatasetView::DatasetView(std::shared_ptr<DatasetContent> content, const QString&
     stats_ = new QCustomPlot(split);
     stats_->setMinimumWidth(220);
     stats_->setMaximumWidth(360);
+    follow_palette(stats_);
     split->addWidget(grid_);
     split->addWidget(stats_);
     split->setStretchFactor(0, 1);

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <map>
 
+#include "ui/plot_style.h"
+
 namespace crucible::ui {
 
 namespace {
@@ -110,6 +112,7 @@ ConfusionMatrixPanel::ConfusionMatrixPanel(QWidget* parent) : QWidget(parent) {
     auto* scale = new QCPColorScale(plot_);
     plot_->plotLayout()->addElement(0, 1, scale);
     map_->setColorScale(scale);
+    follow_palette(plot_);
     QCPColorGradient blues;
     blues.setColorStopAt(0, QColor(247, 251, 255));
     blues.setColorStopAt(0.5, QColor(107, 174, 214));
@@ -201,6 +204,7 @@ PrCurvePanel::PrCurvePanel(QWidget* parent) : QWidget(parent) {
     plot_->legend->setVisible(true);
     plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignBottom | Qt::AlignLeft);
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    follow_palette(plot_);
     layout->addWidget(plot_, 1);
 }
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ui/plot_style.h"
+
 namespace crucible::ui {
 
 namespace {
@@ -58,6 +60,7 @@ RunChart::RunChart(QString metric, QWidget* parent) : QWidget(parent), metric_(s
     plot_->plotLayout()->insertRow(0);
     plot_->plotLayout()->addElement(0, 0, new QCPTextElement(plot_, metric_));
     plot_->legend->setVisible(false);
+    follow_palette(plot_);
     plot_->setMouseTracking(true);
     connect(plot_, &QCustomPlot::mouseMove, this, &RunChart::on_mouse_move);
     readout_ = new QLabel(this);

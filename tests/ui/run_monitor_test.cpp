@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <qcustomplot.h>
+#include <QApplication>
 #include <QFile>
 #include <QImage>
 #include <QListWidget>
@@ -22,6 +23,7 @@
 #include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/log_console.h"
+#include "ui/run_chart.h"
 #include "ui/run_monitor.h"
 #include "ui/samples_panel.h"
 #include "ui/theme.h"
@@ -283,6 +285,26 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     EXPECT_EQ(calls[1], "/v1/jobs/job1/resume Bearer secret-token");
     EXPECT_EQ(calls[2], "/v1/jobs/job1/cancel Bearer secret-token");
     EXPECT_TRUE(monitor.log_text().contains("cancel accepted"));
+}
+
+// Charts take their colours from the palette and follow the theme: no white chart in a dark
+// studio, and back to dark axes on a light one.
+TEST(RunChart, FollowsTheThemesPalette) {
+    auto* app = qobject_cast<QApplication*>(QCoreApplication::instance());
+    ASSERT_NE(app, nullptr);
+    RunChart chart(QStringLiteral("train/loss"));
+    chart.show();
+    apply_theme(*app, Theme::Dark);
+    QCoreApplication::processEvents();
+    const QColor dark_text = app->palette().color(QPalette::Text);
+    EXPECT_EQ(chart.plot()->xAxis->tickLabelColor(), dark_text);
+    EXPECT_EQ(chart.plot()->yAxis->basePen().color(), dark_text);
+    EXPECT_EQ(chart.plot()->axisRect()->backgroundBrush().color(),
+              app->palette().color(QPalette::Base));
+    apply_theme(*app, Theme::Light);
+    QCoreApplication::processEvents();
+    EXPECT_EQ(chart.plot()->xAxis->tickLabelColor(), app->palette().color(QPalette::Text));
+    EXPECT_NE(chart.plot()->xAxis->tickLabelColor(), dark_text);
 }
 
 // Logs are in the system's fixed-width font, so their columns line up as in a terminal.
