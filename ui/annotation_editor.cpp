@@ -16,20 +16,11 @@
 
 #include "core/base/file_io.h"
 #include "ui/background.h"
+#include "ui/class_colors.h"
 
 namespace crucible::ui {
 
 namespace {
-
-const QColor kClassColors[] = {QColor(230, 25, 75),  QColor(60, 180, 75),  QColor(255, 225, 25),
-                               QColor(0, 130, 200),  QColor(245, 130, 48), QColor(145, 30, 180),
-                               QColor(70, 240, 240), QColor(240, 50, 230), QColor(210, 245, 60),
-                               QColor(250, 190, 212)};
-
-QColor class_color(int cls) {
-    const int n = static_cast<int>(sizeof kClassColors / sizeof kClassColors[0]);
-    return kClassColors[((cls % n) + n) % n];
-}
 
 class BoxEditCommand : public QUndoCommand {
   public:

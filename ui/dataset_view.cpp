@@ -5,6 +5,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListView>
+#include <QPainter>
 #include <QPixmap>
 #include <QSplitter>
 #include <QVBoxLayout>
@@ -13,6 +14,7 @@
 
 #include "core/base/file_io.h"
 #include "ui/background.h"
+#include "ui/class_colors.h"
 #include "ui/plot_style.h"
 #include "ui/thumbnail_cache.h"
 
@@ -94,6 +96,18 @@ int DatasetModel::image_index(int row) const {
                                                             : -1;
 }
 
+QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes) {
+    QPixmap out = QPixmap::fromImage(thumb);
+    if (boxes.empty()) return out;
+    QPainter p(&out);
+    const double w = out.width(), h = out.height();
+    for (const auto& b : boxes) {
+        p.setPen(QPen(class_color(b.cls), 1.5));
+        p.drawRect(QRectF((b.cx - b.w / 2) * w, (b.cy - b.h / 2) * h, b.w * w, b.h * h));
+    }
+    return out;
+}
+
 QVariant DatasetModel::data(const QModelIndex& index, int role) const {
     const int i = image_index(index.row());
     if (i < 0 || !content_) return {};
@@ -110,7 +124,7 @@ QVariant DatasetModel::data(const QModelIndex& index, int role) const {
                 placeholder.fill(QColor(128, 128, 128, 60));
                 return placeholder;
             }
-            return QPixmap::fromImage(thumb);
+            return thumbnail_with_boxes(thumb, img.boxes);
         }
         case Qt::ToolTipRole: {
             QString tip = QStringLiteral("%1\n%2 · %3 boxes")

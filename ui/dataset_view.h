@@ -6,6 +6,8 @@
 // per class as a bar chart, and a double click that opens the image in the annotation editor.
 #include <QAbstractListModel>
 #include <QHash>
+#include <QImage>
+#include <QPixmap>
 #include <QWidget>
 #include <atomic>
 #include <memory>
@@ -29,6 +31,9 @@ struct DatasetFilter {
     QString tag;    // "key=value"; empty = any tags
     ProblemFilter problem = ProblemFilter::All;
 };
+
+// A thumbnail with its boxes drawn in their classes' colours (boxes normalized, as stored).
+QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes);
 
 class DatasetModel : public QAbstractListModel {
     Q_OBJECT

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <QComboBox>
+#include <QImage>
 #include <QLabel>
 #include <QTest>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include "core/store/project.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/annotation_store.h"
+#include "ui/class_colors.h"
 #include "ui/dataset_view.h"
 
 using namespace crucible;
@@ -65,6 +67,18 @@ bool has_class(const DatasetImage& img, int cls) {
 }
 
 }  // namespace
+
+// Thumbnails show their boxes, each in its class's colour (the annotation editor's).
+TEST(DatasetView, ThumbnailsDrawTheBoxesInTheirClassColours) {
+    QImage grey(100, 80, QImage::Format_RGB32);
+    grey.fill(QColor(128, 128, 128));
+    const QImage drawn =
+        thumbnail_with_boxes(grey, {{2, 0.5, 0.5, 0.5, 0.5}}).toImage();  // x 25..75, y 20..60
+    EXPECT_EQ(drawn.pixelColor(25, 40), class_color(2));                  // the left edge
+    EXPECT_EQ(drawn.pixelColor(50, 20), class_color(2));                  // the top edge
+    EXPECT_EQ(drawn.pixelColor(50, 40), QColor(128, 128, 128));           // inside: untouched
+    EXPECT_EQ(thumbnail_with_boxes(grey, {}).toImage().pixelColor(25, 40), QColor(128, 128, 128));
+}
 
 TEST(DatasetFilters, ClassSplitTagAndProblemShowTheRightThumbnails) {
     TaggedProject fx;
