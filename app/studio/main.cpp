@@ -1,5 +1,5 @@
 // crucible-studio: the desktop studio (DESIGN.md "Processes"). Thin wiring over ui/:
-//   crucible-studio [PROJECT.crucible] [--demo [FOLDER]] [--theme light|dark]
+//   crucible-studio [PROJECT.crucible] [--demo [--demo-dir FOLDER]] [--theme light|dark]
 //                   [--screenshots DIR] [--quit-after MS]
 // --demo creates (once) and opens a demo project with a synthetic dataset and an example run.
 // Task schemas come from `crucible-worker describe` when a worker is installed next to the
