@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 #include <optional>
 
+#include "core/base/file_io.h"
 #include "core/base/job_state.h"
 #include "core/net/job_inputs.h"
 #include "core/store/dataset_store.h"
@@ -113,6 +114,7 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     connect(submit_button, &QPushButton::clicked, this, [this] { submit(); });
     submit_ = submit_button;
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_submit_button(); });
+    connect(dataset_, &QComboBox::currentIndexChanged, this, [this] { dataset_to_form(); });
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_gpu_endpoint(); });
     connect(gpus_, &GpuPicker::choice_changed, this, [this] { device_to_form(); });
@@ -176,6 +178,7 @@ void RunSetupView::rebuild_form() {
         device_to_form();
         update_server_browser();
         error_->clear();
+        dataset_to_form();
     } catch (const std::exception& e) {
         error_->setText(tr("bad schema: %1").arg(QString::fromUtf8(e.what())));
     }
@@ -214,9 +217,65 @@ void RunSetupView::copy_command() const {
     QApplication::clipboard()->setText(command_->text());
 }
 
+void RunSetupView::dataset_to_form() {
+    ++snapshot_generation_;  // an answer for an earlier pick is dropped
+    snapshot_busy_ = false;
+    const qlonglong id = dataset_->currentData().toLongLong();
+    const OptionSpec* data = form_ ? form_->schema().find("data") : nullptr;
+    if (!project_ || id < 0 || !data || data->type != OptionType::Path) return;
+    store::DatasetInfo info;
+    try {
+        info = store::get_dataset(*project_, id);
+    } catch (const std::exception& e) {
+        error_->setText(QString::fromUtf8(e.what()));
+        return;
+    }
+    if (info.kind != "detection") return;  // caption and chat datasets: the path is typed
+    auto show = [this](const QString& path) {
+        form_->set_values({{"data", path.toStdString()}});
+        update_command();
+    };
+    if (snapshot_dataset_ == id && snapshot_version_ == info.version_hash &&
+        !snapshot_path_.isEmpty()) {
+        show(snapshot_path_);
+        return;
+    }
+    snapshot_busy_ = true;
+    const int generation = snapshot_generation_;
+    const auto project_file = project_->path();
+    run_in_background<std::string>(
+        this,
+        [project_file, id] {
+            // Its own read-only connection: the GUI thread keeps using the project's.
+            store::OpenOptions read;
+            read.read_only = true;
+            const auto project = store::Project::open(project_file, read);
+            return path_to_utf8(store::snapshot_dataset(*project, id));
+        },
+        [this, generation, id, version = info.version_hash, show](std::string path, QString error) {
+            if (generation != snapshot_generation_) return;
+            snapshot_busy_ = false;
+            if (!error.isEmpty()) {
+                error_->setText(tr("dataset snapshot not written: %1").arg(error));
+                return;
+            }
+            snapshot_dataset_ = id;
+            snapshot_version_ = version;
+            snapshot_path_ = qs(path);
+            show(snapshot_path_);
+        });
+}
+
 std::int64_t RunSetupView::create_run(const QString& name) {
     if (!form_ || !project_) {
         error_->setText(tr("no task or no project"));
+        return -1;
+    }
+    // The labels the run trains on are the ones the studio shows now: a picked dataset edited
+    // since its snapshot is written again first.
+    dataset_to_form();
+    if (snapshot_busy_) {
+        error_->setText(tr("the dataset's snapshot is being written; create the run in a moment"));
         return -1;
     }
     try {

@@ -150,14 +150,14 @@ LoadResult load_detection_dataset(const fs::path& path, DatasetFormat format,
 }
 
 fs::path save_detection_dataset(const DetectionDataset& dataset, const fs::path& out,
-                                DatasetFormat format) {
+                                DatasetFormat format, ImageFiles files) {
     switch (format) {
         case DatasetFormat::Yolo:
-            return save_yolo(dataset, out);
+            return save_yolo(dataset, out, files);
         case DatasetFormat::Coco:
-            return save_coco(dataset, out);
+            return save_coco(dataset, out, files);
         case DatasetFormat::Voc:
-            return save_voc(dataset, out);
+            return save_voc(dataset, out, files);
         case DatasetFormat::Auto:
             break;
     }

@@ -53,10 +53,15 @@ LoadResult load_detection_dataset(const std::filesystem::path& path, DatasetForm
 // The format Auto picks for `path`; InputError naming the path when none fits.
 DatasetFormat detect_dataset_format(const std::filesystem::path& path);
 
-// Writes `dataset` in `format` under `out` (images copied, labels written). Returns the main
-// file (data.yaml, annotations.json, or the folder for VOC).
+// How a written dataset gets its images: copies (a dataset of its own), or hard links where
+// the file system allows (a snapshot of the same images: no second copy of the bytes; a copy
+// where links fail).
+enum class ImageFiles { Copy, Link };
+
+// Writes `dataset` in `format` under `out` (images placed as `files` says, labels written).
+// Returns the main file (data.yaml, annotations.json, or the folder for VOC).
 std::filesystem::path save_detection_dataset(const DetectionDataset& dataset,
-                                             const std::filesystem::path& out,
-                                             DatasetFormat format);
+                                             const std::filesystem::path& out, DatasetFormat format,
+                                             ImageFiles files = ImageFiles::Copy);
 
 }  // namespace crucible::data

@@ -1,6 +1,7 @@
 #include "core/store/dataset_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <set>
 
@@ -214,6 +215,37 @@ ImportResult import_dataset_from(Project& project, const fs::path& source,
     ImportOptions o = options;
     if (o.format.empty()) o.format = data::dataset_format_name(f);
     return import_dataset(project, loaded.dataset, o);
+}
+
+fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
+    const DatasetInfo info = get_dataset(project, dataset_id);
+    if (info.kind != "detection")
+        throw InputError(info.name,
+                         "only detection datasets are written as snapshots (this one "
+                         "is " +
+                             info.kind + ")");
+    const fs::path folder =
+        project.folder() / (path_to_utf8(project.path().stem()) + ".datasets") /
+        ("dataset-" + std::to_string(dataset_id) + "-" + info.version_hash.substr(0, 12));
+    const fs::path yaml = folder / "data.yaml";
+    std::error_code ec;
+    if (fs::exists(yaml, ec)) return yaml;
+    // Written beside its final name and renamed: a snapshot is whole or absent. The part is
+    // this call's own (two calls may write the same version at once, in one process or two).
+    static std::atomic<int> calls{0};
+    fs::path part = folder;
+    part +=
+        ".part-" + std::to_string(crucible::platform::process_id()) + "-" + std::to_string(calls++);
+    fs::remove_all(part, ec);
+    data::save_detection_dataset(export_dataset(project, dataset_id), part,
+                                 data::DatasetFormat::Yolo, data::ImageFiles::Link);
+    fs::rename(part, folder, ec);
+    if (ec) {  // another process wrote the same version meanwhile: use that one
+        fs::remove_all(part, ec);
+        if (!fs::exists(yaml, ec))
+            throw Error("cannot write the dataset snapshot " + path_to_utf8(folder));
+    }
+    return yaml;
 }
 
 fs::path export_dataset_to(Project& project, std::int64_t dataset_id, const fs::path& out,

@@ -81,6 +81,13 @@ std::filesystem::path export_dataset_to(Project& project, std::int64_t dataset_i
                                         const std::filesystem::path& out,
                                         const std::string& format);
 
+// The dataset as it is in the project now, frozen for a run to train on: YOLO layout under
+// <project folder>/<project file stem>.datasets/dataset-<id>-<first 12 of its version hash>/,
+// images hard-linked (copied where links fail), labels from the project (so edits made in the
+// studio are what trains). One version is written once, atomically, and reused. Returns its
+// data.yaml. Detection datasets only (InputError otherwise).
+std::filesystem::path snapshot_dataset(Project& project, std::int64_t dataset_id);
+
 // Stored image paths whose files are missing now (resolved against the project folder).
 std::vector<std::string> missing_images(Project& project, std::int64_t dataset_id);
 

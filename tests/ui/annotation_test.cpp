@@ -3,9 +3,12 @@
 // decodes thumbnails in the background.
 #include <gtest/gtest.h>
 
+#include <QLineEdit>
 #include <QListView>
 #include <QTest>
 
+#include "core/base/file_io.h"
+#include "core/data/dataset_io.h"
 #include "core/data/synth/synth.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
@@ -13,6 +16,8 @@
 #include "ui/annotation_editor.h"
 #include "ui/annotation_store.h"
 #include "ui/dataset_view.h"
+#include "ui/options_form.h"
+#include "ui/run_setup.h"
 #include "ui/thumbnail_cache.h"
 
 using namespace crucible;
@@ -126,6 +131,71 @@ TEST(AnnotationEditor, InvalidBoxesAreRefusedAndNothingIsSaved) {
                  InputError);
     EXPECT_THROW(save_image_boxes(*fx.project, fx.dataset + 99, image_id, {}), InputError);
     EXPECT_EQ(read_image_boxes(*fx.project, image_id), before);
+}
+
+// What a run set up from the Dataset picker trains on: a snapshot of the dataset as the studio
+// shows it, edits included; one per version, written once, its images hard links of the
+// originals; an older version's snapshot stays as it was.
+TEST(DatasetSnapshot, HoldsTheLabelsAsEditedOnePerVersion) {
+    Fixture fx;
+    const auto first = store::snapshot_dataset(*fx.project, fx.dataset);
+    EXPECT_EQ(first.filename(), "data.yaml");
+    EXPECT_NE(path_to_utf8(first).find(fx.version().substr(0, 12)), std::string::npos);
+    const auto written = std::filesystem::last_write_time(first);
+    EXPECT_EQ(store::snapshot_dataset(*fx.project, fx.dataset), first);  // reused
+    EXPECT_EQ(std::filesystem::last_write_time(first), written);
+
+    auto content = load_dataset_content(*fx.project, fx.dataset);
+    const data::DetectionDataset frozen = data::load_detection_dataset(first).dataset;
+    ASSERT_EQ(frozen.images.size(), content.images.size());
+    EXPECT_EQ(frozen.images[0].boxes, content.images[0].boxes);
+    EXPECT_GE(std::filesystem::hard_link_count(frozen.root / frozen.images[0].path), 2u);
+
+    // An edit in the studio makes a new version, and the run's snapshot follows it.
+    const std::vector<data::Box> edited{{1, 0.25, 0.25, 0.2, 0.2}};
+    save_image_boxes(*fx.project, fx.dataset, content.images[0].id, edited);
+    const auto second = store::snapshot_dataset(*fx.project, fx.dataset);
+    ASSERT_NE(second, first);
+    const data::DetectionDataset now = data::load_detection_dataset(second).dataset;
+    std::size_t match = 0;
+    for (const auto& img : now.images)
+        match += img.boxes == edited ? 1 : 0;
+    EXPECT_EQ(match, 1u);
+    EXPECT_EQ(data::load_detection_dataset(first).dataset.images.size(), frozen.images.size());
+}
+
+// A run set up with the Dataset picker trains on the snapshot of what the studio shows: no path
+// to type, edits included, and a run created after an edit waits for the new snapshot.
+TEST(DatasetSnapshot, TheRunSetupsPickerFillsDataWithTheSnapshot) {
+    Fixture fx;
+    OptionSchema s("toy.task", "Toy");
+    OptionSpec data = option_spec("data", OptionType::Path, nullptr, "data.yaml");
+    data.required = true;
+    s.add(data);
+    RunSetupView view(fx.project.get(), Json::array({s.to_json()}));
+    view.show();
+    auto data_text = [&] {
+        return qobject_cast<QLineEdit*>(view.form()->editor("data"))->text().toStdString();
+    };
+    ASSERT_TRUE(
+        uitest::wait_for([&] { return !data_text().empty(); }))  // written in the background
+        << view.error_text().toStdString();
+    EXPECT_EQ(data_text(), path_to_utf8(store::snapshot_dataset(*fx.project, fx.dataset)));
+    const auto first_run = view.create_run("first");
+    ASSERT_GE(first_run, 0) << view.error_text().toStdString();
+    EXPECT_EQ(store::get_run(*fx.project, first_run).setup.options["data"], data_text());
+    EXPECT_EQ(store::get_run(*fx.project, first_run).setup.dataset_hash, fx.version());
+
+    // An edit: the next run waits for the new snapshot, then trains on it.
+    auto content = load_dataset_content(*fx.project, fx.dataset);
+    save_image_boxes(*fx.project, fx.dataset, content.images[0].id, {{1, 0.3, 0.3, 0.2, 0.2}});
+    EXPECT_EQ(view.create_run("too soon"), -1);
+    EXPECT_TRUE(view.error_text().contains("snapshot")) << view.error_text().toStdString();
+    const std::string edited = path_to_utf8(store::snapshot_dataset(*fx.project, fx.dataset));
+    ASSERT_TRUE(uitest::wait_for([&] { return data_text() == edited; }));
+    const auto second_run = view.create_run("second");
+    ASSERT_GE(second_run, 0) << view.error_text().toStdString();
+    EXPECT_EQ(store::get_run(*fx.project, second_run).setup.options["data"], edited);
 }
 
 TEST(DatasetView, ListsFiltersAndDecodesThumbnailsInTheBackground) {

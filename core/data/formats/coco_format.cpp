@@ -264,9 +264,9 @@ LoadResult load_coco(const fs::path& json_path, const LoadOptions& options) {
     return result;
 }
 
-fs::path save_coco(const DetectionDataset& dataset, const fs::path& out) {
+fs::path save_coco(const DetectionDataset& dataset, const fs::path& out, ImageFiles files) {
     std::vector<fs::path> folders(dataset.images.size(), out / "images");
-    const auto copied = detail::copy_images(dataset, folders);
+    const auto copied = detail::copy_images(dataset, folders, files);
     Json images = Json::array(), annotations = Json::array(), categories = Json::array();
     for (std::size_t c = 0; c < dataset.class_names.size(); ++c)
         categories.push_back(

@@ -90,7 +90,7 @@ std::pair<int, int> image_size(const DetectionDataset& dataset, const ImageRecor
 }
 
 std::vector<fs::path> copy_images(const DetectionDataset& dataset,
-                                  const std::vector<fs::path>& folders) {
+                                  const std::vector<fs::path>& folders, ImageFiles files) {
     std::map<fs::path, std::set<std::string>> used;  // folder -> stems taken (labels share stems)
     std::vector<fs::path> out;
     out.reserve(dataset.images.size());
@@ -109,7 +109,9 @@ std::vector<fs::path> copy_images(const DetectionDataset& dataset,
         const fs::path dest = folder / path_from_utf8(chosen + ext);
         fs::create_directories(folder);
         std::error_code ec;
-        if (normalized_absolute(source) != normalized_absolute(dest)) {
+        if (normalized_absolute(source) != normalized_absolute(dest) && files == ImageFiles::Link) {
+            link_or_copy_atomically(source, dest);
+        } else if (normalized_absolute(source) != normalized_absolute(dest)) {
             fs::copy_file(source, dest, fs::copy_options::overwrite_existing, ec);
             if (ec)
                 throw Error(safe_utf8(path_to_utf8(source)) + ": cannot copy to " +

@@ -25,10 +25,11 @@ std::string inspect_image(ImageRecord& record, const std::filesystem::path& file
                           const LoadOptions& options);
 // Width/height of a record, peeked from the header when not known yet; InputError if unreadable.
 std::pair<int, int> image_size(const DetectionDataset& dataset, const ImageRecord& record);
-// Copies images under `folder`, choosing unique stems. Returns the destination of each image
-// (same order as `dataset.images`).
+// Places images under `folder` (copies or hard links), choosing unique stems. Returns the
+// destination of each image (same order as `dataset.images`).
 std::vector<std::filesystem::path> copy_images(const DetectionDataset& dataset,
-                                               const std::vector<std::filesystem::path>& folders);
+                                               const std::vector<std::filesystem::path>& folders,
+                                               ImageFiles files);
 // Split name of a record, "train" when empty.
 std::string split_of(const ImageRecord& record);
 // Reads a text file with a size limit; nullopt (and a problem) when it cannot be read.

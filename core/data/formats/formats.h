@@ -15,12 +15,15 @@ namespace crucible::data {
 std::filesystem::path yolo_label_path(const std::filesystem::path& image);
 
 LoadResult load_yolo(const std::filesystem::path& yaml_path, const LoadOptions& options);
-std::filesystem::path save_yolo(const DetectionDataset& dataset, const std::filesystem::path& out);
+std::filesystem::path save_yolo(const DetectionDataset& dataset, const std::filesystem::path& out,
+                                ImageFiles files);
 
 LoadResult load_coco(const std::filesystem::path& json_path, const LoadOptions& options);
-std::filesystem::path save_coco(const DetectionDataset& dataset, const std::filesystem::path& out);
+std::filesystem::path save_coco(const DetectionDataset& dataset, const std::filesystem::path& out,
+                                ImageFiles files);
 
 LoadResult load_voc(const std::filesystem::path& folder, const LoadOptions& options);
-std::filesystem::path save_voc(const DetectionDataset& dataset, const std::filesystem::path& out);
+std::filesystem::path save_voc(const DetectionDataset& dataset, const std::filesystem::path& out,
+                               ImageFiles files);
 
 }  // namespace crucible::data

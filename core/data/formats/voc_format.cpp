@@ -266,9 +266,9 @@ LoadResult load_voc(const fs::path& folder_in, const LoadOptions& options) {
     return result;
 }
 
-fs::path save_voc(const DetectionDataset& dataset, const fs::path& out) {
+fs::path save_voc(const DetectionDataset& dataset, const fs::path& out, ImageFiles files) {
     std::vector<fs::path> folders(dataset.images.size(), out / "JPEGImages");
-    const auto copied = detail::copy_images(dataset, folders);
+    const auto copied = detail::copy_images(dataset, folders, files);
     std::map<std::string, std::string> lists;
     for (std::size_t i = 0; i < copied.size(); ++i) {
         const auto& record = dataset.images[i];

@@ -162,7 +162,7 @@ LoadResult load_yolo(const fs::path& yaml_path, const LoadOptions& options) {
     return std::move(loader.result);
 }
 
-fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out) {
+fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out, ImageFiles files) {
     std::vector<fs::path> folders;
     std::set<std::string> splits{"train"};
     for (const auto& record : dataset.images) {
@@ -173,7 +173,7 @@ fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out) {
         folders.push_back(out / "images" / path_from_utf8(split));
     }
     fs::create_directories(out / "images" / "train");
-    const auto copied = detail::copy_images(dataset, folders);
+    const auto copied = detail::copy_images(dataset, folders, files);
     for (std::size_t i = 0; i < copied.size(); ++i) {
         std::string text;
         for (const auto& box : dataset.images[i].boxes)
