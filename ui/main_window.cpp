@@ -221,6 +221,33 @@ void MainWindow::build_menus() {
         if (tabs_->count() > 0)
             tabs_->setCurrentIndex((tabs_->currentIndex() + 1) % tabs_->count());
     });
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Crucible Studio"), this, [this] {
+        QMessageBox::about(this, tr("About Crucible Studio"), about_text());
+    });
+}
+
+void MainWindow::set_worker_description(const Json& describe) {
+    worker_ = describe.is_object() ? describe : Json();
+    if (worker_.is_object()) worker_.erase("tasks");
+}
+
+QString MainWindow::about_text() const {
+    QString text = tr("Crucible Studio %1\nQt %2\n\n")
+                       .arg(QStringLiteral(CRUCIBLE_VERSION), QString::fromLatin1(qVersion()));
+    if (worker_.is_object())
+        text += tr("Training on this computer: crucible-worker %1, LibTorch %2, CUDA runtime %3")
+                    .arg(qs(worker_.value("version", std::string("?"))),
+                         qs(worker_.value("libtorch", std::string("?"))),
+                         qs(worker_.value("cuda_runtime", std::string("?"))));
+    else
+        text += tr("No crucible-worker next to the studio: training runs on servers.");
+    text += QStringLiteral("\n");
+    text += local_agent_ && local_agent_->ready()
+                ? tr("This computer's agent: running at %1").arg(qs(local_agent_->endpoint().url))
+                : tr("This computer's agent: not started (Servers ▸ Start this computer's agent)");
+    return text;
 }
 
 void MainWindow::set_theme(Theme theme) {

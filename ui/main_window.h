@@ -59,6 +59,11 @@ class MainWindow : public QMainWindow {
 
     // Task schemas ("tasks" array of `crucible-worker describe` or /v1/info).
     void set_task_schemas(const Json& tasks);
+    // `crucible-worker describe` of the worker next to the studio (its version, LibTorch and
+    // CUDA runtime, for Help ▸ About); null when there is none.
+    void set_worker_description(const Json& describe);
+    // What Help ▸ About says: Crucible, Qt, the local worker's LibTorch and CUDA, the agent.
+    QString about_text() const;
     const Json& task_schemas() const { return tasks_; }
 
     QTreeWidget* project_tree() const { return tree_; }
@@ -117,6 +122,7 @@ class MainWindow : public QMainWindow {
     std::shared_ptr<DatasetContent> dataset_content(std::int64_t dataset_id);
 
     std::unique_ptr<store::Project> project_;
+    Json worker_;  // `crucible-worker describe` without its tasks
     Json tasks_ = Json::array();
     Theme theme_ = Theme::Light;
     bool busy_ = false;

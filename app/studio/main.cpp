@@ -60,6 +60,7 @@ void load_task_schemas(crucible::ui::MainWindow& window) {
             auto json = crucible::parse_json(process->readAllStandardOutput().toStdString(),
                                              "crucible-worker describe");
             window.set_task_schemas(json.value("tasks", crucible::Json::array()));
+            window.set_worker_description(json);
         } catch (const std::exception& e) {
             window.log(QString(crucible::log_level_name(crucible::LogLevel::Warning)),
                        QString::fromUtf8(e.what()));

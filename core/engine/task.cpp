@@ -1,5 +1,7 @@
 #include "core/engine/task.h"
 
+#include <ATen/detail/CUDAHooksInterface.h>
+
 #include <algorithm>
 
 #include "core/base/error.h"
@@ -51,6 +53,20 @@ RegisterTask::RegisterTask(TaskInfo info) {
     TaskRegistry::instance().add(std::move(info));
 }
 
+namespace {
+
+// The CUDA runtime this LibTorch was built with ("13.0"), or "none" for a CPU-only build.
+std::string cuda_runtime_text() {
+    try {
+        const long v = at::detail::getCUDAHooks().versionCUDART();
+        return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+    } catch (const std::exception&) {
+        return "none";
+    }
+}
+
+}  // namespace
+
 Json describe_tasks() {
     Json tasks = Json::array();
     for (const TaskInfo* info : TaskRegistry::instance().all()) {
@@ -60,7 +76,10 @@ Json describe_tasks() {
         schema["aliases"] = info->aliases;
         tasks.push_back(std::move(schema));
     }
-    return {{"version", CRUCIBLE_VERSION}, {"tasks", tasks}};
+    return {{"version", CRUCIBLE_VERSION},
+            {"libtorch", TORCH_VERSION},
+            {"cuda_runtime", cuda_runtime_text()},
+            {"tasks", tasks}};
 }
 
 }  // namespace crucible::engine

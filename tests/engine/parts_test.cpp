@@ -1,6 +1,8 @@
 // Parameter groups, optimizer groups, EMA arithmetic, loss scaler, results table, run folders.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include <unistd.h>
 #include <cmath>
 #include <filesystem>
@@ -294,6 +296,11 @@ TEST(Registry, ToyTaskByIdAndAliasAndUnknownNamesKnownOnes) {
         reg.add({"toy.regression", "again", {}, "", [] { return std::unique_ptr<Task>(); }}),
         Error);
     const Json described = describe_tasks();
+    // What the studio's About shows of the worker: the LibTorch and CUDA runtime it was built with.
+    EXPECT_EQ(described["libtorch"], TORCH_VERSION);
+    EXPECT_TRUE(std::regex_match(described["cuda_runtime"].get<std::string>(),
+                                 std::regex(R"(\d+\.\d+|none)")))
+        << described["cuda_runtime"];
     bool found = false;
     for (const auto& t : described["tasks"])
         if (t["task"] == "toy.regression") {

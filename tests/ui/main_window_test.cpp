@@ -108,6 +108,19 @@ TEST(MainWindow, OpensAProjectAndListsItsRuns) {
     ASSERT_NE(both, nullptr);
     EXPECT_EQ(both->run_count(), 2);
 
+    // Help ▸ About names the versions: Crucible, Qt, and the worker's LibTorch and CUDA runtime.
+    EXPECT_TRUE(window.about_text().contains("No crucible-worker"))
+        << window.about_text().toStdString();
+    window.set_worker_description({{"version", "0.1.0"},
+                                   {"libtorch", "2.11.0"},
+                                   {"cuda_runtime", "13.0"},
+                                   {"tasks", Json::array()}});
+    const QString about = window.about_text();
+    EXPECT_TRUE(about.contains(QStringLiteral("Crucible Studio " CRUCIBLE_VERSION)));
+    EXPECT_TRUE(about.contains(QStringLiteral("Qt ") + qVersion()));
+    EXPECT_TRUE(about.contains("LibTorch 2.11.0, CUDA runtime 13.0")) << about.toStdString();
+    EXPECT_TRUE(about.contains("agent: not started"));
+
     // A file that is not a project is refused with a message, and the open project stays.
     const auto bogus = dir / "bogus.crucible";
     { std::ofstream(bogus) << "not sqlite"; }
