@@ -108,6 +108,14 @@ const ValidationData* RunModel::validation(int run) const {
     return r.validation ? &*r.validation : nullptr;
 }
 
+void RunModel::mark_canceling(int run) {
+    RunProgress& p = at(run).progress;
+    const auto state = try_parse_job_state(p.state.toStdString());
+    if (state && is_final_state(*state)) return;  // it ended meanwhile
+    p.state = QString::fromLatin1(kCanceling);
+    p.reason.clear();
+}
+
 void RunModel::set_validation(int run, ValidationData report) {
     at(run).validation = std::move(report);
 }

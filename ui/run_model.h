@@ -75,6 +75,10 @@ class RunModel {
     const QString& name(int run) const;
     const RunSeries& series(int run) const;
     const RunProgress& progress(int run) const;
+    // The agent accepted a cancel: the run reads "canceling" until its next status event says
+    // how it ended (kCanceling).
+    void mark_canceling(int run);
+    static constexpr const char* kCanceling = "canceling";
     // Eval events with per_class rows, in order; a rollback drops the superseded ones.
     const std::vector<EvalRows>& evals(int run) const;
     // The run's validation report once one was read (null before).

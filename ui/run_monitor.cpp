@@ -256,12 +256,15 @@ void RunMonitor::set_buttons() {
         model_.run_count() == 0
             ? std::nullopt
             : try_parse_job_state(model_.progress(model_.run_count() - 1).state.toStdString());
+    const bool canceling = model_.run_count() > 0 &&
+                           model_.progress(model_.run_count() - 1).state == RunModel::kCanceling;
     const auto offer = [&](QPushButton* button, bool (*applies)(JobState)) {
-        const bool ok = remote && (!state || applies(*state));
+        const bool ok = remote && !canceling && (!state || applies(*state));
         button->setEnabled(ok);
-        button->setToolTip(!remote ? tr("this run is not running on a server")
-                           : ok    ? QString()
-                                   : tr("the run is %1").arg(QString(job_state_name(*state))));
+        button->setToolTip(!remote     ? tr("this run is not running on a server")
+                           : ok        ? QString()
+                           : canceling ? tr("the run is being canceled")
+                                       : tr("the run is %1").arg(QString(job_state_name(*state))));
     };
     offer(pause_, &can_pause);
     offer(resume_, &can_resume);
@@ -284,6 +287,11 @@ void RunMonitor::request(const QString& action) {
             QString message = ok ? tr("the agent will %1 the job").arg(action) : error;
             log_->appendPlainText(ok ? tr("%1 accepted: %2").arg(action, message)
                                      : tr("%1 refused: %2").arg(action, message));
+            if (ok && action == QLatin1String("cancel") && model_.run_count() > 0) {
+                model_.mark_canceling(model_.run_count() - 1);
+                set_buttons();
+                update_progress();
+            }
             emit request_finished(action, ok, message);
         });
 }

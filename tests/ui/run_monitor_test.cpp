@@ -270,6 +270,7 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     ep.url = "http://127.0.0.1:" + std::to_string(port);
     ep.token = "secret-token";
     monitor.set_remote_job(ep, "job1");
+    const int run = monitor.add_run("job1");
     ASSERT_TRUE(pause->isEnabled());
     int finished = 0;
     QObject::connect(&monitor, &RunMonitor::request_finished,
@@ -285,6 +286,14 @@ TEST(RunMonitor, PauseResumeCancelCallTheAgent) {
     EXPECT_EQ(calls[1], "/v1/jobs/job1/resume Bearer secret-token");
     EXPECT_EQ(calls[2], "/v1/jobs/job1/cancel Bearer secret-token");
     EXPECT_TRUE(monitor.log_text().contains("cancel accepted"));
+    // Accepted: the run is canceling until its status says how it ended; nothing more is offered.
+    EXPECT_FALSE(pause->isEnabled() || resume->isEnabled() || cancel->isEnabled());
+    EXPECT_EQ(cancel->toolTip(), "the run is being canceled");
+    Event canceled = make_status("canceled", "canceled by request");
+    canceled.seq = 0;
+    monitor.apply_events(run, {canceled});
+    EXPECT_FALSE(cancel->isEnabled());
+    EXPECT_EQ(cancel->toolTip(), "the run is canceled");
 }
 
 // Charts take their colours from the palette and follow the theme: no white chart in a dark
