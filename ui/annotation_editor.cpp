@@ -15,6 +15,8 @@
 #include <cmath>
 
 #include "core/base/file_io.h"
+#include "core/store/dataset_store.h"
+#include "core/store/project.h"
 #include "ui/background.h"
 #include "ui/class_colors.h"
 
@@ -299,7 +301,8 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     outer->addWidget(canvas_, 1);
     outer->addWidget(new QLabel(tr("W new box · drag a box to move, a corner to resize · Del "
                                    "delete · A/D previous/next · Ctrl+Z/Ctrl+Y undo/redo · "
-                                   "Ctrl+wheel zoom, middle drag pan"),
+                                   "Ctrl+S write the dataset's label files · Ctrl+wheel zoom, "
+                                   "middle drag pan"),
                                 this));
 
     auto shortcut = [this](const QList<QKeySequence>& keys, auto fn) {
@@ -320,6 +323,7 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
         select(-1);
     });
     shortcut({QKeySequence(Qt::CTRL | Qt::Key_0)}, [this] { canvas_->reset_view(); });
+    shortcut({QKeySequence::Save}, [this] { write_label_files(); });
     QAction* undo_action = undo_->createUndoAction(this);
     undo_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Z)});
     undo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
@@ -355,6 +359,27 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
 const std::vector<data::Box>& AnnotationEditor::boxes() const {
     if (index_ < 0 || index_ >= static_cast<int>(content_->images.size())) return kNoBoxes;
     return content_->images[static_cast<std::size_t>(index_)].boxes;
+}
+
+void AnnotationEditor::write_label_files() {
+    const auto project_file = project_.path();
+    const std::int64_t dataset = content_->dataset_id;
+    // Off the GUI thread, on a read-only connection of its own (edits are in the project already).
+    run_in_background<std::size_t>(
+        this,
+        [project_file, dataset] {
+            store::OpenOptions read;
+            read.read_only = true;
+            const auto project = store::Project::open(project_file, read);
+            return store::write_labels_to_files(*project, dataset);
+        },
+        [this](std::size_t written, QString error) {
+            if (!error.isEmpty()) {
+                emit failed(tr("labels not written: %1").arg(error));
+                return;
+            }
+            emit labels_written(static_cast<int>(written));
+        });
 }
 
 void AnnotationEditor::open_image(int index) {

@@ -87,12 +87,17 @@ class AnnotationEditor : public QWidget {
     void set_box(int i, const data::Box& box);
     void delete_box(int i);
 
+    // Ctrl+S: the dataset's own label files get the labels edited here (YOLO datasets; others
+    // are refused with a message), in the background; labels_written or failed says how it went.
+    void write_label_files();
+
     // Used by the undo commands: puts `boxes` on image `index` and saves them.
     void apply_boxes(int index, const std::vector<data::Box>& boxes);
 
   signals:
     void edited(int image_index);
     void failed(const QString& message);
+    void labels_written(int files);
     void image_changed(int image_index);
 
   private:

@@ -537,6 +537,12 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
         editor->open_image(image_index);
         connect(editor, &AnnotationEditor::failed, this,
                 [this](const QString& m) { log(QString(log_level_name(LogLevel::Error)), m); });
+        connect(editor, &AnnotationEditor::labels_written, this, [this, info](int files) {
+            log(QString(log_level_name(LogLevel::Info)),
+                tr("%1: labels written to the dataset's files (%2 changed)")
+                    .arg(qs(info.name))
+                    .arg(files));
+        });
         connect(editor, &AnnotationEditor::edited, this, [this, dataset_id] {
             // Grids of the same dataset show the new boxes.
             for (int i = 0; i < tabs_->count(); ++i)

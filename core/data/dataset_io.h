@@ -64,4 +64,10 @@ std::filesystem::path save_detection_dataset(const DetectionDataset& dataset,
                                              const std::filesystem::path& out, DatasetFormat format,
                                              ImageFiles files = ImageFiles::Copy);
 
+// Writes each image's YOLO label file from `dataset`'s boxes, beside the image as YOLO keeps them
+// (the last images/ folder becomes labels/, the extension .txt), atomically; a file that holds the
+// same boxes already is left alone. Returns how many files were written. For saving edits back
+// into a YOLO dataset.
+std::size_t write_yolo_label_files(const DetectionDataset& dataset);
+
 }  // namespace crucible::data

@@ -248,6 +248,16 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     return yaml;
 }
 
+std::size_t write_labels_to_files(Project& project, std::int64_t dataset_id) {
+    const DatasetInfo info = get_dataset(project, dataset_id);
+    if (info.format != "yolo")
+        throw InputError(info.name, "its labels are " +
+                                        (info.format.empty() ? "of no known format" : info.format) +
+                                        "; only YOLO label files are written back (export the "
+                                        "dataset to write it in another format)");
+    return data::write_yolo_label_files(export_dataset(project, dataset_id));
+}
+
 fs::path export_dataset_to(Project& project, std::int64_t dataset_id, const fs::path& out,
                            const std::string& format) {
     data::DatasetFormat f = data::parse_dataset_format(format);

@@ -88,6 +88,11 @@ std::filesystem::path export_dataset_to(Project& project, std::int64_t dataset_i
 // data.yaml. Detection datasets only (InputError otherwise).
 std::filesystem::path snapshot_dataset(Project& project, std::int64_t dataset_id);
 
+// Writes the project's labels of a YOLO dataset back into its own label files (the editor's
+// Ctrl+S), changed files only, each atomically. Returns how many files were written. Other
+// formats are refused with an InputError that says to export instead.
+std::size_t write_labels_to_files(Project& project, std::int64_t dataset_id);
+
 // Stored image paths whose files are missing now (resolved against the project folder).
 std::vector<std::string> missing_images(Project& project, std::int64_t dataset_id);
 

@@ -7,6 +7,7 @@
 #include <QListView>
 #include <QTest>
 
+#include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/dataset_io.h"
 #include "core/data/synth/synth.h"
@@ -196,6 +197,51 @@ TEST(DatasetSnapshot, TheRunSetupsPickerFillsDataWithTheSnapshot) {
     const auto second_run = view.create_run("second");
     ASSERT_GE(second_run, 0) << view.error_text().toStdString();
     EXPECT_EQ(store::get_run(*fx.project, second_run).setup.options["data"], edited);
+}
+
+// Ctrl+S in the editor writes the labels edited in the studio into the YOLO dataset's own label
+// files (changed files only), so the dataset on disk is what the studio shows.
+TEST(AnnotationEditor, CtrlSWritesTheDatasetsLabelFiles) {
+    Fixture fx;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
+    AnnotationEditor editor(*fx.project, content);
+    editor.show();
+    editor.open_image(0);
+    ASSERT_TRUE(uitest::wait_for([&] { return editor.image_loaded(); }));
+    editor.add_box({2, 0.5, 0.5, 0.25, 0.25});
+    int written = -1;
+    QString failure;
+    QObject::connect(&editor, &AnnotationEditor::labels_written, [&](int n) { written = n; });
+    QObject::connect(&editor, &AnnotationEditor::failed, [&](const QString& m) { failure = m; });
+    QTest::keyClick(&editor, Qt::Key_S, Qt::ControlModifier);
+    ASSERT_TRUE(uitest::wait_for([&] { return written >= 0 || !failure.isEmpty(); }))
+        << failure.toStdString();
+    EXPECT_EQ(written, 1);  // only the edited image's file changed
+    const data::DetectionDataset on_disk =
+        data::load_detection_dataset(fx.dir / "synth" / "data.yaml").dataset;
+    const auto& edited = content->images[0];
+    bool found = false;
+    for (const auto& img : on_disk.images)
+        if (std::filesystem::equivalent(on_disk.root / img.path, edited.path)) {
+            found = true;
+            EXPECT_EQ(img.boxes.size(), edited.boxes.size());
+            EXPECT_EQ(img.boxes.back().cls, 2);
+        }
+    EXPECT_TRUE(found);
+    // Nothing changed since: nothing is written again.
+    written = -1;
+    QTest::keyClick(&editor, Qt::Key_S, Qt::ControlModifier);
+    ASSERT_TRUE(uitest::wait_for([&] { return written >= 0; }));
+    EXPECT_EQ(written, 0);
+    // Other formats are not rewritten in place: the message says to export instead.
+    fx.project->db().exec("UPDATE datasets SET format = 'coco'");
+    try {
+        store::write_labels_to_files(*fx.project, fx.dataset);
+        ADD_FAILURE() << "a COCO dataset's labels were written as YOLO files";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("only YOLO label files"), std::string::npos)
+            << e.what();
+    }
 }
 
 TEST(DatasetView, ListsFiltersAndDecodesThumbnailsInTheBackground) {

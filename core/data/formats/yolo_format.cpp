@@ -199,4 +199,23 @@ fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out, ImageFi
     return yaml_path;
 }
 
+std::size_t write_yolo_label_files(const DetectionDataset& dataset) {
+    std::size_t written = 0;
+    for (const auto& record : dataset.images) {
+        std::string text;
+        for (const auto& box : record.boxes)
+            text += format_yolo_row(box) + "\n";
+        const fs::path label = yolo_label_path(detail::image_path(dataset, record));
+        std::error_code ec;
+        if (fs::exists(label, ec)) {  // the same boxes, however they were written: left alone
+            const LabelParse old = parse_yolo_labels(read_file_bytes(label), "", 0);
+            if (!old.has_error() && old.boxes == record.boxes) continue;
+        }
+        fs::create_directories(label.parent_path());
+        write_file_atomically(label, text);
+        ++written;
+    }
+    return written;
+}
+
 }  // namespace crucible::data
