@@ -90,6 +90,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Annotate"), this, [this, id] { open_annotation(id, 0); });
+            menu.addAction(tr("Delete…"), this, [this, id] { delete_dataset_asking(id); });
         } else if (kind == QLatin1String("server")) {
             const QString name = item->data(0, kIdRole).toString();
             menu.addAction(tr("Check connection"), this, [this, name] { check_server(name); });
@@ -678,6 +679,38 @@ void MainWindow::delete_run_asking(std::int64_t run_id) {
                 emit tabs_->tabCloseRequested(i);
         store::delete_run(*project_, run_id);
         log(QString(log_level_name(LogLevel::Info)), tr("run %1 deleted").arg(qs(run.setup.name)));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+    refresh_tree();
+}
+
+void MainWindow::close_dataset_tabs(std::int64_t dataset_id) {
+    for (int i = tabs_->count() - 1; i >= 0; --i) {
+        QWidget* w = tabs_->widget(i);
+        const auto* view = qobject_cast<DatasetView*>(w);
+        const auto* editor = qobject_cast<AnnotationEditor*>(w);
+        if ((view && view->content()->dataset_id == dataset_id) ||
+            (editor && editor->content()->dataset_id == dataset_id))
+            emit tabs_->tabCloseRequested(i);
+    }
+}
+
+void MainWindow::delete_dataset_asking(std::int64_t dataset_id) {
+    if (!project_) return;
+    try {
+        const store::DatasetInfo info = store::get_dataset(*project_, dataset_id);
+        const auto answer = QMessageBox::question(
+            this, tr("Delete dataset"),
+            tr("Remove the dataset %1 (%2 images, %3 boxes) from this project? Its image and "
+               "label files stay where they are, and runs keep the version they trained on.")
+                .arg(qs(info.name))
+                .arg(info.images)
+                .arg(info.boxes));
+        if (answer != QMessageBox::Yes) return;
+        close_dataset_tabs(dataset_id);
+        store::delete_dataset(*project_, dataset_id);
+        log(QString(log_level_name(LogLevel::Info)), tr("dataset %1 removed").arg(qs(info.name)));
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }

@@ -102,6 +102,11 @@ class MainWindow : public QMainWindow {
     void remove_server_asking(const QString& name);
     // A run of the project removed after a confirmation, its monitor tabs closed first.
     void delete_run_asking(std::int64_t run_id);
+    // A dataset removed from the project after a confirmation (its image files and runs stay;
+    // runs keep the version they trained on), its view and editor tabs closed first.
+    void delete_dataset_asking(std::int64_t dataset_id);
+    // Closes the tabs that show the dataset (views and editors).
+    void close_dataset_tabs(std::int64_t dataset_id);
     // Keeps a followed run's new events in the project; a status among them shows in the tree.
     void keep_events(std::int64_t run_id, const std::vector<Event>& events);
     void log(const QString& level, const QString& message);

@@ -160,4 +160,12 @@ TEST(MainWindow, DemoProjectShowsADatasetAndARun) {
         ASSERT_EQ(loss->step[i], loss->step[i - 1] + 1);
     EXPECT_EQ(monitor->progress(0).state, "succeeded");
     EXPECT_EQ(window.tabs()->count(), 2);
+
+    // Deleting the dataset closes its views and editors first (the run's monitor stays).
+    ASSERT_NE(window.open_annotation(datasets[0].id, 0), nullptr);
+    EXPECT_EQ(window.tabs()->count(), 3);
+    window.close_dataset_tabs(datasets[0].id);
+    QCoreApplication::processEvents();
+    ASSERT_EQ(window.tabs()->count(), 1);
+    EXPECT_EQ(qobject_cast<RunMonitor*>(window.tabs()->widget(0)), monitor);
 }
