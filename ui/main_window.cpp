@@ -588,6 +588,24 @@ void MainWindow::import_dataset(const QString& source) {
         log(QString(log_level_name(LogLevel::Warning)), tr("an import is already running"));
         return;
     }
+    std::string name = QFileInfo(source).fileName().toStdString();
+    try {
+        if (store::find_dataset(*project_, name)) {  // taken: offer a free name to edit
+            bool ok = false;
+            const QString chosen = QInputDialog::getText(
+                this, tr("Dataset name taken"),
+                tr("The project has a dataset named %1 already. Import this one as:").arg(qs(name)),
+                QLineEdit::Normal, qs(store::free_dataset_name(*project_, name)), &ok);
+            if (!ok || chosen.trimmed().isEmpty()) {
+                log(QString(log_level_name(LogLevel::Info)), tr("import canceled"));
+                return;
+            }
+            name = chosen.trimmed().toStdString();
+        }
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
     busy_ = true;
     // The project is used by the import thread only until it reports back; the tree and tabs
     // are disabled meanwhile so the GUI does not touch it.
@@ -607,7 +625,6 @@ void MainWindow::import_dataset(const QString& source) {
     });
     timer->start(100);
     store::Project* project = project_.get();
-    const std::string name = QFileInfo(source).fileName().toStdString();
     struct Outcome {
         store::ImportResult result;
         std::vector<std::string> problems;

@@ -217,6 +217,13 @@ ImportResult import_dataset_from(Project& project, const fs::path& source,
     return import_dataset(project, loaded.dataset, o);
 }
 
+std::string free_dataset_name(Project& project, const std::string& wanted) {
+    std::string name = wanted;
+    for (int n = 2; find_dataset(project, name); ++n)
+        name = wanted + "-" + std::to_string(n);
+    return name;
+}
+
 fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     const DatasetInfo info = get_dataset(project, dataset_id);
     if (info.kind != "detection")

@@ -70,6 +70,9 @@ ImportResult import_dataset_from(Project& project, const std::filesystem::path& 
 
 std::vector<DatasetInfo> list_datasets(Project& project);
 std::optional<DatasetInfo> find_dataset(Project& project, const std::string& name);
+// `wanted` when no dataset has that name, else the first free "<wanted>-2", "-3", ...: what the
+// studio offers when an import's name is taken.
+std::string free_dataset_name(Project& project, const std::string& wanted);
 DatasetInfo get_dataset(Project& project, std::int64_t dataset_id);  // InputError when missing
 void delete_dataset(Project& project, std::int64_t dataset_id);
 

@@ -73,6 +73,19 @@ TEST(Import, ExportRoundTripsTheDataset) {
     }
 }
 
+// A taken name gets the first free "-N" suffix, as the studio offers it on an import clash.
+TEST(Import, FreeDatasetNameForAClash) {
+    TempDir dir;
+    auto ds = test::make_dataset(dir / "data", 2);
+    auto p = Project::create(dir / "p.crucible");
+    EXPECT_EQ(free_dataset_name(*p, "cars"), "cars");
+    import_dataset(*p, ds, {.name = "cars"});
+    EXPECT_EQ(free_dataset_name(*p, "cars"), "cars-2");
+    import_dataset(*p, ds, {.name = "cars-2"});
+    EXPECT_EQ(free_dataset_name(*p, "cars"), "cars-3");
+    EXPECT_THROW(import_dataset(*p, ds, {.name = "cars"}), InputError);
+}
+
 TEST(Import, VersionHashFollowsContentNotLocation) {
     TempDir dir;
     auto ds = test::make_dataset(dir / "data", 8);
