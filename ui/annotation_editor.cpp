@@ -368,10 +368,8 @@ void AnnotationEditor::write_label_files() {
     run_in_background<std::size_t>(
         this,
         [project_file, dataset] {
-            store::OpenOptions read;
-            read.read_only = true;
-            const auto project = store::Project::open(project_file, read);
-            return store::write_labels_to_files(*project, dataset);
+            return store::write_labels_to_files(*store::Project::open_for_reading(project_file),
+                                                dataset);
         },
         [this](std::size_t written, QString error) {
             if (!error.isEmpty()) {

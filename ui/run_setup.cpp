@@ -218,28 +218,35 @@ void RunSetupView::copy_command() const {
 }
 
 void RunSetupView::dataset_to_form() {
-    ++snapshot_generation_;  // an answer for an earlier pick is dropped
-    snapshot_busy_ = false;
     const qlonglong id = dataset_->currentData().toLongLong();
     const OptionSpec* data = form_ ? form_->schema().find("data") : nullptr;
-    if (!project_ || id < 0 || !data || data->type != OptionType::Path) return;
+    auto drop_pending = [this] {
+        ++snapshot_generation_;  // an answer for an earlier pick is dropped
+        snapshot_busy_ = false;
+        snapshot_dataset_ = -1;
+    };
+    if (!project_ || id < 0 || !data || data->type != OptionType::Path) return drop_pending();
     store::DatasetInfo info;
     try {
         info = store::get_dataset(*project_, id);
     } catch (const std::exception& e) {
         error_->setText(QString::fromUtf8(e.what()));
-        return;
+        return drop_pending();
     }
-    if (info.kind != "detection") return;  // caption and chat datasets: the path is typed
+    // Caption and chat datasets: the path is typed.
+    if (info.kind != "detection") return drop_pending();
     auto show = [this](const QString& path) {
         form_->set_values({{"data", path.toStdString()}});
         update_command();
     };
-    if (snapshot_dataset_ == id && snapshot_version_ == info.version_hash &&
-        !snapshot_path_.isEmpty()) {
-        show(snapshot_path_);
-        return;
+    if (snapshot_dataset_ == id && snapshot_version_ == info.version_hash) {
+        if (!snapshot_busy_) show(snapshot_path_);
+        return;  // written already, or being written: not started twice
     }
+    ++snapshot_generation_;
+    snapshot_dataset_ = id;
+    snapshot_version_ = info.version_hash;
+    snapshot_path_.clear();
     snapshot_busy_ = true;
     const int generation = snapshot_generation_;
     const auto project_file = project_->path();
@@ -247,20 +254,17 @@ void RunSetupView::dataset_to_form() {
         this,
         [project_file, id] {
             // Its own read-only connection: the GUI thread keeps using the project's.
-            store::OpenOptions read;
-            read.read_only = true;
-            const auto project = store::Project::open(project_file, read);
-            return path_to_utf8(store::snapshot_dataset(*project, id));
+            return path_to_utf8(
+                store::snapshot_dataset(*store::Project::open_for_reading(project_file), id));
         },
-        [this, generation, id, version = info.version_hash, show](std::string path, QString error) {
+        [this, generation, show](std::string path, QString error) {
             if (generation != snapshot_generation_) return;
             snapshot_busy_ = false;
             if (!error.isEmpty()) {
+                snapshot_dataset_ = -1;  // the next pick or run tries again
                 error_->setText(tr("dataset snapshot not written: %1").arg(error));
                 return;
             }
-            snapshot_dataset_ = id;
-            snapshot_version_ = version;
             snapshot_path_ = qs(path);
             show(snapshot_path_);
         });

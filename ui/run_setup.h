@@ -77,16 +77,17 @@ class RunSetupView : public QWidget {
     net::RemoteEndpoint local_;
     bool has_local_ = false;
     QPushButton* submit_ = nullptr;
-    bool submitting_ = false;
+    bool submitting_ = false;  // one submit at a time: no double submit while uploads run
     // A detection dataset picked in the Dataset list trains from its snapshot
     // (store::snapshot_dataset: the labels as the studio shows them), written in the background
     // and put into the form's `data` option; a run cannot be created while it is being written.
     void dataset_to_form();
     int snapshot_generation_ = 0;
     bool snapshot_busy_ = false;
+    // The snapshot wanted (dataset and version) and, once written, its data.yaml.
     std::int64_t snapshot_dataset_ = -1;
     std::string snapshot_version_;
-    QString snapshot_path_;  // one submit at a time: no double submit while uploads run
+    QString snapshot_path_;
     // Submit is offered with somewhere to submit to and no submit under way.
     void update_submit_button();
     OptionsForm* form_ = nullptr;

@@ -201,11 +201,7 @@ struct StoredRunSource::Reader {
     std::unique_ptr<store::Project> db;
 
     std::vector<Event> next(std::size_t count) {
-        if (!db) {
-            store::OpenOptions options;
-            options.read_only = true;
-            db = store::Project::open(project, options);
-        }
+        if (!db) db = store::Project::open_for_reading(project);
         auto events = store::read_events(*db, run_id, after, static_cast<std::int64_t>(count));
         if (!events.empty()) after = events.back().seq;
         return events;

@@ -2,7 +2,6 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
-#include "core/base/secret_store.h"
 #include "core/store/run_store.h"
 
 namespace crucible::ui {

@@ -19,7 +19,6 @@
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
-#include "core/base/secret_store.h"
 #include "core/net/api_client.h"
 #include "core/net/job_inputs.h"
 #include "core/net/remote_config.h"

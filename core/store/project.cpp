@@ -73,6 +73,12 @@ std::unique_ptr<Project> Project::create(const fs::path& path, const OpenOptions
     return p;
 }
 
+std::unique_ptr<Project> Project::open_for_reading(const fs::path& path) {
+    OpenOptions options;
+    options.read_only = true;
+    return open(path, options);
+}
+
 std::unique_ptr<Project> Project::open(const fs::path& path, const OpenOptions& options) {
     std::error_code ec;
     if (!fs::exists(path, ec)) throw InputError(path_to_utf8(path), "no such project file");

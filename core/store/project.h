@@ -40,6 +40,9 @@ class Project {
     // newer Crucible, and migrates files from an older one (when writable).
     static std::unique_ptr<Project> open(const std::filesystem::path& path,
                                          const OpenOptions& options = {});
+    // A read-only connection of its own, for background work beside the GUI thread's
+    // connection (reading stored events, writing dataset snapshots or label files).
+    static std::unique_ptr<Project> open_for_reading(const std::filesystem::path& path);
     ~Project();
     Project(const Project&) = delete;
     Project& operator=(const Project&) = delete;
