@@ -49,6 +49,7 @@ int agent_main(int argc, char** argv) {
     std::string service_name = crucible::agent::kDefaultServiceName;
     bool insecure = false, install = false, uninstall = false, as_service = false;
     int max_cpu_jobs = 0;
+    double idle_exit = 0;
     app.add_option("--listen", listen, "HOST:PORT to listen on (default 127.0.0.1:7443)");
     auto* data_opt = app.add_option("--data", data, "data folder (jobs, blobs, datasets, tokens)");
     app.add_option("--cert", cert, "TLS certificate (PEM); default: self-signed in <data>/tls");
@@ -60,6 +61,11 @@ int agent_main(int argc, char** argv) {
     app.add_option("--max-cpu-jobs", max_cpu_jobs, "jobs at once on a host without GPUs");
     app.add_option("--nvml", nvml, "NVML library to load (default: the driver's)");
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+    app.add_option("--idle-exit", idle_exit,
+                   "exit after this many seconds without a queued or running job or a request "
+                   "(the studio's private agent: training goes on after the studio closes, and "
+                   "the agent ends by itself afterwards); 0 = never")
+        ->check(CLI::NonNegativeNumber);
     app.add_flag("--install-service", install,
                  "Windows: register a service that runs this agent with these options at boot");
     app.add_flag("--uninstall-service", uninstall, "Windows: stop and remove the service");
@@ -157,8 +163,13 @@ int agent_main(int argc, char** argv) {
     start();
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    while (!g_stop)
+    while (!g_stop) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (idle_exit > 0 && service->seconds_idle() >= idle_exit) {
+            spdlog::info("idle for {} s: exiting (--idle-exit)", idle_exit);
+            break;
+        }
+    }
     stop();
     return 0;
 }

@@ -27,6 +27,12 @@
 namespace crucible::cli {
 namespace {
 
+// "uploading 3/120 files, 12.3/69.0 MB" on one line of stderr, rewritten in place.
+void print_upload_progress(const net::UploadProgress& p) {
+    std::fprintf(stderr, "\ruploading %zu/%zu files, %.1f/%.1f MB", p.files_done, p.files,
+                 static_cast<double>(p.done) / 1e6, static_cast<double>(p.total) / 1e6);
+}
+
 // Most subcommands name a remote first.
 CLI::Option* add_remote(CLI::App& app, std::string& name) {
     return app.add_option("NAME", name, "the remote (see crucible remote ls)")->required();
@@ -180,8 +186,7 @@ int run_push(const std::vector<std::string>& words) {
     if (name.empty())
         name = path_to_utf8(std::filesystem::absolute(folder).lexically_normal().filename());
     auto client = client_for(remote);
-    std::string id = client.push_dataset(
-        folder, name, [](const std::string& line) { std::fprintf(stderr, "\r%s", line.c_str()); });
+    std::string id = client.push_dataset(folder, name, print_upload_progress);
     std::fprintf(stderr, "\n");
     std::printf("dataset:%s\n", id.c_str());
     return 0;
@@ -223,9 +228,13 @@ int run_submit(const std::vector<std::string>& words) {
     auto client = client_for(remote);
     // Local files named by path options (a dataset folder, pretrained weights) go up first.
     const Json schema = net::find_task_schema(client.info().tasks, request.task);
-    request.options = net::upload_local_inputs(
-        client, schema, request.options,
-        [](const std::string& m) { std::fprintf(stderr, "%s\n", m.c_str()); });
+    bool uploaded = false;
+    request.options = net::upload_local_inputs(client, schema, request.options,
+                                               [&](const net::UploadProgress& p) {
+                                                   uploaded = true;
+                                                   print_upload_progress(p);
+                                               });
+    if (uploaded) std::fprintf(stderr, "\n");
     std::printf("%s\n", client.submit(request).id.c_str());
     return 0;
 }

@@ -131,6 +131,18 @@ std::string AgentService::fingerprint() const {
     return fingerprint_;
 }
 
+double AgentService::seconds_idle() const {
+    const double now = unix_time_now();
+    for (const auto& job : registry_.list())
+        if (job.state == JobState::Queued || job.state == JobState::Running) {
+            last_active_ = now;
+            return 0;
+        }
+    double since = std::max(last_active_.load(), server_->last_authorized_request());
+    if (since <= 0) since = last_active_ = now;  // counted from the first call
+    return now - since;
+}
+
 int AgentService::start() {
     for (const auto& job : registry_.load()) {
         auto dir = registry_.folder(job.id);

@@ -58,6 +58,9 @@ class AgentService {
     std::string fingerprint() const;  // SHA-256 of the TLS certificate ("" without TLS)
     net::TokenStore& tokens() { return *tokens_; }
     JobRegistry& registry() { return registry_; }
+    // Seconds since the agent last had work: a job queued or running, or a request
+    // with a valid token (a client that follows or browses counts). 0 while a job is active.
+    double seconds_idle() const;
 
   private:
     void add_info_routes();
@@ -83,6 +86,7 @@ class AgentService {
     std::string fingerprint_;
     std::mutex audit_mutex_;
     std::atomic<bool> telemetry_running_{false};
+    mutable std::atomic<double> last_active_{0};  // the last time seconds_idle saw a job active
     std::thread telemetry_;
 };
 

@@ -427,6 +427,7 @@ std::string ApiClient::upload_blob(
         std::uint64_t offset =
             std::strtoull(head->get_header_value("Upload-Offset").c_str(), nullptr, 10);
         if (offset > total) offset = 0;
+        if (progress && offset > 0) progress(offset, total);  // resumed
         if (total == 0) {
             auto res = cli->Put(route, std::string(), "application/octet-stream");
             if (!res) throw failure(res, endpoint_.url);
@@ -452,6 +453,7 @@ std::string ApiClient::upload_blob(
         cli->Delete(route);
         offset = 0;
     }
+    if (progress && offset > 0) progress(offset, total);  // resumed
     std::string sha;
     bool known = false;
     auto ask_when_hashed = [&] {
@@ -477,19 +479,28 @@ std::string ApiClient::upload_blob(
 }
 
 std::string ApiClient::push_dataset(const std::filesystem::path& folder, const std::string& name,
-                                    const std::function<void(const std::string&)>& progress) {
+                                    const UploadProgressFn& progress) {
     Json files = Json::array();
     std::vector<std::filesystem::path> paths;
+    UploadProgress at;
     for (const auto& e : std::filesystem::recursive_directory_iterator(folder))
-        if (e.is_regular_file()) paths.push_back(e.path());
+        if (e.is_regular_file()) {
+            paths.push_back(e.path());
+            at.total += e.file_size();
+        }
     std::sort(paths.begin(), paths.end());
-    std::size_t i = 0;
+    at.files = paths.size();
     for (const auto& p : paths) {
-        std::string sha = upload_blob(p);
+        at.file = path_to_utf8(p);
+        const std::uint64_t before = at.done;
+        std::string sha = upload_blob(p, [&](std::uint64_t sent, std::uint64_t) {
+            at.done = before + sent;
+            if (progress) progress(at);
+        });
         auto rel = p.lexically_relative(folder).generic_u8string();  // '/' separators on every OS
         files.push_back({{"path", std::string(rel.begin(), rel.end())}, {"sha256", sha}});
-        if (progress)
-            progress("uploaded " + std::to_string(++i) + "/" + std::to_string(paths.size()));
+        ++at.files_done;
+        if (progress) progress(at);
     }
     Json res = post(routes::kCreateDataset.path(), {{"name", name}, {"files", files}});
     return res.value("id", std::string());

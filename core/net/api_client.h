@@ -104,6 +104,20 @@ class StreamStop {
     std::shared_ptr<Shared> shared_;  // also held by the thread request() starts
 };
 
+// Where an upload of one or more files stands (push_dataset, upload_local_inputs).
+struct UploadProgress {
+    std::string file;                   // the file being sent
+    std::uint64_t done = 0, total = 0;  // bytes of every file of the upload
+    std::size_t files_done = 0, files = 0;
+};
+// Called as pieces go. Throwing (UploadCanceled) stops the upload; running it again resumes it
+// (blobs the agent has are not sent again, a large file continues from its last piece).
+using UploadProgressFn = std::function<void(const UploadProgress&)>;
+class UploadCanceled : public Error {
+  public:
+    UploadCanceled() : Error("upload canceled") {}
+};
+
 class ApiClient {
   public:
     explicit ApiClient(RemoteEndpoint endpoint);
@@ -150,7 +164,7 @@ class ApiClient {
     std::string upload_id_for(const std::filesystem::path& file) const;
     // Uploads every file under `folder` as blobs and registers the dataset; returns its id.
     std::string push_dataset(const std::filesystem::path& folder, const std::string& name,
-                             const std::function<void(const std::string&)>& progress = {});
+                             const UploadProgressFn& progress = {});
 
     // Follows a job's events after `after_seq` until the stream ends (job finished) or `stop` is
     // requested (from any thread; it also interrupts a read that waits for bytes). Reconnects

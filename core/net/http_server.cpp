@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/net/api_version.h"
@@ -174,6 +175,7 @@ bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res) 
         return false;
     }
     t_caller = *who;
+    last_authorized_ = unix_time_now();
     if (audit_ && req.method != "GET" && req.method != "HEAD") audit_(*who, req.method, req.path);
     return true;
 }

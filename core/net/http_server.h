@@ -75,6 +75,8 @@ class HttpServer {
 
     // Name of the token that authenticated the request (set by the auth pre-routing handler).
     static std::string caller(const httplib::Request& req);
+    // When the last request with a valid token came (unix seconds; 0 = none yet).
+    double last_authorized_request() const { return last_authorized_.load(); }
 
   private:
     bool authorize(const httplib::Request& req, httplib::Response& res);
@@ -82,6 +84,7 @@ class HttpServer {
     HttpServerOptions options_;
     std::shared_ptr<TokenStore> tokens_;
     AuditFn audit_;
+    std::atomic<double> last_authorized_{0};
     std::unique_ptr<httplib::Server> server_;
     bool tls_ = false;
     int port_ = 0;

@@ -25,10 +25,18 @@ bool is_reference(const std::string& value) {
 }  // namespace
 
 Json upload_local_inputs(ApiClient& client, const Json& task_schema, Json options,
-                         const std::function<void(const std::string&)>& progress) {
+                         const UploadProgressFn& progress) {
     if (!task_schema.is_object() || !options.is_object()) return options;
-    const Json specs = task_schema.value("options", Json::array());
-    for (const auto& spec : specs) {
+    // What goes up: (option, local path, dataset folder?) with their bytes, for one total.
+    struct Input {
+        std::string option;
+        fs::path path;
+        bool dataset = false;
+        std::uint64_t bytes = 0;
+        std::size_t files = 0;
+    };
+    std::vector<Input> inputs;
+    for (const auto& spec : task_schema.value("options", Json::array())) {
         if (!spec.is_object() || spec.value("type", std::string()) != "path") continue;
         const std::string name = spec.value("name", std::string());
         auto it = options.find(name);
@@ -40,16 +48,49 @@ Json upload_local_inputs(ApiClient& client, const Json& task_schema, Json option
         const bool is_dir = fs::is_directory(local, ec);
         const bool is_file = !is_dir && fs::is_regular_file(local, ec);
         if (!is_dir && !is_file) continue;  // not on this machine: a path on the server
-        const bool dataset_yaml = is_file && local.filename() == "data.yaml";
-        if (is_dir || dataset_yaml) {
-            const fs::path folder = is_dir ? local : local.parent_path();
-            if (progress)
-                progress("uploading the dataset " + path_to_utf8(folder) + " (" + name + ")");
-            *it = "dataset:" + client.push_dataset(folder, path_to_utf8(folder.filename()));
+        Input input{name, local, is_dir || local.filename() == "data.yaml"};
+        if (input.dataset) {
+            input.path = is_dir ? local : local.parent_path();
+            for (const auto& e : fs::recursive_directory_iterator(input.path))
+                if (e.is_regular_file()) {
+                    input.bytes += e.file_size();
+                    ++input.files;
+                }
         } else {
-            if (progress) progress("uploading " + path_to_utf8(local) + " (" + name + ")");
-            *it = "blob:" + client.upload_blob(local) + "/" + path_to_utf8(local.filename());
+            input.bytes = fs::file_size(local);
+            input.files = 1;
         }
+        inputs.push_back(std::move(input));
+    }
+    UploadProgress all;
+    for (const auto& input : inputs) {
+        all.total += input.bytes;
+        all.files += input.files;
+    }
+    for (const auto& input : inputs) {
+        const UploadProgress before = all;
+        auto report = [&](const UploadProgress& p) {
+            all.file = p.file;
+            all.done = before.done + p.done;
+            all.files_done = before.files_done + p.files_done;
+            if (progress) progress(all);
+        };
+        std::string& value = options[input.option].get_ref<std::string&>();
+        if (input.dataset) {
+            value = "dataset:" +
+                    client.push_dataset(input.path, path_to_utf8(input.path.filename()), report);
+        } else {
+            UploadProgress one{path_to_utf8(input.path), 0, input.bytes, 0, 1};
+            value = "blob:" +
+                    client.upload_blob(input.path,
+                                       [&](std::uint64_t sent, std::uint64_t) {
+                                           one.done = sent;
+                                           report(one);
+                                       }) +
+                    "/" + path_to_utf8(input.path.filename());
+        }
+        all.done = before.done + input.bytes;
+        all.files_done = before.files_done + input.files;
     }
     return options;
 }

@@ -16,9 +16,10 @@ namespace crucible::net {
 // The schema of `task` in a task list (as /v1/info's "tasks"), or null when it is not there.
 Json find_task_schema(const Json& tasks, const std::string& task);
 
-// Returns `options` with local files replaced by the references of their uploads.
-// `progress(message)` reports each upload.
+// Returns `options` with local files replaced by the references of their uploads. `progress`
+// counts the bytes of every input together; throwing UploadCanceled from it stops the uploads
+// (running them again resumes them).
 Json upload_local_inputs(ApiClient& client, const Json& task_schema, Json options,
-                         const std::function<void(const std::string&)>& progress = {});
+                         const UploadProgressFn& progress = {});
 
 }  // namespace crucible::net
