@@ -74,6 +74,7 @@ Json describe_tasks() {
         schema["task"] = info->id;
         schema["title"] = info->title;
         schema["aliases"] = info->aliases;
+        schema["dataset_kind"] = info->dataset_kind;
         tasks.push_back(std::move(schema));
     }
     return {{"version", CRUCIBLE_VERSION},

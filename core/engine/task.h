@@ -120,6 +120,9 @@ struct TaskInfo {
     std::vector<std::string> aliases;  // {"detect"}
     std::string folder;                // runs/<folder>/<name>: "detect"
     std::function<std::unique_ptr<Task>()> make;
+    // The kind of project dataset it trains on (store DatasetInfo::kind: "detection", "chat"),
+    // "captions" for caption folders, "" for none: the studio's dataset picker offers only those.
+    std::string dataset_kind;
 };
 
 class TaskRegistry {

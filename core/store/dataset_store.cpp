@@ -231,8 +231,11 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
                          "only detection datasets are written as snapshots (this one "
                          "is " +
                              info.kind + ")");
+    // The stem stays a path: a non-ASCII project name is not read as the ANSI code page.
+    fs::path beside = project.path().stem();
+    beside += ".datasets";
     const fs::path folder =
-        project.folder() / (path_to_utf8(project.path().stem()) + ".datasets") /
+        project.folder() / beside /
         ("dataset-" + std::to_string(dataset_id) + "-" + info.version_hash.substr(0, 12));
     const fs::path yaml = folder / "data.yaml";
     std::error_code ec;

@@ -87,6 +87,14 @@ void delete_run(Project& project, std::int64_t run_id) {
     Transaction tx(project.db());
     project.db().prepare("DELETE FROM runs WHERE id = ?").bind_all(run_id).run();  // cascades
     tx.commit();
+    std::error_code ec;  // the record is gone; files that resist removal are only files
+    std::filesystem::remove_all(run_files_folder(project, run_id), ec);
+}
+
+std::filesystem::path run_files_folder(const Project& project, std::int64_t run_id) {
+    std::filesystem::path beside = project.path().stem();  // a path: non-ASCII names survive
+    beside += ".runs";
+    return project.folder() / beside / ("run-" + std::to_string(run_id));
 }
 
 namespace {

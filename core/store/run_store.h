@@ -37,9 +37,14 @@ std::int64_t create_run(Project& project, const RunSetup& setup);
 void update_run_state(Project& project, std::int64_t run_id, const std::string& state,
                       const std::optional<std::string>& remote_job_id = std::nullopt);
 std::vector<RunInfo> list_runs(Project& project);
-// Removes a run with its events and points (InputError when missing). A job on a server is not
-// touched: the run's record in this project is what goes.
+// Removes a run with its events and points and the folder of its files (run_files_folder), when
+// it has one (InputError when missing). A job on a server is not touched: the run's record in
+// this project is what goes.
 void delete_run(Project& project, std::int64_t run_id);
+// Where a finished run's files (weights, validation report, samples) are kept beside the
+// project, so the run opens complete offline: <project folder>/<project stem>.runs/run-<id>/,
+// in the job folder's layout.
+std::filesystem::path run_files_folder(const Project& project, std::int64_t run_id);
 RunInfo get_run(Project& project, std::int64_t run_id);  // InputError when missing
 
 // Stores events in one transaction; an event whose (run, seq) is already stored is skipped, so

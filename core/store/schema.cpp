@@ -182,6 +182,17 @@ UPDATE runs SET
     event_count = (SELECT count(*) FROM run_events e WHERE e.run_id = runs.id),
     last_seq = (SELECT coalesce(max(seq), -1) FROM run_events e WHERE e.run_id = runs.id);
 )sql"},
+        // Version 6: each run's summary for the run table (first/last/best of every metric,
+        // its span in time), kept up to the seq it was computed at so opening a project of
+        // hundreds of runs reads one row per run; store::summarize_runs refreshes stale rows.
+        // A class may have a colour of its own ("#rrggbb"; '' = the studio's palette).
+        {5, R"sql(
+ALTER TABLE classes ADD COLUMN color TEXT NOT NULL DEFAULT '';
+CREATE TABLE run_summaries(
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    summary TEXT NOT NULL CHECK(json_valid(summary)));
+)sql"},
     };
     return list;
 }

@@ -405,9 +405,12 @@ class LlmLoraTask : public engine::Task {
     std::string data_hash_;
 };
 
-engine::RegisterTask registration({kLlmTaskId, "LLM LoRA fine-tuning", {"llm"}, "llm", [] {
-                                       return std::make_unique<LlmLoraTask>();
-                                   }});
+engine::RegisterTask registration({kLlmTaskId,
+                                   "LLM LoRA fine-tuning",
+                                   {"llm"},
+                                   "llm",
+                                   [] { return std::make_unique<LlmLoraTask>(); },
+                                   "chat"});
 
 }  // namespace
 

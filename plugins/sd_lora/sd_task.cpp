@@ -526,10 +526,12 @@ class SdLoraTask : public engine::Task {
     std::int64_t sample_every_ = 0, batches_seen_ = 0;
 };
 
-engine::RegisterTask registration(
-    {kSdLoraTaskId, "Stable Diffusion 1.x LoRA", {"sd_lora", "sd"}, "sd_lora", [] {
-         return std::make_unique<SdLoraTask>();
-     }});
+engine::RegisterTask registration({kSdLoraTaskId,
+                                   "Stable Diffusion 1.x LoRA",
+                                   {"sd_lora", "sd"},
+                                   "sd_lora",
+                                   [] { return std::make_unique<SdLoraTask>(); },
+                                   "captions"});
 
 }  // namespace
 

@@ -316,10 +316,12 @@ class DetectTask : public engine::Task {
     std::unique_ptr<DetectionLoss> loss_;
 };
 
-engine::RegisterTask registration(
-    {kDetectTaskId, "YOLOv8 object detection", {"detect"}, "detect", [] {
-         return std::make_unique<DetectTask>();
-     }});
+engine::RegisterTask registration({kDetectTaskId,
+                                   "YOLOv8 object detection",
+                                   {"detect"},
+                                   "detect",
+                                   [] { return std::make_unique<DetectTask>(); },
+                                   "detection"});
 
 }  // namespace
 
