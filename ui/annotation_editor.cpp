@@ -1,12 +1,15 @@
 #include "ui/annotation_editor.h"
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
+#include <QIcon>
 #include <QImageReader>
 #include <QLabel>
 #include <QMouseEvent>
 #include <QPainter>
+#include <QPixmap>
 #include <QPushButton>
 #include <QUndoCommand>
 #include <QVBoxLayout>
@@ -15,6 +18,7 @@
 #include <cmath>
 
 #include "core/base/file_io.h"
+#include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "ui/background.h"
@@ -137,7 +141,7 @@ void AnnotationCanvas::paintEvent(QPaintEvent*) {
         if (preview_ && i == drag_box_ && drag_ != Drag::Draw) b = *preview_;
         const QRectF br = box_rect(b);
         const bool sel = i == editor_->selected();
-        QColor c = class_color(b.cls);
+        QColor c = class_color(b.cls, editor_->content()->class_colors);
         p.setPen(QPen(c, sel ? 2.5 : 1.5));
         QColor fill = c;
         fill.setAlpha(sel ? 50 : 20);
@@ -159,7 +163,8 @@ void AnnotationCanvas::paintEvent(QPaintEvent*) {
         }
     }
     if (preview_ && drag_ == Drag::Draw) {
-        p.setPen(QPen(class_color(preview_->cls), 1.5, Qt::DashLine));
+        p.setPen(
+            QPen(class_color(preview_->cls, editor_->content()->class_colors), 1.5, Qt::DashLine));
         p.setBrush(Qt::NoBrush);
         p.drawRect(box_rect(*preview_));
     }
@@ -279,18 +284,24 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     auto* bar = new QHBoxLayout;
     title_ = new QLabel(this);
     class_picker_ = new QComboBox(this);
-    for (const auto& name : content_->class_names)
-        class_picker_->addItem(QString::fromStdString(name));
+    fill_class_picker();
+    auto* classes = new QPushButton(tr("Classes…"), this);
+    classes->setToolTip(tr("Add, rename, merge or colour the dataset's classes"));
+    verified_ = new QCheckBox(tr("Verified (Space)"), this);
+    verified_->setToolTip(tr("A person checked this image's labels"));
+    verified_->setFocusPolicy(Qt::NoFocus);
     auto* prev = new QPushButton(tr("◀ Prev (A)"), this);
     auto* next = new QPushButton(tr("Next (D) ▶"), this);
     auto* draw = new QPushButton(tr("New box (W)"), this);
     auto* undo_button = new QPushButton(tr("Undo"), this);
     auto* redo_button = new QPushButton(tr("Redo"), this);
-    for (QPushButton* b : {prev, next, draw, undo_button, redo_button})
+    for (QPushButton* b : {prev, next, draw, undo_button, redo_button, classes})
         b->setFocusPolicy(Qt::NoFocus);
     bar->addWidget(title_, 1);
     bar->addWidget(new QLabel(tr("Class"), this));
     bar->addWidget(class_picker_);
+    bar->addWidget(classes);
+    bar->addWidget(verified_);
     bar->addWidget(draw);
     bar->addWidget(undo_button);
     bar->addWidget(redo_button);
@@ -300,9 +311,9 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     canvas_ = new AnnotationCanvas(this);
     outer->addWidget(canvas_, 1);
     outer->addWidget(new QLabel(tr("W new box · drag a box to move, a corner to resize · Del "
-                                   "delete · A/D previous/next · Ctrl+Z/Ctrl+Y undo/redo · "
-                                   "Ctrl+S write the dataset's label files · Ctrl+wheel zoom, "
-                                   "middle drag pan"),
+                                   "delete · 1-9 class · Space verified · A/D previous/next · "
+                                   "Ctrl+Z/Ctrl+Y undo/redo · Ctrl+S write the dataset's label "
+                                   "files · Ctrl+wheel zoom, middle drag pan"),
                                 this));
 
     auto shortcut = [this](const QList<QKeySequence>& keys, auto fn) {
@@ -324,6 +335,11 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     });
     shortcut({QKeySequence(Qt::CTRL | Qt::Key_0)}, [this] { canvas_->reset_view(); });
     shortcut({QKeySequence::Save}, [this] { write_label_files(); });
+    shortcut({QKeySequence(Qt::Key_Space)}, [this] { set_verified(!verified()); });
+    for (int k = 1; k <= 9; ++k)
+        shortcut({QKeySequence(Qt::Key_0 + k)}, [this, k] {
+            if (k <= class_picker_->count()) set_current_class(k - 1);
+        });
     QAction* undo_action = undo_->createUndoAction(this);
     undo_action->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Z)});
     undo_action->setShortcutContext(Qt::WidgetWithChildrenShortcut);
@@ -345,6 +361,8 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
         canvas_->set_draw_mode(true);
         canvas_->setFocus();
     });
+    connect(classes, &QPushButton::clicked, this, &AnnotationEditor::edit_classes);
+    connect(verified_, &QCheckBox::toggled, this, &AnnotationEditor::set_verified);
     connect(class_picker_, &QComboBox::currentIndexChanged, this, [this](int cls) {
         if (selected_ < 0 || cls < 0) return;
         data::Box b = boxes()[static_cast<std::size_t>(selected_)];
@@ -376,8 +394,67 @@ void AnnotationEditor::write_label_files() {
                 emit failed(tr("labels not written: %1").arg(error));
                 return;
             }
+            set_unwritten(false);
             emit labels_written(static_cast<int>(written));
         });
+}
+
+void AnnotationEditor::set_unwritten(bool unwritten) {
+    // Only YOLO label files are written back; other datasets train from the project's snapshot.
+    unwritten = unwritten && content_->format == "yolo";
+    if (unwritten == unwritten_) return;
+    unwritten_ = unwritten;
+    emit unwritten_changed(unwritten_);
+}
+
+bool AnnotationEditor::verified() const {
+    if (index_ < 0) return false;
+    const auto& tags = content_->images[static_cast<std::size_t>(index_)].tags;
+    auto it = tags.find(store::kVerifiedTag);
+    return it != tags.end() && !it->second.empty();
+}
+
+void AnnotationEditor::set_verified(bool on) {
+    if (index_ < 0 || on == verified()) return;
+    auto& img = content_->images[static_cast<std::size_t>(index_)];
+    try {
+        store::set_image_tag(project_, img.id, store::kVerifiedTag, on ? "yes" : "");
+    } catch (const std::exception& e) {
+        emit failed(tr("verified flag not saved: %1").arg(QString::fromUtf8(e.what())));
+        return;
+    }
+    if (on)
+        img.tags[store::kVerifiedTag] = "yes";
+    else
+        img.tags.erase(store::kVerifiedTag);
+    QSignalBlocker block(verified_);
+    verified_->setChecked(on);
+    update_title();
+    emit edited(index_);
+}
+
+void AnnotationEditor::fill_class_picker() {
+    QSignalBlocker block(class_picker_);
+    const int current = class_picker_->currentIndex();
+    class_picker_->clear();
+    for (std::size_t i = 0; i < content_->class_names.size(); ++i) {
+        QPixmap swatch(12, 12);
+        swatch.fill(class_color(static_cast<int>(i), content_->class_colors));
+        const QString key = i < 9 ? QStringLiteral("%1  ").arg(i + 1) : QStringLiteral("   ");
+        class_picker_->addItem(QIcon(swatch),
+                               key + QString::fromStdString(content_->class_names[i]));
+    }
+    class_picker_->setCurrentIndex(std::clamp(current, 0, class_picker_->count() - 1));
+}
+
+void AnnotationEditor::classes_changed() {
+    fill_class_picker();
+    undo_->clear();
+    if (index_ >= static_cast<int>(content_->images.size())) index_ = -1;
+    select(-1);
+    set_unwritten(true);
+    update_title();
+    canvas_->update();
 }
 
 void AnnotationEditor::open_image(int index) {
@@ -388,6 +465,10 @@ void AnnotationEditor::open_image(int index) {
     const auto& img = content_->images[static_cast<std::size_t>(index)];
     canvas_->set_image({}, QSize(img.width, img.height));
     canvas_->reset_view();
+    {
+        QSignalBlocker block(verified_);
+        verified_->setChecked(verified());
+    }
     update_title();
     const int token = ++load_token_;
     const QString file = QString::fromStdString(path_to_utf8(img.path));
@@ -415,12 +496,13 @@ void AnnotationEditor::update_title() {
         return;
     }
     const auto& img = content_->images[static_cast<std::size_t>(index_)];
-    title_->setText(tr("%1 / %2 · %3 · %4 · %5 boxes")
+    title_->setText(tr("%1 / %2 · %3 · %4 · %5 boxes%6")
                         .arg(index_ + 1)
                         .arg(content_->images.size())
                         .arg(QString::fromStdString(path_to_utf8(img.path.filename())),
                              QString::fromStdString(img.split))
-                        .arg(img.boxes.size()));
+                        .arg(img.boxes.size())
+                        .arg(verified() ? tr(" · verified ✓") : QString()));
 }
 
 void AnnotationEditor::select(int box) {
@@ -470,12 +552,13 @@ void AnnotationEditor::apply_boxes(int index, const std::vector<data::Box>& boxe
     if (index < 0 || index >= static_cast<int>(content_->images.size())) return;
     auto& img = content_->images[static_cast<std::size_t>(index)];
     try {
-        save_image_boxes(project_, content_->dataset_id, img.id, boxes);
+        store::save_image_boxes(project_, content_->dataset_id, img.id, boxes);
         img.boxes = boxes;
     } catch (const std::exception& e) {
         emit failed(tr("boxes not saved: %1").arg(QString::fromUtf8(e.what())));
         return;
     }
+    set_unwritten(true);
     if (index != index_) open_image(index);  // undo of an edit on another image shows it
     if (selected_ >= static_cast<int>(img.boxes.size())) selected_ = -1;
     update_title();

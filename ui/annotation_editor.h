@@ -1,8 +1,10 @@
 #pragma once
 // The annotation editor: draw, move, resize and delete boxes on one image, labelImg-style keys
 // (W new box, A / D previous / next image, Del delete, Ctrl+Z / Ctrl+Y undo / redo through a
-// QUndoStack), a class picker, Ctrl+wheel zoom and middle-button pan. Every edit is saved to the
-// project at once (core/store), and undo / redo save the boxes they restore.
+// QUndoStack, 1-9 pick a class (and give it to the selected box), Space marks the image
+// verified), a class picker, Ctrl+wheel zoom and middle-button pan. Every edit is saved to the
+// project at once (core/store), and undo / redo save the boxes they restore. The dataset's own
+// label files get the edits on Ctrl+S; until then the editor says it has unwritten edits.
 #include <QImage>
 #include <QPointF>
 #include <QUndoStack>
@@ -13,6 +15,7 @@
 
 #include "ui/annotation_store.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 
@@ -90,6 +93,16 @@ class AnnotationEditor : public QWidget {
     // Ctrl+S: the dataset's own label files get the labels edited here (YOLO datasets; others
     // are refused with a message), in the background; labels_written or failed says how it went.
     void write_label_files();
+    // Edits in the project that the dataset's label files do not have yet (YOLO datasets: those
+    // are the files Ctrl+S writes).
+    bool has_unwritten_edits() const { return unwritten_; }
+    void mark_written() { set_unwritten(false); }  // the files were written elsewhere
+    // Marks the current image's labels checked by a person (the "verified" tag), or not.
+    void set_verified(bool on);
+    bool verified() const;
+    // The dataset's classes changed (class editor): the picker is rebuilt and the undo history
+    // dropped, since its boxes name the old class numbers.
+    void classes_changed();
 
     // Used by the undo commands: puts `boxes` on image `index` and saves them.
     void apply_boxes(int index, const std::vector<data::Box>& boxes);
@@ -99,10 +112,14 @@ class AnnotationEditor : public QWidget {
     void failed(const QString& message);
     void labels_written(int files);
     void image_changed(int image_index);
+    void unwritten_changed(bool unwritten);
+    void edit_classes();  // the user asked for the class editor
 
   private:
     void push_edit(std::vector<data::Box> after, const QString& text);
     void update_title();
+    void set_unwritten(bool unwritten);
+    void fill_class_picker();
 
     store::Project& project_;
     std::shared_ptr<DatasetContent> content_;
@@ -113,6 +130,8 @@ class AnnotationEditor : public QWidget {
     QUndoStack* undo_ = nullptr;
     AnnotationCanvas* canvas_ = nullptr;
     QComboBox* class_picker_ = nullptr;
+    QCheckBox* verified_ = nullptr;
+    bool unwritten_ = false;
     QLabel* title_ = nullptr;
 };
 

@@ -1,8 +1,7 @@
 #pragma once
 // The studio's view of a detection dataset in the project for browsing and editing: images with
-// their row ids, boxes and tags (one export of the dataset), and saving one image's boxes back
-// (one transaction, the dataset's version hash recomputed so runs can tell the data changed).
-// Reads and writes go through core/store's Project database with bound statements.
+// their row ids, boxes and tags (one export of the dataset), class names and colours. Edits go
+// through core/store/dataset_edit.h.
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -30,14 +29,12 @@ struct DatasetImage {
 
 struct DatasetContent {
     std::int64_t dataset_id = 0;
+    std::string format;  // the label files it came from: "yolo", "coco", "voc", ...
     std::vector<std::string> class_names;
-    std::vector<DatasetImage> images;  // in row order
+    std::vector<std::string> class_colors;  // "#rrggbb" or "" (the palette), by class
+    std::vector<DatasetImage> images;       // in row order
 };
 
 DatasetContent load_dataset_content(store::Project& project, std::int64_t dataset_id);
-// Every box is checked (data::box_problem); InputError names the image and box at fault.
-void save_image_boxes(store::Project& project, std::int64_t dataset_id, std::int64_t image_id,
-                      const std::vector<data::Box>& boxes);
-std::vector<data::Box> read_image_boxes(store::Project& project, std::int64_t image_id);
 
 }  // namespace crucible::ui

@@ -16,4 +16,12 @@ QColor class_color(int cls) {
     return kClassColors[((cls % n) + n) % n];
 }
 
+QColor class_color(int cls, const std::vector<std::string>& own_colors) {
+    if (cls >= 0 && cls < static_cast<int>(own_colors.size())) {
+        const QColor own(QString::fromStdString(own_colors[static_cast<std::size_t>(cls)]));
+        if (own.isValid()) return own;
+    }
+    return class_color(cls);
+}
+
 }  // namespace crucible::ui

@@ -96,13 +96,14 @@ int DatasetModel::image_index(int row) const {
                                                             : -1;
 }
 
-QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes) {
+QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes,
+                             const std::vector<std::string>& class_colors) {
     QPixmap out = QPixmap::fromImage(thumb);
     if (boxes.empty()) return out;
     QPainter p(&out);
     const double w = out.width(), h = out.height();
     for (const auto& b : boxes) {
-        p.setPen(QPen(class_color(b.cls), 1.5));
+        p.setPen(QPen(class_color(b.cls, class_colors), 1.5));
         p.drawRect(QRectF((b.cx - b.w / 2) * w, (b.cy - b.h / 2) * h, b.w * w, b.h * h));
     }
     return out;
@@ -124,7 +125,7 @@ QVariant DatasetModel::data(const QModelIndex& index, int role) const {
                 placeholder.fill(QColor(128, 128, 128, 60));
                 return placeholder;
             }
-            return thumbnail_with_boxes(thumb, img.boxes);
+            return thumbnail_with_boxes(thumb, img.boxes, content_->class_colors);
         }
         case Qt::ToolTipRole: {
             QString tip = QStringLiteral("%1\n%2 · %3 boxes")

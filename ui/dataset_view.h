@@ -33,7 +33,8 @@ struct DatasetFilter {
 };
 
 // A thumbnail with its boxes drawn in their classes' colours (boxes normalized, as stored).
-QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes);
+QPixmap thumbnail_with_boxes(const QImage& thumb, const std::vector<data::Box>& boxes,
+                             const std::vector<std::string>& class_colors = {});
 
 class DatasetModel : public QAbstractListModel {
     Q_OBJECT

@@ -1,8 +1,9 @@
 #pragma once
 // `crucible-studio --demo`: a demo project with a synthetic detection dataset (core/data's
-// generator) and one recorded example run, so the first window shows a dataset, a run setup and
-// curves without a server. The run's events are generated here (a decaying loss with a resume
-// rollback) and say so in their log line; nothing is trained.
+// generator) and three recorded example runs that differ in one option each, so the first window
+// shows a dataset, a run setup, curves and a run table without a server. The runs' events are
+// generated here (decaying losses, the first with a resume rollback) and say so in their log
+// line; nothing is trained.
 #include <QString>
 #include <filesystem>
 #include <string>

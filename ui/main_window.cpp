@@ -1,5 +1,6 @@
 #include "ui/main_window.h"
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -33,18 +34,23 @@
 #include <optional>
 
 #include "core/base/file_io.h"
+#include "core/base/job_state.h"
 #include "core/base/log.h"
 #include "core/base/secret_store.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "ui/annotation_editor.h"
 #include "ui/background.h"
+#include "ui/class_editor.h"
 #include "ui/dataset_view.h"
 #include "ui/local_agent.h"
 #include "ui/log_console.h"
+#include "ui/run_files.h"
 #include "ui/run_monitor.h"
 #include "ui/run_setup.h"
+#include "ui/run_table.h"
 #include "ui/server_access.h"
+#include "ui/welcome_page.h"
 
 namespace crucible::ui {
 
@@ -85,11 +91,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             menu.addAction(tr("Open monitor"), this, [this, item] { on_tree_activated(item); });
             menu.addAction(tr("Compare selected runs"), this, &MainWindow::compare_selected_runs);
             const auto id = item->data(0, kIdRole).toLongLong();
+            menu.addAction(tr("Save weights…"), this, [this, id] { save_run_weights_asking(id); });
             menu.addAction(tr("Delete…"), this, [this, id] { delete_run_asking(id); });
         } else if (kind == QLatin1String("dataset")) {
             menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Annotate"), this, [this, id] { open_annotation(id, 0); });
+            menu.addAction(tr("Edit classes…"), this, [this, id] { edit_classes(id); });
             menu.addAction(tr("Delete…"), this, [this, id] { delete_dataset_asking(id); });
         } else if (kind == QLatin1String("server")) {
             const QString name = item->data(0, kIdRole).toString();
@@ -106,6 +114,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tabs_->setDocumentMode(true);
     connect(tabs_, &QTabWidget::tabCloseRequested, this, [this](int i) {
         QWidget* w = tabs_->widget(i);
+        if (auto* editor = qobject_cast<AnnotationEditor*>(w))
+            if (!settle_unwritten_labels({editor})) return;
         tabs_->removeTab(i);
         w->deleteLater();
     });
@@ -136,6 +146,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
     theme_ = theme_from_name(settings.value(QStringLiteral("ui/theme")).toString());
     refresh_tree();
+    show_welcome();  // opening a project closes it with the other tabs
 }
 
 MainWindow::~MainWindow() {
@@ -149,25 +160,15 @@ MainWindow::~MainWindow() {
 
 void MainWindow::build_menus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&New project…"), QKeySequence::New, this, [this] {
-        QString f = QFileDialog::getSaveFileName(this, tr("New project"), QString(),
-                                                 tr("Crucible project (*.crucible)"));
-        if (f.isEmpty()) return;
-        if (!f.endsWith(QStringLiteral(".crucible"))) f += QStringLiteral(".crucible");
-        new_project(f);
-    });
-    file->addAction(tr("&Open project…"), QKeySequence::Open, this, [this] {
-        QString f = QFileDialog::getOpenFileName(this, tr("Open project"), QString(),
-                                                 tr("Crucible project (*.crucible)"));
-        if (!f.isEmpty()) open_project(f);
-    });
+    file->addAction(tr("&New project…"), QKeySequence::New, this, &MainWindow::new_project_asking);
+    file->addAction(tr("&Open project…"), QKeySequence::Open, this,
+                    &MainWindow::open_project_asking);
     recent_menu_ = file->addMenu(tr("Open &recent"));
     rebuild_recent_menu();
     file->addSeparator();
-    file->addAction(tr("&Import dataset…"), QKeySequence(Qt::CTRL | Qt::Key_I), this, [this] {
-        QString d = QFileDialog::getExistingDirectory(this, tr("Dataset folder"));
-        if (!d.isEmpty()) import_dataset(d);
-    });
+    file->addAction(tr("&Import dataset…"), QKeySequence(Qt::CTRL | Qt::Key_I), this,
+                    &MainWindow::import_dataset_asking);
+    file->addAction(tr("Open the &demo project"), this, [this] { open_demo(); });
     file->addAction(
         tr("Open &events file…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O), this, [this] {
             QString f =
@@ -185,28 +186,18 @@ void MainWindow::build_menus() {
                    [this] { open_run_setup(); });
     run->addAction(tr("&Compare selected runs"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
                    this, &MainWindow::compare_selected_runs);
+    run->addAction(tr("Run &table"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_R), this,
+                   [this] { open_run_table(); });
 
     QMenu* servers = menuBar()->addMenu(tr("&Servers"));
     servers->addAction(tr("Start this computer's &agent"), this, [this] { start_local_agent(); });
-    servers->addAction(tr("&Add server…"), this, [this] {
-        QDialog dialog(this);
-        dialog.setWindowTitle(tr("Add server"));
-        auto* form = new QFormLayout(&dialog);
-        auto* name = new QLineEdit(&dialog);
-        auto* url = new QLineEdit(QStringLiteral("https://"), &dialog);
-        auto* token = new QLineEdit(&dialog);
-        token->setEchoMode(QLineEdit::Password);
-        form->addRow(tr("Name"), name);
-        form->addRow(tr("URL"), url);
-        form->addRow(tr("Token"), token);
-        auto* buttons =
-            new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
-        form->addRow(buttons);
-        connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-        connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
-        if (dialog.exec() == QDialog::Accepted)
-            add_server(name->text().trimmed(), url->text().trimmed(), token->text());
-    });
+    servers->addAction(tr("&Add server…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_A), this,
+                       &MainWindow::add_server_asking);
+    servers->addAction(tr("&Check every server"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_H),
+                       this, [this] {
+                           for (const auto& s : list_servers())
+                               check_server(qs(s.name));
+                       });
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     QAction* dark = view->addAction(tr("&Dark theme"));
@@ -224,9 +215,124 @@ void MainWindow::build_menus() {
     });
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&Welcome page"), this, &MainWindow::show_welcome);
+    help->addAction(tr("&Keyboard shortcuts"), QKeySequence::HelpContents, this, [this] {
+        QMessageBox::information(this, tr("Keyboard shortcuts"), shortcuts_text());
+    });
     help->addAction(tr("&About Crucible Studio"), this, [this] {
         QMessageBox::about(this, tr("About Crucible Studio"), about_text());
     });
+}
+
+void MainWindow::new_project_asking() {
+    QString f = QFileDialog::getSaveFileName(this, tr("New project"), QString(),
+                                             tr("Crucible project (*.crucible)"));
+    if (f.isEmpty()) return;
+    if (!f.endsWith(QStringLiteral(".crucible"))) f += QStringLiteral(".crucible");
+    new_project(f);
+}
+
+void MainWindow::open_project_asking() {
+    QString f = QFileDialog::getOpenFileName(this, tr("Open project"), QString(),
+                                             tr("Crucible project (*.crucible)"));
+    if (!f.isEmpty()) open_project(f);
+}
+
+void MainWindow::import_dataset_asking() {
+    const QString folder = QFileDialog::getExistingDirectory(this, tr("Dataset folder"));
+    if (folder.isEmpty()) return;
+    if (!project_) {
+        const QFileInfo info(folder);
+        QString f = QFileDialog::getSaveFileName(
+            this, tr("New project for %1").arg(info.fileName()),
+            info.dir().filePath(info.fileName() + QStringLiteral(".crucible")),
+            tr("Crucible project (*.crucible)"));
+        if (f.isEmpty()) return;
+        if (!f.endsWith(QStringLiteral(".crucible"))) f += QStringLiteral(".crucible");
+        if (!new_project(f)) return;
+    }
+    import_dataset(folder);
+}
+
+bool MainWindow::open_demo(const QString& folder) {
+    QString where = folder;
+    if (where.isEmpty())
+        where = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
+                QStringLiteral("/demo");
+    std::filesystem::path file;
+    try {
+        file = ensure_demo_project(to_path(where), demo_options_);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("cannot make the demo project in %1: %2").arg(where, QString::fromUtf8(e.what())));
+        return false;
+    }
+    if (!open_project(from_path(file))) return false;
+    const auto datasets = store::list_datasets(*project_);
+    if (!datasets.empty()) open_dataset(datasets.front().id);
+    const auto runs = store::list_runs(*project_);
+    if (!runs.empty()) open_run(runs.front().id);
+    return true;
+}
+
+void MainWindow::show_welcome() {
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (qobject_cast<WelcomePage*>(tabs_->widget(i))) {
+            tabs_->setCurrentIndex(i);
+            return;
+        }
+    auto* page = new WelcomePage(recent_projects(), tabs_);
+    // Queued: opening a project closes every tab, the page among them, which must not happen
+    // while it is still inside its button's click.
+    const auto queued = Qt::QueuedConnection;
+    connect(page, &WelcomePage::new_project, this, &MainWindow::new_project_asking, queued);
+    connect(page, &WelcomePage::open_project, this, &MainWindow::open_project_asking, queued);
+    connect(
+        page, &WelcomePage::open_demo, this, [this] { open_demo(); }, queued);
+    connect(page, &WelcomePage::import_dataset, this, &MainWindow::import_dataset_asking, queued);
+    connect(page, &WelcomePage::add_server, this, &MainWindow::add_server_asking, queued);
+    connect(
+        page, &WelcomePage::open_recent, this, [this](const QString& f) { open_project(f); },
+        queued);
+    add_tab(page, tr("Welcome"));
+}
+
+void MainWindow::add_server_asking() {
+    QDialog dialog(this);
+    dialog.setWindowTitle(tr("Add server"));
+    auto* form = new QFormLayout(&dialog);
+    auto* name = new QLineEdit(&dialog);
+    auto* url = new QLineEdit(QStringLiteral("https://"), &dialog);
+    auto* token = new QLineEdit(&dialog);
+    token->setEchoMode(QLineEdit::Password);
+    form->addRow(tr("Name"), name);
+    form->addRow(tr("URL"), url);
+    form->addRow(tr("Token"), token);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
+    form->addRow(buttons);
+    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    if (dialog.exec() == QDialog::Accepted)
+        add_server(name->text().trimmed(), url->text().trimmed(), token->text());
+}
+
+QString MainWindow::shortcuts_text() const {
+    QStringList lines;
+    for (QAction* menu : menuBar()->actions()) {
+        if (!menu->menu()) continue;
+        for (QAction* a : menu->menu()->actions())
+            if (!a->shortcut().isEmpty())
+                lines << QStringLiteral("%1\t%2").arg(
+                    a->shortcut().toString(QKeySequence::NativeText),
+                    a->text().remove(QLatin1Char('&')));
+    }
+    lines << QString() << tr("Run monitor") << tr("Ctrl+Shift+P\tPause the run")
+          << tr("Ctrl+Shift+U\tResume the run") << tr("Ctrl+Shift+X\tCancel the run") << QString()
+          << tr("Annotation editor")
+          << tr("W\tNew box · Del\tDelete the box · A / D\tPrevious / next image")
+          << tr("1-9\tPick a class (and give it to the selected box) · Space\tVerified")
+          << tr("Ctrl+Z / Ctrl+Y\tUndo / redo · Ctrl+S\tWrite the dataset's label files");
+    return lines.join(QLatin1Char('\n'));
 }
 
 void MainWindow::set_worker_description(const Json& describe) {
@@ -290,7 +396,15 @@ void MainWindow::rebuild_recent_menu() {
     recent_menu_->setEnabled(!list.isEmpty());
 }
 
+std::vector<AnnotationEditor*> MainWindow::annotation_editors() const {
+    std::vector<AnnotationEditor*> editors;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* e = qobject_cast<AnnotationEditor*>(tabs_->widget(i))) editors.push_back(e);
+    return editors;
+}
+
 bool MainWindow::open_project(const QString& file) {
+    if (!settle_unwritten_labels(annotation_editors())) return false;
     try {
         auto p = store::Project::open(to_path(file));
         close_project();
@@ -318,6 +432,7 @@ bool MainWindow::open_project(const QString& file) {
 }
 
 bool MainWindow::new_project(const QString& file) {
+    if (!settle_unwritten_labels(annotation_editors())) return false;
     try {
         auto p = store::Project::create(to_path(file));
         close_project();
@@ -376,6 +491,8 @@ void MainWindow::refresh_tree() {
     project_label_->setText(from_path(project_->path()));
     auto* datasets = new QTreeWidgetItem(tree_, {tr("Datasets")});
     auto* runs = new QTreeWidgetItem(tree_, {tr("Runs")});
+    runs->setData(0, kKindRole, QStringLiteral("runs"));
+    runs->setToolTip(0, tr("Open the run table (Ctrl+Shift+R)"));
     auto* servers = new QTreeWidgetItem(tree_, {tr("Servers")});
     try {
         for (const auto& d : store::list_datasets(*project_)) {
@@ -402,6 +519,43 @@ void MainWindow::refresh_tree() {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
     tree_->expandAll();
+    refresh_run_tables();
+}
+
+void MainWindow::refresh_run_tables() {
+    for (int i = 0; i < tabs_->count(); ++i) {
+        auto* table = qobject_cast<RunTableView*>(tabs_->widget(i));
+        if (!table) continue;
+        if (!project_) {
+            table->set_runs({}, {});
+            continue;
+        }
+        try {
+            std::map<std::int64_t, QString> datasets;
+            for (const auto& d : store::list_datasets(*project_))
+                datasets[d.id] = qs(d.name);
+            table->set_runs(store::summarize_runs(*project_), std::move(datasets));
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        }
+    }
+}
+
+RunTableView* MainWindow::open_run_table() {
+    if (!project_) return nullptr;
+    for (int i = 0; i < tabs_->count(); ++i)
+        if (auto* table = qobject_cast<RunTableView*>(tabs_->widget(i))) {
+            tabs_->setCurrentIndex(i);
+            refresh_run_tables();
+            return table;
+        }
+    auto* table = new RunTableView(tabs_);
+    connect(table, &RunTableView::open_runs, this,
+            [this](const std::vector<std::int64_t>& ids) { open_runs(ids); });
+    connect(table, &RunTableView::refresh_requested, this, &MainWindow::refresh_run_tables);
+    add_tab(table, tr("Runs"));
+    refresh_run_tables();
+    return table;
 }
 
 void MainWindow::on_tree_activated(QTreeWidgetItem* item) {
@@ -411,6 +565,8 @@ void MainWindow::on_tree_activated(QTreeWidgetItem* item) {
         open_dataset(id);
     else if (kind == QLatin1String("run"))
         open_run(id);
+    else if (kind == QLatin1String("runs"))
+        open_run_table();
     else if (kind == QLatin1String("server"))
         check_server(item->data(0, kIdRole).toString());
 }
@@ -449,6 +605,10 @@ void MainWindow::keep_events(std::int64_t run_id, const std::vector<Event>& even
             if ((*it)->data(0, kKindRole) == QStringLiteral("run") &&
                 (*it)->data(0, kIdRole).toLongLong() == run_id)
                 (*it)->setText(0, run_item_text(info));
+        // An ended run's files come beside the project now, while its agent has them.
+        if (const auto state = try_parse_job_state(info.setup.state);
+            state && is_final_state(*state))
+            keep_run_files(run_id);
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
@@ -465,10 +625,16 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             names << name;
             const int index = monitor->add_store_run(*project_, id, name);
             if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
-                info.setup.server.empty() && local_agent_ && local_agent_->ready())
-                monitor->follow_remote(
-                    index, local_agent_->endpoint(), qs(info.setup.remote_job_id), info.last_seq,
-                    [this, id](const std::vector<Event>& events) { keep_events(id, events); });
+                info.setup.server.empty()) {
+                // A run of this computer's agent: followed now, or once the agent is up (it
+                // starts on demand; a studio opened again adopts the agent still training).
+                local_follows_.push_back({monitor, index, id, {}});
+                if (local_agent_ && local_agent_->ready())
+                    follow_local_runs();
+                else if (!is_final_state(
+                             try_parse_job_state(info.setup.state).value_or(JobState::Queued)))
+                    start_local_agent();
+            }
             if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
                 !info.setup.server.empty()) {
                 if (const auto s = find_server(info.setup.server)) {
@@ -482,9 +648,111 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
+    // An ended run whose files are kept beside the project reads them there (offline too).
+    for (int index = 0; index < static_cast<int>(run_ids.size()); ++index) {
+        const auto folder =
+            store::run_files_folder(*project_, run_ids[static_cast<std::size_t>(index)]);
+        if (has_run_files(folder)) monitor->set_run_place(index, RunPlace{folder, {}, {}});
+    }
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
     return monitor;
+}
+
+std::optional<RunPlace> MainWindow::run_place(const store::RunInfo& run) const {
+    if (run.setup.remote_job_id.empty()) return std::nullopt;
+    RunPlace place;
+    place.job = run.setup.remote_job_id;
+    if (run.setup.server.empty()) {
+        if (!local_agent_ || !local_agent_->ready()) return std::nullopt;
+        place.endpoint = local_agent_->endpoint();
+        return place;
+    }
+    const auto server = find_server(run.setup.server);
+    if (!server) return std::nullopt;
+    place.endpoint = endpoint_for(*server);
+    return place;
+}
+
+void MainWindow::keep_run_files(std::int64_t run_id, std::function<void()> then) {
+    if (!project_ || fetching_files_.count(run_id)) return;
+    std::optional<RunPlace> place;
+    std::filesystem::path folder;
+    QString name;
+    try {
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        folder = store::run_files_folder(*project_, run_id);
+        name = qs(run.setup.name);
+        place = run_place(run);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
+    if (has_run_files(folder)) {
+        if (then) then();
+        return;
+    }
+    if (!place) {
+        log(QString(log_level_name(LogLevel::Warning)),
+            tr("%1: its server is not reachable now; its files are fetched when it is").arg(name));
+        return;
+    }
+    fetching_files_.insert(run_id);
+    run_in_background<FetchedRunFiles>(
+        this, [place = *place, folder] { return fetch_run_files(place, folder); },
+        [this, run_id, name, folder, then = std::move(then)](FetchedRunFiles got, QString error) {
+            fetching_files_.erase(run_id);
+            if (!error.isEmpty()) got.failed.push_back(error.toStdString());
+            if (!got.failed.empty()) {
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("%1: %2 file(s) not kept beside the project (tried 3 times): %3")
+                        .arg(name)
+                        .arg(got.failed.size())
+                        .arg(qs(got.failed.front())));
+                return;
+            }
+            log(QString(log_level_name(LogLevel::Info)),
+                tr("%1: %2 file(s) kept in %3 (%4 MB fetched)")
+                    .arg(name)
+                    .arg(got.fetched + got.kept)
+                    .arg(from_path(folder))
+                    .arg(static_cast<double>(got.bytes) / 1e6, 0, 'f', 1));
+            if (then) then();
+        });
+}
+
+void MainWindow::save_run_weights_asking(std::int64_t run_id) {
+    if (!project_) return;
+    const auto folder = store::run_files_folder(*project_, run_id);
+    keep_run_files(run_id, [this, folder] {
+        const auto weights = run_weight_files(folder);
+        if (weights.empty()) {
+            log(QString(log_level_name(LogLevel::Warning)), tr("this run has no weight files"));
+            return;
+        }
+        QStringList names;
+        for (const auto& w : weights)
+            names << from_path(w.lexically_relative(folder));
+        QString chosen = names.front();
+        if (names.size() > 1) {
+            bool ok = false;
+            chosen = QInputDialog::getItem(this, tr("Save weights"), tr("Weights:"), names, 0,
+                                           false, &ok);
+            if (!ok) return;
+        }
+        const auto source = weights[static_cast<std::size_t>(names.indexOf(chosen))];
+        const QString target =
+            QFileDialog::getSaveFileName(this, tr("Save weights as"), from_path(source.filename()));
+        if (target.isEmpty()) return;
+        std::error_code ec;
+        std::filesystem::copy_file(source, to_path(target),
+                                   std::filesystem::copy_options::overwrite_existing, ec);
+        if (ec)
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("weights not saved to %1: %2").arg(target, qs(ec.message())));
+        else
+            log(QString(log_level_name(LogLevel::Info)), tr("weights saved to %1").arg(target));
+    });
 }
 
 RunMonitor* MainWindow::open_events_file(const QString& events_jsonl) {
@@ -544,13 +812,23 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
                     .arg(qs(info.name))
                     .arg(files));
         });
+        connect(editor, &AnnotationEditor::edit_classes, this,
+                [this, dataset_id] { edit_classes(dataset_id); });
+        const QString title = tr("Annotate: %1").arg(qs(info.name));
+        connect(editor, &AnnotationEditor::unwritten_changed, this,
+                [this, editor, title](bool unwritten) {
+                    // "*": the project has edits the label files do not (Ctrl+S writes them).
+                    const int i = tabs_->indexOf(editor);
+                    if (i >= 0)
+                        tabs_->setTabText(i, unwritten ? title + QStringLiteral(" *") : title);
+                });
         connect(editor, &AnnotationEditor::edited, this, [this, dataset_id] {
             // Grids of the same dataset show the new boxes.
             for (int i = 0; i < tabs_->count(); ++i)
                 if (auto* v = qobject_cast<DatasetView*>(tabs_->widget(i)))
                     if (v->content()->dataset_id == dataset_id) v->content_changed();
         });
-        add_tab(editor, tr("Annotate: %1").arg(qs(info.name)));
+        add_tab(editor, title);
         editor->canvas()->setFocus();
         return editor;
     } catch (const std::exception& e) {
@@ -790,10 +1068,118 @@ void MainWindow::check_server(const QString& name) {
         });
 }
 
+void MainWindow::edit_classes(std::int64_t dataset_id) {
+    if (!project_) return;
+    try {
+        ClassEditor editor(*project_, dataset_id, this);
+        connect(&editor, &ClassEditor::changed, this,
+                [this, dataset_id] { reload_dataset(dataset_id); });
+        connect(&editor, &ClassEditor::failed, this,
+                [this](const QString& m) { log(QString(log_level_name(LogLevel::Error)), m); });
+        editor.exec();
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+}
+
+void MainWindow::reload_dataset(std::int64_t dataset_id) {
+    if (!project_) return;
+    auto it = contents_.find(dataset_id);
+    if (auto content = it != contents_.end() ? it->second.lock() : nullptr) {
+        try {
+            *content = load_dataset_content(*project_, dataset_id);
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+            return;
+        }
+        for (int i = 0; i < tabs_->count(); ++i) {
+            if (auto* v = qobject_cast<DatasetView*>(tabs_->widget(i));
+                v && v->content() == content)
+                v->content_changed();
+            if (auto* e = qobject_cast<AnnotationEditor*>(tabs_->widget(i));
+                e && e->content() == content)
+                e->classes_changed();
+        }
+    }
+    refresh_tree();
+}
+
+bool MainWindow::settle_unwritten_labels(const std::vector<AnnotationEditor*>& editors) {
+    std::vector<std::int64_t> datasets;
+    for (auto* e : editors)
+        if (e->has_unwritten_edits() &&
+            std::find(datasets.begin(), datasets.end(), e->content()->dataset_id) == datasets.end())
+            datasets.push_back(e->content()->dataset_id);
+    if (datasets.empty() || !project_) return true;
+    const auto answer = QMessageBox::question(
+        this, tr("Labels not written"),
+        tr("%n dataset(s) have edits that their label files do not have yet (they are kept in "
+           "the project either way). Write the label files now?",
+           nullptr, static_cast<int>(datasets.size())),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+    if (answer == QMessageBox::Cancel) return false;
+    if (answer != QMessageBox::Save) return true;
+    for (auto id : datasets) {
+        try {
+            const auto written = store::write_labels_to_files(*project_, id);
+            log(QString(log_level_name(LogLevel::Info)),
+                tr("labels written to the dataset's files (%1 changed)").arg(written));
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("labels not written: %1").arg(QString::fromUtf8(e.what())));
+            return false;
+        }
+    }
+    for (auto* e : editors)
+        e->mark_written();
+    return true;
+}
+
+bool MainWindow::settle_local_runs() {
+    if (!local_agent_ || !local_agent_->ready()) return true;
+    std::vector<net::JobInfo> active;
+    try {
+        for (auto& job : net::ApiClient(local_agent_->endpoint()).jobs())
+            if (job.state == JobState::Queued || job.state == JobState::Running)
+                active.push_back(std::move(job));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Warning)),
+            tr("this computer's agent did not list its runs: %1").arg(QString::fromUtf8(e.what())));
+        return true;
+    }
+    if (active.empty()) return true;
+    QMessageBox box(QMessageBox::Question, tr("Runs are training"),
+                    tr("%n run(s) are training on this computer. Keep them training after Crucible "
+                       "Studio closes? Their curves continue when you open the project again.",
+                       nullptr, static_cast<int>(active.size())),
+                    QMessageBox::Yes | QMessageBox::No | QMessageBox::Cancel, this);
+    box.button(QMessageBox::Yes)->setText(tr("Keep training"));
+    box.button(QMessageBox::No)->setText(tr("Pause them"));
+    box.setDefaultButton(QMessageBox::Yes);
+    const int answer = box.exec();
+    if (answer == QMessageBox::Cancel) return false;
+    if (answer == QMessageBox::No) {
+        net::ApiClient client(local_agent_->endpoint());
+        for (const auto& job : active) {
+            try {
+                client.control(job.id, net::JobAction::Pause);  // it checkpoints, then stops
+            } catch (const std::exception& e) {
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("job %1 not paused: %2").arg(qs(job.id), QString::fromUtf8(e.what())));
+            }
+        }
+    }
+    return true;
+}
+
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (busy_) {
         log(QString(log_level_name(LogLevel::Warning)),
             tr("wait for the import to finish or cancel it"));
+        event->ignore();
+        return;
+    }
+    if (!settle_unwritten_labels(annotation_editors()) || !settle_local_runs()) {
         event->ignore();
         return;
     }
@@ -870,40 +1256,69 @@ bool MainWindow::add_server(const QString& name, const QString& url, const QStri
 
 namespace crucible::ui {
 
-void MainWindow::start_local_agent(const QString& program) {
-    const QString agent = program.isEmpty() ? LocalAgent::find_program() : program;
-    if (agent.isEmpty()) {
-        log(QString(log_level_name(LogLevel::Error)),
-            tr("crucible-agent is not installed next to the studio"));
-        return;
+void MainWindow::follow_local_runs() {
+    if (!project_ || !local_agent_ || !local_agent_->ready()) return;
+    const net::RemoteEndpoint endpoint = local_agent_->endpoint();
+    std::erase_if(local_follows_, [](const LocalFollow& f) { return f.monitor.isNull(); });
+    for (auto& f : local_follows_) {
+        if (f.url == endpoint.url) continue;  // followed through this agent already
+        try {
+            const store::RunInfo info = store::get_run(*project_, f.run_id);
+            const std::int64_t id = f.run_id;
+            f.monitor->follow_remote(
+                f.index, endpoint, qs(info.setup.remote_job_id), info.last_seq,
+                [this, id](const std::vector<Event>& events) { keep_events(id, events); });
+            f.url = endpoint.url;
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        }
     }
+}
+
+void MainWindow::start_local_agent(const QString& program) {
     if (local_agent_ && local_agent_->running()) return;
     if (!local_agent_) {
+        const QString agent = program.isEmpty() ? LocalAgent::find_program() : program;
+        if (agent.isEmpty()) {
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("crucible-agent is not installed next to the studio"));
+            return;
+        }
         const QString data =
             QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
             QStringLiteral("/local-agent");
-        local_agent_ = new LocalAgent(agent, data, {}, this);
-        connect(local_agent_, &LocalAgent::failed, this, [this](const QString& m) {
-            connection_label_->setText(tr("This computer: offline"));
-            log(QString(log_level_name(LogLevel::Error)), m);
-        });
-        connect(local_agent_, &LocalAgent::started_ok, this, [this] {
-            connection_label_->setText(tr("This computer: connected"));
-            log(QString(log_level_name(LogLevel::Info)),
-                tr("local agent on %1").arg(qs(local_agent_->endpoint().url)));
-            for (int i = 0; i < tabs_->count(); ++i)
-                if (auto* setup = qobject_cast<RunSetupView*>(tabs_->widget(i)))
-                    setup->set_local_endpoint(local_agent_->endpoint());
-            const auto ep = local_agent_->endpoint();
-            run_in_background<net::AgentInfo>(
-                this, [ep] { return net::ApiClient(ep).info(); },
-                [this](net::AgentInfo info, QString error) {
-                    if (error.isEmpty() && tasks_.empty()) set_task_schemas(info.tasks);
-                });
-        });
+        set_local_agent(new LocalAgent(agent, data, {}, this));
     }
     connection_label_->setText(tr("This computer: starting…"));
     local_agent_->start();
+}
+
+void MainWindow::set_local_agent(LocalAgent* agent) {
+    if (local_agent_) return;
+    local_agent_ = agent;
+    local_agent_->setParent(this);
+    connect(local_agent_, &LocalAgent::failed, this, [this](const QString& m) {
+        connection_label_->setText(tr("This computer: offline"));
+        log(QString(log_level_name(LogLevel::Error)), m);
+    });
+    connect(local_agent_, &LocalAgent::started_ok, this, [this] {
+        connection_label_->setText(tr("This computer: connected"));
+        log(QString(log_level_name(LogLevel::Info)),
+            local_agent_->adopted()
+                ? tr("local agent on %1 (still running from before)")
+                      .arg(qs(local_agent_->endpoint().url))
+                : tr("local agent on %1").arg(qs(local_agent_->endpoint().url)));
+        follow_local_runs();
+        for (int i = 0; i < tabs_->count(); ++i)
+            if (auto* setup = qobject_cast<RunSetupView*>(tabs_->widget(i)))
+                setup->set_local_endpoint(local_agent_->endpoint());
+        const auto ep = local_agent_->endpoint();
+        run_in_background<net::AgentInfo>(
+            this, [ep] { return net::ApiClient(ep).info(); },
+            [this](net::AgentInfo info, QString error) {
+                if (error.isEmpty() && tasks_.empty()) set_task_schemas(info.tasks);
+            });
+    });
 }
 
 }  // namespace crucible::ui

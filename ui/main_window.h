@@ -6,12 +6,16 @@
 // imports it in the background with progress and cancel. Everything works with the software
 // renderer (no OpenGL widgets).
 #include <QMainWindow>
+#include <QPointer>
 #include <QStringList>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "core/base/json.h"
@@ -19,6 +23,8 @@
 #include "core/net/remote_config.h"
 #include "core/store/run_store.h"
 #include "ui/annotation_store.h"
+#include "ui/demo_project.h"
+#include "ui/run_source.h"
 #include "ui/theme.h"
 
 class QLabel;
@@ -39,6 +45,7 @@ class LogConsole;
 class RunMonitor;
 class DatasetView;
 class RunSetupView;
+class RunTableView;
 class AnnotationEditor;
 
 class MainWindow : public QMainWindow {
@@ -55,6 +62,18 @@ class MainWindow : public QMainWindow {
     bool open_project(const QString& file);
     bool new_project(const QString& file);
     void close_project();
+    // The same, asking for the file first (File menu, welcome page).
+    void new_project_asking();
+    void open_project_asking();
+    // A dataset folder chosen in a dialog; without a project, a new one is made for it first.
+    void import_dataset_asking();
+    // The demo project (ui/demo_project.h) in `folder` (default: the app's data folder), made
+    // once, opened with its dataset and example run.
+    bool open_demo(const QString& folder = {});
+    // What the demo project is made with (the studio names the detection task; ui/ names none).
+    void set_demo_options(const DemoOptions& options) { demo_options_ = options; }
+    // The welcome page tab (shown by itself when no project is open).
+    void show_welcome();
     store::Project* project() const { return project_.get(); }
 
     // Task schemas ("tasks" array of `crucible-worker describe` or /v1/info).
@@ -64,6 +83,8 @@ class MainWindow : public QMainWindow {
     void set_worker_description(const Json& describe);
     // What Help ▸ About says: Crucible, Qt, the local worker's LibTorch and CUDA, the agent.
     QString about_text() const;
+    // What Help ▸ Keyboard shortcuts lists: every menu shortcut, then the views' own keys.
+    QString shortcuts_text() const;
     const Json& task_schemas() const { return tasks_; }
 
     QTreeWidget* project_tree() const { return tree_; }
@@ -78,6 +99,8 @@ class MainWindow : public QMainWindow {
     DatasetView* open_dataset(std::int64_t dataset_id);
     AnnotationEditor* open_annotation(std::int64_t dataset_id, int image_index);
     RunSetupView* open_run_setup();
+    // The project's runs as one table (one tab; activating it again brings it forward).
+    RunTableView* open_run_table();
 
     // Imports a dataset folder or file in the background (progress dialog with cancel).
     void import_dataset(const QString& source);
@@ -89,8 +112,12 @@ class MainWindow : public QMainWindow {
     // confirmation; returns true when it was added now (false: refused, canceled, or an https
     // server whose confirmation is still pending).
     bool add_server(const QString& name, const QString& url, const QString& token);
-    // Starts the private crucible-agent of "This computer" (stopped with the window).
+    void add_server_asking();  // name, URL and token asked in a dialog
+    // Starts (or adopts, when one runs from before) the private crucible-agent of "This
+    // computer"; it outlives the window while its runs train (local_agent.h).
     void start_local_agent(const QString& program = {});
+    // Uses `agent` (not started yet) as this computer's agent (tests: a fake worker).
+    void set_local_agent(LocalAgent* agent);
     LocalAgent* local_agent() const { return local_agent_; }
 
     void set_theme(Theme theme);
@@ -107,8 +134,22 @@ class MainWindow : public QMainWindow {
     void delete_dataset_asking(std::int64_t dataset_id);
     // Closes the tabs that show the dataset (views and editors).
     void close_dataset_tabs(std::int64_t dataset_id);
-    // Keeps a followed run's new events in the project; a status among them shows in the tree.
+    // The class editor of a dataset; its changes reach every open view and editor of it.
+    void edit_classes(std::int64_t dataset_id);
+    // The dataset's views and editors show the project's content again (after class edits).
+    void reload_dataset(std::int64_t dataset_id);
+    // Before editors close: when some have edits their datasets' label files lack, asks whether
+    // to write them (Write / Don't write / Cancel); false on Cancel.
+    bool settle_unwritten_labels(const std::vector<AnnotationEditor*>& editors);
+    // Keeps a followed run's new events in the project; a status among them shows in the tree,
+    // and an ended run's files are fetched beside the project (keep_run_files).
     void keep_events(std::int64_t run_id, const std::vector<Event>& events);
+    // Fetches an ended run's files from its agent into store::run_files_folder in the
+    // background (retried; once), then calls `then`; at once when they are there already.
+    void keep_run_files(std::int64_t run_id, std::function<void()> then = {});
+    // Save weights…: one of the run's weight files (fetched first when needed) copied where the
+    // person says.
+    void save_run_weights_asking(std::int64_t run_id);
     void log(const QString& level, const QString& message);
 
   protected:
@@ -122,12 +163,22 @@ class MainWindow : public QMainWindow {
     void rebuild_recent_menu();
     void on_tree_activated(QTreeWidgetItem* item);
     void compare_selected_runs();
+    void refresh_run_tables();
+    std::vector<AnnotationEditor*> annotation_editors() const;
+    // Follows every local run shown in a monitor through the local agent now up.
+    void follow_local_runs();
+    // Where a run of the project trains or trained: its agent's job (none when unreachable).
+    std::optional<RunPlace> run_place(const store::RunInfo& run) const;
+    // Before the window closes: runs training on this computer keep training (default) or are
+    // paused, as the person chooses; false on Cancel.
+    bool settle_local_runs();
     int add_tab(QWidget* widget, const QString& title);
     net::RemoteEndpoint endpoint_for(const net::RemoteEntry& server) const;
     std::shared_ptr<DatasetContent> dataset_content(std::int64_t dataset_id);
 
     std::unique_ptr<store::Project> project_;
     Json worker_;  // `crucible-worker describe` without its tasks
+    DemoOptions demo_options_;
     Json tasks_ = Json::array();
     Theme theme_ = Theme::Light;
     bool busy_ = false;
@@ -142,6 +193,15 @@ class MainWindow : public QMainWindow {
     QLabel* gpu_label_ = nullptr;
     QMenu* recent_menu_ = nullptr;
     LocalAgent* local_agent_ = nullptr;
+    // Monitors' runs of this computer's agent, and the agent URL each is followed through.
+    struct LocalFollow {
+        QPointer<RunMonitor> monitor;
+        int index = 0;
+        std::int64_t run_id = 0;
+        std::string url;
+    };
+    std::vector<LocalFollow> local_follows_;
+    std::set<std::int64_t> fetching_files_;  // runs whose files are being fetched
 };
 
 }  // namespace crucible::ui

@@ -64,6 +64,12 @@ RunMonitor::RunMonitor(QWidget* parent) : QWidget(parent) {
     pause_->setObjectName(QStringLiteral("pause"));
     resume_->setObjectName(QStringLiteral("resume"));
     cancel_->setObjectName(QStringLiteral("cancel"));
+    // Shortcuts of the monitor on screen (a hidden tab's buttons do not take them).
+    pause_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P));
+    resume_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_U));
+    cancel_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_X));
+    for (QPushButton* b : {pause_, resume_, cancel_})
+        b->setToolTip(b->shortcut().toString(QKeySequence::NativeText));
     connect(pause_, &QPushButton::clicked, this, [this] { request(QStringLiteral("pause")); });
     connect(resume_, &QPushButton::clicked, this, [this] { request(QStringLiteral("resume")); });
     connect(cancel_, &QPushButton::clicked, this, [this] { request(QStringLiteral("cancel")); });
@@ -384,9 +390,17 @@ void RunMonitor::update_progress() {
     if (model_.run_count() == 0) return;
     // The bar follows the last run added (the one being watched); others are overlays.
     const RunProgress& p = model_.progress(model_.run_count() - 1);
-    if (p.total_steps > 0)
+    if (p.total_steps > 0) {
         progress_bar_->setValue(static_cast<int>(1000.0 * static_cast<double>(p.step) /
                                                  static_cast<double>(p.total_steps)));
+        progress_bar_->setFormat(QStringLiteral("%p%"));
+    } else {
+        // No step counted yet: the bar says what the run is doing (queued, starting), not "0%".
+        progress_bar_->setValue(0);
+        progress_bar_->setFormat(is_state(p.state, JobState::Queued) ? tr("queued")
+                                 : p.state.isEmpty()                 ? tr("waiting")
+                                                                     : tr("starting"));
+    }
     progress_label_->setText(progress_text());
     QString state = p.state.isEmpty() ? tr("no status yet") : p.state;
     if (!p.reason.isEmpty()) state += QStringLiteral(" — ") + p.reason;
@@ -398,6 +412,10 @@ void RunMonitor::update_progress() {
                 .arg(p.state, p.reason.isEmpty() ? QString() : QStringLiteral(": ") + p.reason));
     alarm_banner_->setText(banner.join(QLatin1Char('\n')));
     alarm_banner_->setVisible(!banner.isEmpty());
+}
+
+QString RunMonitor::progress_bar_text() const {
+    return progress_bar_->text();
 }
 
 QString RunMonitor::progress_text() const {
@@ -449,6 +467,11 @@ QStringList RunMonitor::export_all(const QString& folder) {
     }
     log_->appendPlainText(tr("exported %1 files to %2").arg(written.size()).arg(folder));
     return written;
+}
+
+void RunMonitor::set_run_place(int index, const RunPlace& place) {
+    link(index).place = place;
+    fetch_validation(index);  // when it waited for a place
 }
 
 void RunMonitor::fetch_validation(int index) {

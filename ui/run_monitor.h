@@ -85,6 +85,12 @@ class RunMonitor : public QWidget {
                        std::int64_t after_seq,
                        std::function<void(const std::vector<Event>&)> on_new = {});
 
+    // Where run `run`'s files are read from (validation report, sample pictures): a folder of
+    // this computer, e.g. the copy kept beside the project (run_files.h), instead of its agent.
+    void set_run_place(int run, const RunPlace& place);
+    const RunPlace& run_place(int run) const {
+        return links_.at(static_cast<std::size_t>(run)).place;
+    }
     // The agent job that Pause / Resume / Cancel act on (the buttons are disabled without one).
     void set_remote_job(const net::RemoteEndpoint& endpoint, const QString& job_id);
     // Sends "pause", "resume" or "cancel" in the background; the answer lands in the log.
@@ -102,6 +108,7 @@ class RunMonitor : public QWidget {
     // Redraws now instead of on the next frame (tests, export).
     void redraw_now();
     QString progress_text() const;
+    QString progress_bar_text() const;  // what the bar shows: "42%", or "queued" before a step
     QString log_text() const;
     // Writes every shown chart as <folder>/<metric>.png and .csv; returns the files written.
     QStringList export_all(const QString& folder);

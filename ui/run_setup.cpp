@@ -3,11 +3,14 @@
 #include <QApplication>
 #include <QClipboard>
 #include <QComboBox>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPointer>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
@@ -21,6 +24,7 @@
 #include "ui/background.h"
 #include "ui/gpu_picker.h"
 #include "ui/options_form.h"
+#include "ui/run_model.h"
 #include "ui/server_access.h"
 #include "ui/server_file_dialog.h"
 
@@ -46,14 +50,9 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     name_ = new QLineEdit(this);
     name_->setPlaceholderText(tr("run name (optional)"));
     dataset_ = new QComboBox(this);
-    dataset_->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
+    dataset_->setObjectName(QStringLiteral("dataset"));
     server_ = new QComboBox(this);
     server_->addItem(tr("This computer"), QString());
-    if (project_) {
-        for (const auto& d : store::list_datasets(*project_))
-            dataset_->addItem(qs(d.name) + tr(" · %1 images").arg(d.images),
-                              QVariant::fromValue<qlonglong>(d.id));
-    }
     std::string servers_error;
     try {
         servers_ = list_servers();
@@ -62,7 +61,6 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     } catch (const std::exception& e) {
         servers_error = e.what();  // shown once the error line exists
     }
-    if (dataset_->count() > 1) dataset_->setCurrentIndex(1);
     auto* preset_row = new QHBoxLayout;
     preset_ = new QComboBox(this);
     auto* save_preset = new QPushButton(tr("Save preset…"), this);
@@ -86,6 +84,22 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     error_->setWordWrap(true);
     if (!servers_error.empty()) error_->setText(qs(servers_error));
     outer->addWidget(error_);
+    // The upload of a submit: bytes, rate, ETA and its Cancel (shown while one runs).
+    upload_row_ = new QWidget(this);
+    auto* upload = new QHBoxLayout(upload_row_);
+    upload->setContentsMargins(0, 0, 0, 0);
+    upload_bar_ = new QProgressBar(upload_row_);
+    upload_bar_->setRange(0, 1000);
+    upload_label_ = new QLabel(upload_row_);
+    upload_label_->setObjectName(QStringLiteral("upload"));
+    auto* cancel_upload_button = new QPushButton(tr("Cancel upload"), upload_row_);
+    cancel_upload_button->setObjectName(QStringLiteral("cancel_upload"));
+    upload->addWidget(upload_bar_, 1);
+    upload->addWidget(upload_label_);
+    upload->addWidget(cancel_upload_button);
+    upload_row_->hide();
+    outer->addWidget(upload_row_);
+    connect(cancel_upload_button, &QPushButton::clicked, this, &RunSetupView::cancel_upload);
     auto* command_row = new QHBoxLayout;
     command_ = new QLineEdit(this);
     command_->setReadOnly(true);
@@ -162,8 +176,38 @@ QString RunSetupView::current_task() const {
     return task_->currentData().toString();
 }
 
+void RunSetupView::fill_dataset_picker() {
+    // The datasets the task trains on: a task names its kind ("detection", "chat", ...); a
+    // schema from an older agent names none, and then every dataset is offered.
+    const int i = task_->currentIndex();
+    const std::string kind = i >= 0 && i < static_cast<int>(tasks_.size())
+                                 ? tasks_[static_cast<std::size_t>(i)].value("dataset_kind", "*")
+                                 : std::string("*");
+    const qlonglong picked = dataset_->currentData().toLongLong();
+    QSignalBlocker block(dataset_);
+    dataset_->clear();
+    dataset_->addItem(tr("(none)"), QVariant::fromValue<qlonglong>(-1));
+    if (project_) {
+        try {
+            for (const auto& d : store::list_datasets(*project_)) {
+                if (kind != "*" && d.kind != kind) continue;
+                const auto count = d.kind == "chat" ? d.chat_records : d.images;
+                dataset_->addItem(
+                    qs(d.name) +
+                        (d.kind == "chat" ? tr(" · %1 records") : tr(" · %1 images")).arg(count),
+                    QVariant::fromValue<qlonglong>(d.id));
+            }
+        } catch (const std::exception& e) {
+            error_->setText(QString::fromUtf8(e.what()));
+        }
+    }
+    const int keep = dataset_->findData(picked);
+    dataset_->setCurrentIndex(keep > 0 ? keep : (dataset_->count() > 1 ? 1 : 0));
+}
+
 void RunSetupView::rebuild_form() {
     const int i = task_->currentIndex();
+    fill_dataset_picker();
     if (scroll_->widget()) delete scroll_->takeWidget();
     form_ = nullptr;
     if (i < 0 || i >= static_cast<int>(tasks_.size())) {
@@ -373,16 +417,42 @@ std::int64_t RunSetupView::submit(const QString& name) {
     // A remote server cannot read this computer's files: local files and folders named by path
     // options (pretrained weights, datasets) are uploaded first. The local agent reads them here.
     const Json schema = server ? net::find_task_schema(tasks_, run.setup.task) : Json();
+    cancel_upload_ = std::make_shared<std::atomic<bool>>(false);
+    upload_started_ = std::chrono::steady_clock::now();
+    upload_first_done_ = 0;
+    upload_label_->clear();
+    upload_bar_->setValue(0);
+    // Progress comes from the uploading thread: a few updates a second reach the GUI thread.
+    auto progress =
+        [view = QPointer<RunSetupView>(this), cancel = cancel_upload_,
+         last = std::chrono::steady_clock::time_point()](const net::UploadProgress& p) mutable {
+            if (*cancel) throw net::UploadCanceled();
+            const auto now = std::chrono::steady_clock::now();
+            if (now - last < std::chrono::milliseconds(100) && p.done < p.total) return;
+            last = now;
+            QMetaObject::invokeMethod(view, [view, p] {
+                if (view) view->show_upload(p);
+            });
+        };
     run_in_background<net::JobInfo>(
         this,
-        [endpoint, request, schema]() mutable {
+        [endpoint, request, schema, progress]() mutable {
             net::ApiClient client(endpoint);
-            request.options = net::upload_local_inputs(client, schema, request.options);
+            request.options = net::upload_local_inputs(client, schema, request.options, progress);
             return client.submit(request);
         },
         [this, run_id](net::JobInfo job, QString error) {
             submitting_ = false;
             update_submit_button();
+            upload_row_->hide();
+            if (error == QString::fromUtf8(net::UploadCanceled().what())) {
+                error_->setText(
+                    tr("upload canceled: the run is a draft again; Submit continues "
+                       "the upload where it stopped"));
+                store::update_run_state(*project_, run_id, "draft");
+                emit submit_failed(error);
+                return;
+            }
             const std::string job_id = error.isEmpty() ? job.id : std::string();
             if (!error.isEmpty() || job_id.empty()) {
                 const QString message =
@@ -401,6 +471,37 @@ std::int64_t RunSetupView::submit(const QString& name) {
 }  // namespace crucible::ui
 
 namespace crucible::ui {
+
+QString RunSetupView::upload_text() const {
+    return upload_row_->isVisible() ? upload_label_->text() : QString();
+}
+
+void RunSetupView::cancel_upload() {
+    if (cancel_upload_) *cancel_upload_ = true;
+}
+
+void RunSetupView::show_upload(const net::UploadProgress& p) {
+    if (!submitting_ || p.total == 0) return;
+    const auto mb = [](std::uint64_t bytes) { return static_cast<double>(bytes) / 1e6; };
+    if (!upload_row_->isVisible()) upload_first_done_ = p.done;  // resumed from here
+    upload_row_->show();
+    upload_bar_->setValue(
+        static_cast<int>(1000.0 * static_cast<double>(p.done) / static_cast<double>(p.total)));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - upload_started_).count();
+    const double rate = seconds > 0.2 ? static_cast<double>(p.done - upload_first_done_) / seconds
+                                      : 0.0;  // bytes/s of this attempt
+    QString text = tr("uploading %1: %2 / %3 MB")
+                       .arg(QFileInfo(qs(p.file)).fileName())
+                       .arg(mb(p.done), 0, 'f', 1)
+                       .arg(mb(p.total), 0, 'f', 1);
+    if (rate > 0)
+        text += tr(" · %1 MB/s · ETA %2")
+                    .arg(mb(static_cast<std::uint64_t>(rate)), 0, 'f', 1)
+                    .arg(format_duration(static_cast<double>(p.total - p.done) / rate));
+    text += tr(" · %1/%2 files").arg(p.files_done).arg(p.files);
+    upload_label_->setText(text);
+}
 
 void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
     local_ = endpoint;

@@ -7,7 +7,10 @@
 // the submit's `gpus` and, for a task whose options have a `device`, into that option.
 #include <QString>
 #include <QWidget>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,6 +22,7 @@
 class QComboBox;
 class QLabel;
 class QLineEdit;
+class QProgressBar;
 class QPushButton;
 class QScrollArea;
 
@@ -40,6 +44,10 @@ class RunSetupView : public QWidget {
     GpuPicker* gpu_picker() const { return gpus_; }
     QString command_line() const;
     QString error_text() const;
+    // What the upload of a submit under way says ("uploading … MB · MB/s · ETA"), empty when
+    // none; and its Cancel (the run goes back to a draft; submitting again resumes the upload).
+    QString upload_text() const;
+    void cancel_upload();
     // Stores a draft run; returns its id, or -1 with error_text() set.
     std::int64_t create_run(const QString& name = {});
     void copy_command() const;
@@ -58,6 +66,7 @@ class RunSetupView : public QWidget {
     void submit_failed(const QString& message);
 
   private:
+    void fill_dataset_picker();
     void rebuild_form();
     void update_server_browser();
     // The chosen remote server; none for "This computer".
@@ -78,6 +87,14 @@ class RunSetupView : public QWidget {
     bool has_local_ = false;
     QPushButton* submit_ = nullptr;
     bool submitting_ = false;  // one submit at a time: no double submit while uploads run
+    // The upload of the submit under way: progress from the uploading thread, shown here.
+    void show_upload(const net::UploadProgress& progress);
+    std::shared_ptr<std::atomic<bool>> cancel_upload_;
+    std::chrono::steady_clock::time_point upload_started_;
+    std::uint64_t upload_first_done_ = 0;  // bytes already there when it (re)started
+    QWidget* upload_row_ = nullptr;
+    QProgressBar* upload_bar_ = nullptr;
+    QLabel* upload_label_ = nullptr;
     // A detection dataset picked in the Dataset list trains from its snapshot
     // (store::snapshot_dataset: the labels as the studio shows them), written in the background
     // and put into the form's `data` option; a run cannot be created while it is being written.

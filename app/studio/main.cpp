@@ -11,7 +11,6 @@
 #include <QFileInfo>
 #include <QProcess>
 #include <QRegularExpression>
-#include <QStandardPaths>
 #include <QTabWidget>
 #include <QTimer>
 #include <QTreeWidget>
@@ -23,6 +22,7 @@
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
+#include "ui/class_editor.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
 #include "ui/run_monitor.h"
@@ -119,22 +119,11 @@ int studio_main(int argc, char** argv) {
     window.set_theme(t);
     load_task_schemas(window);
 
+    crucible::ui::DemoOptions demo_options;
+    demo_options.task = "detect.yolo";  // the demo's runs open as detection runs
+    window.set_demo_options(demo_options);
     if (parser.isSet(demo)) {
-        QString folder = parser.value(demo_dir);
-        if (folder.isEmpty())
-            folder = QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
-                     QStringLiteral("/demo");
-        crucible::ui::DemoOptions options;
-        options.task = "detect.yolo";
-        const auto file = crucible::ui::ensure_demo_project(
-            crucible::path_from_utf8(folder.toStdString()), options);
-        if (window.open_project(QString::fromStdString(crucible::path_to_utf8(file)))) {
-            auto* project = window.project();
-            auto datasets = crucible::store::list_datasets(*project);
-            if (!datasets.empty()) window.open_dataset(datasets.front().id);
-            auto runs = crucible::store::list_runs(*project);
-            if (!runs.empty()) window.open_run(runs.front().id);
-        }
+        window.open_demo(parser.value(demo_dir));
     } else if (!parser.positionalArguments().isEmpty()) {
         window.open_project(parser.positionalArguments().front());
     } else if (!window.recent_projects().isEmpty() &&
@@ -149,13 +138,26 @@ int studio_main(int argc, char** argv) {
         QTimer::singleShot(1500, &window, [&window, dir] {
             if (auto* project = window.project()) {
                 // Every main view gets a tab: dataset and run (opened above), the annotation
-                // editor on the first image, and the run setup.
+                // editor on the first image, the run setup, the run table and the welcome page.
                 const auto datasets = crucible::store::list_datasets(*project);
                 if (!datasets.empty()) window.open_annotation(datasets.front().id, 0);
                 window.open_run_setup();
+                window.open_run_table();
             }
+            window.show_welcome();
             QApplication::processEvents();
             take_screenshots(window, dir);
+            if (auto* project = window.project()) {
+                // The class editor is a dialog: its own picture.
+                const auto datasets = crucible::store::list_datasets(*project);
+                if (!datasets.empty()) {
+                    crucible::ui::ClassEditor classes(*project, datasets.front().id, &window);
+                    classes.show();
+                    QApplication::processEvents();
+                    classes.grab().save(QDir(dir).filePath(
+                        QStringLiteral("%1_classes.png").arg(window.tabs()->count())));
+                }
+            }
             QApplication::quit();
         });
     }

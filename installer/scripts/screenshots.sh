@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pictures of the studio's main views for the README: runs `crucible-studio --demo` on a virtual
 # X server (Xvfb, software rendering as in an RDP session) and writes one PNG per tab (dataset,
-# run monitor with its curves, annotation editor, run setup) into resources/screenshots.
+# run monitor with its curves, annotation editor, run setup, run table, welcome page) and one of
+# the class editor into resources/screenshots.
 #
 #   bash installer/scripts/screenshots.sh [BUILD_DIR]     (default: build)
 set -euo pipefail

@@ -3,20 +3,31 @@
 // decodes thumbnails in the background.
 #include <gtest/gtest.h>
 
+#include <QComboBox>
 #include <QLineEdit>
 #include <QListView>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QTabWidget>
 #include <QTest>
+#include <QUndoStack>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/dataset_io.h"
+#include "core/data/formats/formats.h"
+#include "core/data/formats/yolo_labels.h"
 #include "core/data/synth/synth.h"
+#include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/annotation_editor.h"
 #include "ui/annotation_store.h"
+#include "ui/class_colors.h"
+#include "ui/class_editor.h"
 #include "ui/dataset_view.h"
+#include "ui/main_window.h"
 #include "ui/options_form.h"
 #include "ui/run_setup.h"
 #include "ui/thumbnail_cache.h"
@@ -274,4 +285,147 @@ TEST(DatasetView, ListsFiltersAndDecodesThumbnailsInTheBackground) {
     EXPECT_TRUE(
         decode_thumbnail(QString::fromStdString((fx.dir / "missing.jpg").string()), QSize(64, 64))
             .isNull());
+}
+
+// 1-9 pick a class (and give it to the selected box), Space marks the image verified; both are
+// kept in the project.
+TEST(AnnotationEditor, NumberKeysPickClassesAndSpaceMarksVerified) {
+    Fixture fx;
+    auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
+    AnnotationEditor editor(*fx.project, content);
+    editor.show();
+    editor.open_image(0);
+    ASSERT_TRUE(uitest::wait_for([&] { return editor.image_loaded(); }));
+    editor.canvas()->setFocus();
+    editor.add_box({0, 0.5, 0.5, 0.25, 0.25});
+    const int box = static_cast<int>(editor.boxes().size()) - 1;
+    ASSERT_EQ(editor.selected(), box);
+    QTest::keyClick(editor.canvas(), Qt::Key_3);
+    EXPECT_EQ(editor.current_class(), 2);
+    EXPECT_EQ(store::read_image_boxes(*fx.project, content->images[0].id)[box].cls, 2);
+    QTest::keyClick(editor.canvas(), Qt::Key_9);  // only 3 classes: nothing changes
+    EXPECT_EQ(editor.current_class(), 2);
+
+    EXPECT_FALSE(editor.verified());
+    QTest::keyClick(editor.canvas(), Qt::Key_Space);
+    EXPECT_TRUE(editor.verified());
+    EXPECT_EQ(store::export_dataset(*fx.project, fx.dataset).images[0].tags.at(store::kVerifiedTag),
+              "yes");
+    editor.open_image(1);
+    EXPECT_FALSE(editor.verified());
+    editor.open_image(0);
+    EXPECT_TRUE(editor.verified());
+    QTest::keyClick(editor.canvas(), Qt::Key_Space);
+    EXPECT_EQ(
+        store::export_dataset(*fx.project, fx.dataset).images[0].tags.count(store::kVerifiedTag),
+        0u);
+}
+
+// The tab of an editor whose edits the label files lack says so ("*") until Ctrl+S; closing it
+// then asks, and "Save" writes the files.
+TEST(AnnotationEditor, UnwrittenEditsAreMarkedAndWrittenOnClose) {
+    Fixture fx;
+    const auto file = fx.project->path();
+    fx.project.reset();
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    AnnotationEditor* editor = window.open_annotation(fx.dataset, 0);
+    ASSERT_NE(editor, nullptr);
+    ASSERT_TRUE(uitest::wait_for([&] { return editor->image_loaded(); }));
+    const int tab = window.tabs()->indexOf(editor);
+    EXPECT_FALSE(window.tabs()->tabText(tab).endsWith(" *"));
+    editor->add_box({1, 0.4, 0.4, 0.2, 0.2});
+    EXPECT_TRUE(editor->has_unwritten_edits());
+    EXPECT_TRUE(window.tabs()->tabText(tab).endsWith(" *"));
+    int written = -1;
+    QObject::connect(editor, &AnnotationEditor::labels_written, [&](int n) { written = n; });
+    QTest::keyClick(editor->canvas(), Qt::Key_S, Qt::ControlModifier);
+    ASSERT_TRUE(uitest::wait_for([&] { return written >= 0; }));
+    EXPECT_FALSE(window.tabs()->tabText(tab).endsWith(" *"));
+
+    editor->add_box({2, 0.7, 0.7, 0.1, 0.1});
+    const std::size_t boxes = editor->boxes().size();
+    const auto image = editor->content()->images[0].path;
+    const auto label = data::yolo_label_path(image);
+    const auto before = read_file_bytes(label);
+    uitest::answer_next_message_box(QMessageBox::Cancel);
+    emit window.tabs()->tabCloseRequested(tab);
+    EXPECT_EQ(window.tabs()->indexOf(editor), tab);  // Cancel keeps the tab
+    EXPECT_EQ(read_file_bytes(label), before);
+    uitest::answer_next_message_box(QMessageBox::Save);
+    emit window.tabs()->tabCloseRequested(tab);
+    EXPECT_EQ(window.tabs()->indexOf(editor), -1);
+    EXPECT_NE(read_file_bytes(label), before);
+    EXPECT_EQ(data::parse_yolo_labels(read_file_bytes(label), "", 0).boxes.size(), boxes);
+}
+
+// The class editor's rename, merge and colour reach the open editor and the dataset's grid.
+TEST(ClassEditor, RenameMergeAndColourReachTheOpenViews) {
+    Fixture fx;
+    const auto file = fx.project->path();
+    fx.project.reset();
+    MainWindow window;
+    window.show();
+    ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    AnnotationEditor* editor = window.open_annotation(fx.dataset, 0);
+    DatasetView* view = window.open_dataset(fx.dataset);
+    ASSERT_TRUE(editor && view);
+    editor->add_box({2, 0.5, 0.5, 0.2, 0.2});
+    ASSERT_TRUE(editor->undo_stack()->canUndo());
+    const auto version = store::get_dataset(*window.project(), fx.dataset).version_hash;
+
+    ClassEditor classes(*window.project(), fx.dataset, &window);
+    QObject::connect(&classes, &ClassEditor::changed, [&] { window.reload_dataset(fx.dataset); });
+    ASSERT_EQ(classes.list()->count(), 3);
+    EXPECT_TRUE(classes.rename_class(0, "  disc "));  // trimmed
+    EXPECT_EQ(editor->content()->class_names[0], "disc");
+    EXPECT_TRUE(classes.list()->item(0)->text().startsWith("disc · "));
+    EXPECT_FALSE(editor->undo_stack()->canUndo());  // its boxes named the old classes
+    EXPECT_FALSE(classes.rename_class(1, "disc"));  // a clash is refused, nothing changes
+    const auto boxes_of_2 = store::class_box_counts(*window.project(), fx.dataset)[2];
+    const auto boxes_of_0 = store::class_box_counts(*window.project(), fx.dataset)[0];
+    EXPECT_TRUE(classes.merge_class(2, 0));
+    EXPECT_EQ(view->content()->class_names.size(), 2u);
+    EXPECT_EQ(store::class_box_counts(*window.project(), fx.dataset)[0], boxes_of_0 + boxes_of_2);
+    EXPECT_EQ(editor->boxes().back().cls, 0);  // the new box moved with its class
+    EXPECT_TRUE(classes.add_class("star"));
+    EXPECT_EQ(classes.list()->count(), 3);
+    EXPECT_TRUE(classes.set_color(1, QColor(255, 0, 0)));
+    EXPECT_EQ(editor->content()->class_colors[1], "#ff0000");
+    EXPECT_EQ(class_color(1, editor->content()->class_colors), QColor(255, 0, 0));
+    EXPECT_NE(store::get_dataset(*window.project(), fx.dataset).version_hash, version);
+    EXPECT_TRUE(editor->has_unwritten_edits());
+}
+
+// The Dataset picker offers the datasets of the task's kind: detection datasets to a detection
+// task, chat datasets to an LLM task; a schema that names no kind (an older agent) gets all.
+TEST(RunSetupView, DatasetPickerOffersOnlyTheTasksKind) {
+    Fixture fx;
+    const auto chat = store::create_chat_dataset(
+        *fx.project, "dialogues",
+        {Json{{"messages", Json::array({{{"role", "user"}, {"content", "hi"}}})}}});
+    auto schema = [](const char* id, const char* kind) {
+        Json j = OptionSchema(id, id).to_json();
+        if (kind) j["dataset_kind"] = kind;
+        return j;
+    };
+    RunSetupView view(fx.project.get(),
+                      Json::array({schema("detect.yolo", "detection"), schema("llm.lora", "chat"),
+                                   schema("old.task", nullptr)}));
+    auto offered = [&] {
+        std::vector<qlonglong> ids;
+        auto* picker = view.findChild<QComboBox*>(QStringLiteral("dataset"));
+        for (int i = 1; i < picker->count(); ++i)
+            ids.push_back(picker->itemData(i).toLongLong());
+        return ids;
+    };
+    auto* task = view.findChild<QComboBox*>(QStringLiteral("task"));
+    ASSERT_NE(task, nullptr);
+    task->setCurrentIndex(0);
+    EXPECT_EQ(offered(), std::vector<qlonglong>{fx.dataset});
+    task->setCurrentIndex(1);
+    EXPECT_EQ(offered(), std::vector<qlonglong>{chat});
+    task->setCurrentIndex(2);
+    EXPECT_EQ(offered(), (std::vector<qlonglong>{fx.dataset, chat}));
 }

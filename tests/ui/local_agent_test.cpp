@@ -1,6 +1,7 @@
 // "This computer": the studio starts a private crucible-agent on 127.0.0.1 with a fresh token,
-// reaches it through the core/net client, and stops it. Needs the crucible-agent of this build
-// (built with the studio in CI; the test says so and skips when it is absent).
+// reaches it through the core/net client; a second studio adopts the agent still running, and
+// the agent ends by itself once idle. Needs the crucible-agent of this build (built with the
+// studio in CI; the test says so and skips when it is absent).
 #include <gtest/gtest.h>
 
 #include <QFileInfo>
@@ -18,6 +19,7 @@ TEST(LocalAgent, StartsAnswersOnlyItsTokenAndStops) {
         GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
     const auto dir = uitest::temp_dir();
     LocalAgent agent(program, QString::fromStdString(path_to_utf8(dir / "agent")));
+    agent.set_idle_exit(3);
     bool ok = false;
     QString failure;
     QObject::connect(&agent, &LocalAgent::started_ok, [&] { ok = true; });
@@ -37,7 +39,33 @@ TEST(LocalAgent, StartsAnswersOnlyItsTokenAndStops) {
     } catch (const net::ApiError& e) {
         EXPECT_EQ(e.status(), 401);
     }
+    EXPECT_FALSE(agent.adopted());
+
+    // A studio opened later (another LocalAgent on the same data) adopts the running agent.
+    LocalAgent later(program, QString::fromStdString(path_to_utf8(dir / "agent")));
+    bool adopted = false;
+    QObject::connect(&later, &LocalAgent::started_ok, [&] { adopted = true; });
+    QObject::connect(&later, &LocalAgent::failed, [&](const QString& m) { failure = m; });
+    later.start();
+    ASSERT_TRUE(uitest::wait_for([&] { return adopted || !failure.isEmpty(); }, 30000));
+    EXPECT_TRUE(later.adopted()) << failure.toStdString();
+    EXPECT_EQ(later.endpoint().url, agent.endpoint().url);
+
     agent.stop();
+    later.stop();
     EXPECT_FALSE(agent.running());
     EXPECT_TRUE(failure.isEmpty()) << failure.toStdString();
+    // No job and no request for 3 s: the agent ends by itself.
+    const auto endpoint = agent.endpoint();
+    EXPECT_TRUE(uitest::wait_for(
+        [&] {
+            try {
+                net::ApiClient(endpoint).health();
+                return false;
+            } catch (const std::exception&) {
+                return true;
+            }
+        },
+        20000))
+        << "the agent still answers after its idle exit";
 }

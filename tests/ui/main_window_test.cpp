@@ -2,6 +2,8 @@
 // monitor with its stored curves; keeps recent projects; the demo project has something to show.
 #include <gtest/gtest.h>
 
+#include <QListWidget>
+#include <QPushButton>
 #include <QTabWidget>
 #include <QTest>
 #include <QTreeWidget>
@@ -17,7 +19,9 @@
 #include "ui/log_console.h"
 #include "ui/main_window.h"
 #include "ui/run_monitor.h"
+#include "ui/run_table.h"
 #include "ui/server_access.h"
+#include "ui/welcome_page.h"
 
 using namespace crucible;
 using namespace crucible::ui;
@@ -148,7 +152,7 @@ TEST(MainWindow, DemoProjectShowsADatasetAndARun) {
     ASSERT_NE(view, nullptr);
     EXPECT_EQ(view->model()->rowCount(), 8);
     auto runs = store::list_runs(*window.project());
-    ASSERT_EQ(runs.size(), 1u);
+    ASSERT_EQ(runs.size(), 3u);  // differing in one option each
     RunMonitor* monitor = window.open_run(runs[0].id);
     ASSERT_NE(monitor, nullptr);
     ASSERT_TRUE(uitest::wait_for([&] { return !monitor->loading(); }));
@@ -168,4 +172,59 @@ TEST(MainWindow, DemoProjectShowsADatasetAndARun) {
     QCoreApplication::processEvents();
     ASSERT_EQ(window.tabs()->count(), 1);
     EXPECT_EQ(qobject_cast<RunMonitor*>(window.tabs()->widget(0)), monitor);
+}
+
+// Without a project the window shows the welcome page: its demo entry opens the demo project
+// (dataset and example run), and a recent project is one activation away.
+TEST(MainWindow, WelcomePageStartsTheDemoAndOpensRecentProjects) {
+    MainWindow window;
+    window.show();
+    ASSERT_EQ(window.tabs()->count(), 1);
+    auto* welcome = qobject_cast<WelcomePage*>(window.tabs()->widget(0));
+    ASSERT_NE(welcome, nullptr);
+    const auto demo_dir = uitest::temp_dir() / "demo";
+    // The demo entry opens the demo project in the app's data folder; here, in a test folder.
+    QObject::disconnect(welcome, &WelcomePage::open_demo, nullptr, nullptr);
+    QObject::connect(
+        welcome, &WelcomePage::open_demo, &window, [&] { window.open_demo(qpath(demo_dir)); },
+        Qt::QueuedConnection);
+    auto* demo = welcome->findChild<QPushButton*>("Open the demo");
+    ASSERT_NE(demo, nullptr);
+    demo->click();
+    ASSERT_TRUE(uitest::wait_for([&] { return window.project() != nullptr; }));
+    EXPECT_EQ(window.tabs()->count(), 2);  // its dataset and its run; the welcome page closed
+    EXPECT_EQ(qobject_cast<WelcomePage*>(window.tabs()->widget(0)), nullptr);
+    const QString demo_file = qpath(window.project()->path());
+
+    // Help ▸ Welcome page lists the demo project as recent; activating it opens it.
+    window.show_welcome();
+    welcome = qobject_cast<WelcomePage*>(window.tabs()->currentWidget());
+    ASSERT_NE(welcome, nullptr);
+    ASSERT_GE(welcome->recent_list()->count(), 1);
+    EXPECT_EQ(welcome->recent_list()->item(0)->data(Qt::UserRole).toString(), demo_file);
+    window.close_project();  // closes every tab, the page among them
+    EXPECT_EQ(window.tabs()->count(), 0);
+    window.show_welcome();
+    welcome = qobject_cast<WelcomePage*>(window.tabs()->currentWidget());
+    ASSERT_NE(welcome, nullptr);
+    emit welcome->recent_list()->itemActivated(welcome->recent_list()->item(0));
+    ASSERT_TRUE(uitest::wait_for([&] { return window.project() != nullptr; }));
+    EXPECT_EQ(qpath(window.project()->path()), demo_file);
+}
+
+// Help ▸ Keyboard shortcuts lists the menus' shortcuts (run and server actions among them) and
+// the views' own keys; Ctrl+Shift+R opens the run table.
+TEST(MainWindow, ShortcutsAreListedAndOpenTheirViews) {
+    MainWindow window;
+    window.show();
+    const QString text = window.shortcuts_text();
+    for (const char* expected : {"Run table", "Add server", "Check every server", "New run",
+                                 "Pause the run", "Cancel the run", "Verified"})
+        EXPECT_TRUE(text.contains(expected)) << expected << "\n" << text.toStdString();
+    const auto file = uitest::temp_dir() / "keys.crucible";
+    ASSERT_TRUE(window.new_project(qpath(file)));
+    window.activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(&window));
+    QTest::keyClick(&window, Qt::Key_R, Qt::ControlModifier | Qt::ShiftModifier);
+    EXPECT_NE(qobject_cast<RunTableView*>(window.tabs()->currentWidget()), nullptr);
 }

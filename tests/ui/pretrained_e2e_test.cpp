@@ -39,6 +39,7 @@ TEST(PretrainedEndToEnd, StudioFineTunesFromAnUltralyticsCheckpoint) {
     const fs::path yaml = data::write_synth_dataset(dir / "shapes", so);
 
     LocalAgent agent(agent_exe, QString::fromStdString(path_to_utf8(dir / "agent")), worker_exe);
+    agent.set_idle_exit(5);  // it outlives the test otherwise
     bool up = false;
     QString failure;
     QObject::connect(&agent, &LocalAgent::started_ok, [&] { up = true; });

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <QAbstractButton>
 #include <QCoreApplication>
+#include <QElapsedTimer>
+#include <QMessageBox>
+#include <QTimer>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -21,6 +25,8 @@ class QtEnvironment : public ::testing::Environment {
         qputenv("QT_QPA_PLATFORM", "offscreen");
         const auto config = temp_dir();
         qputenv("XDG_CONFIG_HOME", QByteArray::fromStdString(path_to_utf8(config / "xdg")));
+        // The studio's data (the local agent's folder, the demo) stays out of the user's too.
+        qputenv("XDG_DATA_HOME", QByteArray::fromStdString(path_to_utf8(config / "xdg-data")));
         qputenv("CRUCIBLE_CONFIG_DIR",
                 QByteArray::fromStdString(path_to_utf8(config / "crucible")));
         static int argc = 1;
@@ -43,6 +49,23 @@ class QtEnvironment : public ::testing::Environment {
 
 std::filesystem::path temp_dir() {
     return test_support::scratch_dir("ui");
+}
+
+void answer_next_message_box(int button, int timeout_ms) {
+    auto* timer = new QTimer;
+    auto* clock = new QElapsedTimer;
+    clock->start();
+    QObject::connect(timer, &QTimer::timeout, [timer, clock, button, timeout_ms] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        if (!box && clock->elapsed() < timeout_ms) return;
+        if (box)
+            if (QAbstractButton* b = box->button(static_cast<QMessageBox::StandardButton>(button)))
+                b->click();
+        timer->stop();
+        timer->deleteLater();
+        delete clock;
+    });
+    timer->start(20);
 }
 
 void clear_server_registry() {

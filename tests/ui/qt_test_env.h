@@ -11,6 +11,9 @@ std::filesystem::path temp_dir();
 // Empties the user's server registry (remotes.json in the test's config folder), which every
 // test of the process shares: a test that adds servers starts from none.
 void clear_server_registry();
+// Presses `button` of the next message box that opens (within `timeout_ms`), as a user would
+// answer it; returns at once (the box opens later, inside the code under test).
+void answer_next_message_box(int button, int timeout_ms = 5000);
 
 }  // namespace crucible::uitest
 

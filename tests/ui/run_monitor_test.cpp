@@ -360,6 +360,43 @@ TEST(RunMonitor, ControlsFollowTheRunsState) {
     EXPECT_EQ(cancel->toolTip(), "the run is succeeded");
 }
 
+// A queued run's bar says "queued", not "0%"; once steps are counted it shows the percentage.
+// Ctrl+Shift+P / U / X press Pause, Resume and Cancel of the monitor on screen.
+TEST(RunMonitor, QueuedRunSaysSoAndShortcutsPressTheControls) {
+    RunMonitor monitor;
+    monitor.show();
+    monitor.activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(&monitor));
+    net::RemoteEndpoint ep;
+    ep.url = "http://127.0.0.1:9";
+    monitor.set_remote_job(ep, "job1");
+    const int run = monitor.add_run("r");
+    std::int64_t seq = 0;
+    auto apply = [&](Event e) {
+        e.seq = seq++;
+        monitor.apply_events(run, {e});
+        monitor.redraw_now();
+    };
+    apply(make_status("queued"));
+    EXPECT_EQ(monitor.progress_bar_text(), "queued");
+    apply(make_status("running"));
+    EXPECT_EQ(monitor.progress_bar_text(), "starting");
+    apply(make_progress(25, 100, 1, 4, 10.0, 30.0));
+    EXPECT_EQ(monitor.progress_bar_text(), "25%");
+
+    auto* pause = monitor.findChild<QPushButton*>("pause");
+    auto* cancel = monitor.findChild<QPushButton*>("cancel");
+    int paused = 0, canceled = 0;
+    QObject::connect(pause, &QPushButton::clicked, [&] { ++paused; });
+    QObject::connect(cancel, &QPushButton::clicked, [&] { ++canceled; });
+    ASSERT_TRUE(pause->isEnabled() && pause->isVisible());
+    // A button's shortcut animates a click: it lands a moment later.
+    QTest::keyClick(&monitor, Qt::Key_P, Qt::ControlModifier | Qt::ShiftModifier);
+    EXPECT_TRUE(uitest::wait_for([&] { return paused == 1; }, 2000));
+    QTest::keyClick(&monitor, Qt::Key_X, Qt::ControlModifier | Qt::ShiftModifier);
+    EXPECT_TRUE(uitest::wait_for([&] { return canceled == 1; }, 2000));
+}
+
 // `sample` events fill the Samples tab, newest first: generated text as it is, pictures read from
 // the run's artifacts (here beside a followed events.jsonl) in the background; an artifact name
 // that leaves artifacts/ is refused, and a rollback removes the samples of superseded steps.

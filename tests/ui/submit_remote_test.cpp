@@ -8,6 +8,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QProcess>
+#include <QRegularExpression>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -175,4 +176,69 @@ TEST(RunSetup, ServerFilePickerWalksTheSharedFolders) {
     EXPECT_FALSE(view.form()->has_server_browser());  // "This computer"
     view.select_server("gpu");
     EXPECT_TRUE(view.form()->has_server_browser());
+}
+
+// A large upload shows its bytes, rate and ETA; Cancel stops it (the run is a draft again) and
+// the next Submit continues the upload where it stopped instead of from byte 0.
+TEST(RunSetup, UploadShowsProgressCancelsAndResumes) {
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    const auto dir = uitest::temp_dir();
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(dir / "agent")) << agent.process.readAll().toStdString();
+    auto project = store::Project::create(dir / "p.crucible");
+    uitest::clear_server_registry();
+    add_server("gpu", agent.url, agent.token, "");
+    RunSetupView view(project.get(), agent.tasks);
+    view.show();
+    ASSERT_TRUE(view.select_task("test.fake"));
+    view.select_server("gpu");
+    const auto weights = dir / "big.pt";
+    {
+        std::ofstream out(weights, std::ios::binary);
+        std::string block(1 << 20, '\0');
+        for (int i = 0; i < 160; ++i) {  // 160 MiB in 16 MiB pieces: ten progress steps
+            block[static_cast<std::size_t>(i)] = static_cast<char>(i);
+            out << block;
+        }
+    }
+    qobject_cast<QLineEdit*>(view.form()->editor("model"))
+        ->setText(QString::fromStdString(path_to_utf8(weights)));
+    std::int64_t submitted = -1;
+    QString failure;
+    QObject::connect(&view, &RunSetupView::run_submitted,
+                     [&](std::int64_t id, const QString&) { submitted = id; });
+    QObject::connect(&view, &RunSetupView::submit_failed, [&](const QString& m) { failure = m; });
+    // The MB already there when the upload's first progress shows.
+    auto first_shown_mb = [&] {
+        double mb = -1;
+        uitest::wait_for(
+            [&] {
+                const auto m =
+                    QRegularExpression(": ([0-9.]+) / ([0-9.]+) MB").match(view.upload_text());
+                if (m.hasMatch()) mb = m.captured(1).toDouble();
+                return m.hasMatch() || submitted >= 0 || !failure.isEmpty();
+            },
+            30000);
+        return mb;
+    };
+
+    const auto first_run = view.submit("big");
+    ASSERT_GE(first_run, 0) << view.error_text().toStdString();
+    EXPECT_GT(first_shown_mb(), 0.0) << "no progress shown";
+    EXPECT_TRUE(view.upload_text().contains("MB/s") || view.upload_text().contains("MB"))
+        << view.upload_text().toStdString();
+    view.cancel_upload();
+    ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0 || !failure.isEmpty(); }, 30000));
+    ASSERT_LT(submitted, 0) << "the upload ended before the cancel reached it";
+    EXPECT_TRUE(failure.contains("canceled")) << failure.toStdString();
+    EXPECT_TRUE(view.error_text().contains("continues")) << view.error_text().toStdString();
+    EXPECT_EQ(store::get_run(*project, first_run).setup.state, "draft");
+    EXPECT_TRUE(view.upload_text().isEmpty());
+
+    failure.clear();
+    view.submit("big again");
+    const double resumed_at = first_shown_mb();
+    EXPECT_GT(resumed_at, 20.0) << "the upload started again from the beginning";
+    ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0 || !failure.isEmpty(); }, 60000));
+    ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
 }

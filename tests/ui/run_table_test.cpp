@@ -1,0 +1,175 @@
+// The run table: one row per run with state, options that differ and best/last metric values;
+// sorting by a metric, filtering, tag search over metric names, the config diff of two runs,
+// overlaid curves of the selected runs, and new events shown after a refresh.
+#include <gtest/gtest.h>
+
+#include <QCheckBox>
+#include <QLineEdit>
+#include <QSortFilterProxyModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTreeWidget>
+
+#include "core/base/file_io.h"
+#include "core/store/project.h"
+#include "core/store/run_store.h"
+#include "tests/ui/qt_test_env.h"
+#include "ui/main_window.h"
+#include "ui/run_monitor.h"
+#include "ui/run_table.h"
+
+using namespace crucible;
+using namespace crucible::ui;
+
+namespace {
+
+constexpr const char* kMap = "metrics/mAP50(B)";
+
+std::vector<Event> curve(std::int64_t first_seq, std::vector<double> maps, const char* state) {
+    std::vector<Event> out;
+    std::int64_t seq = first_seq;
+    for (std::size_t i = 0; i < maps.size(); ++i) {
+        const auto step = static_cast<std::int64_t>(i + 1);
+        out.push_back(
+            make_metric(static_cast<int>(i), step,
+                        {{"train/box_loss", 2.0 / static_cast<double>(step)}, {kMap, maps[i]}}));
+    }
+    out.push_back(make_status(state));
+    for (auto& e : out) {
+        e.seq = seq;
+        e.t = 1000.0 + 10.0 * static_cast<double>(seq);
+        ++seq;
+    }
+    return out;
+}
+
+struct RunTableFixture : ::testing::Test {
+    std::filesystem::path file = uitest::temp_dir() / "table.crucible";
+    std::vector<std::int64_t> ids;
+    MainWindow window;
+
+    void SetUp() override {
+        {
+            auto p = store::Project::create(file);
+            struct Row {
+                const char* name;
+                double lr;
+                std::vector<double> maps;
+                const char* state;
+            };
+            for (const Row& r : {Row{"baseline", 0.01, {0.1, 0.3, 0.25}, "succeeded"},
+                                 Row{"high lr", 0.05, {0.2, 0.6, 0.5}, "succeeded"},
+                                 Row{"broken", 0.5, {0.05}, "failed"}}) {
+                store::RunSetup setup{.name = r.name, .task = "detect.yolo"};
+                setup.options = {{"epochs", 3}, {"lr0", r.lr}, {"imgsz", 320}};
+                const auto id = store::create_run(*p, setup);
+                store::append_events(*p, id, curve(0, r.maps, r.state));
+                ids.push_back(id);
+            }
+        }
+        window.show();
+        ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    }
+
+    // The source-model row of run `id` as shown (through sorting and filtering), -1 if hidden.
+    static int shown_row(RunTableView* view, std::int64_t id) {
+        for (int r = 0; r < view->proxy()->rowCount(); ++r)
+            if (view->proxy()->index(r, 0).data(RunTableModel::kRunIdRole).toLongLong() == id)
+                return r;
+        return -1;
+    }
+    static QString shown(RunTableView* view, int row, const QString& header) {
+        const int column = view->model()->column_of(header);
+        return column < 0 ? QString() : view->proxy()->index(row, column).data().toString();
+    }
+};
+
+}  // namespace
+
+TEST_F(RunTableFixture, ShowsEveryRunWithItsStateOptionsThatDifferAndBestMetrics) {
+    RunTableView* view = window.open_run_table();
+    ASSERT_NE(view, nullptr);
+    ASSERT_EQ(view->model()->rowCount(), 3);
+    // Only lr0 differs between the runs: it is a column, epochs and imgsz are not.
+    EXPECT_EQ(view->model()->option_columns(), QStringList{"lr0"});
+    const int high = shown_row(view, ids[1]);
+    EXPECT_EQ(shown(view, high, "Name"), "high lr");
+    EXPECT_EQ(shown(view, high, "State"), "succeeded");
+    EXPECT_EQ(shown(view, high, "lr0"), "0.05");
+    EXPECT_EQ(shown(view, high, kMap), "0.6");                 // highest mAP
+    EXPECT_EQ(shown(view, high, "train/box_loss"), "0.6667");  // lowest loss
+    EXPECT_EQ(shown(view, high, "Duration"), "30s");           // 4 events 10 s apart
+    EXPECT_EQ(shown(view, shown_row(view, ids[2]), "State"), "failed");
+
+    view->last_values_box()->setChecked(true);
+    EXPECT_EQ(shown(view, shown_row(view, ids[1]), kMap), "0.5");
+    view->hparams_box()->setChecked(false);
+    EXPECT_EQ(view->model()->column_of("lr0"), -1);
+}
+
+TEST_F(RunTableFixture, SortsByAMetricAndFiltersRunsAndMetricNames) {
+    RunTableView* view = window.open_run_table();
+    const int map_column = view->model()->column_of(kMap);
+    ASSERT_GE(map_column, 0);
+    view->table()->sortByColumn(map_column, Qt::DescendingOrder);
+    EXPECT_EQ(shown(view, 0, "Name"), "high lr");
+    EXPECT_EQ(shown(view, 1, "Name"), "baseline");
+    view->table()->sortByColumn(map_column, Qt::AscendingOrder);
+    EXPECT_EQ(shown(view, 0, "Name"), "broken");
+
+    view->filter_edit()->setText("FAILED");
+    ASSERT_EQ(view->proxy()->rowCount(), 1);
+    EXPECT_EQ(shown(view, 0, "Name"), "broken");
+    view->filter_edit()->clear();
+    EXPECT_EQ(view->proxy()->rowCount(), 3);
+
+    view->tag_edit()->setText("map");  // case-insensitive
+    EXPECT_EQ(view->model()->metric_columns(), QStringList{kMap});
+    view->tag_edit()->setText("loss|mAP50\\(");
+    EXPECT_EQ(view->model()->metric_columns().size(), 2);
+    view->tag_edit()->setText("mAP50(");  // not a regular expression: plain text
+    EXPECT_EQ(view->model()->metric_columns(), QStringList{kMap});
+}
+
+TEST_F(RunTableFixture, ConfigDiffOfTwoRunsShowsOnlyWhatDiffers) {
+    RunTableView* view = window.open_run_table();
+    view->select_runs({ids[0], ids[1]});
+    ASSERT_EQ(view->selected_run_ids().size(), 2u);
+    const auto& a = view->model()->run(0);
+    const auto& b = view->model()->run(1);
+    EXPECT_EQ(config_diff_text(a, b), "lr0: 0.01 → 0.05");
+    EXPECT_EQ(config_diff_text(a, a), "baseline and baseline have the same options");
+}
+
+TEST_F(RunTableFixture, SelectedRunsOpenOverlaidInOneMonitor) {
+    RunTableView* view = window.open_run_table();
+    view->select_runs({ids[0], ids[2]});
+    const int tabs = window.tabs()->count();
+    emit view->open_runs(view->selected_run_ids());
+    ASSERT_EQ(window.tabs()->count(), tabs + 1);
+    auto* monitor = qobject_cast<RunMonitor*>(window.tabs()->currentWidget());
+    ASSERT_NE(monitor, nullptr);
+    EXPECT_EQ(monitor->run_count(), 2);
+}
+
+TEST_F(RunTableFixture, RunsNodeOpensOneTableThatFollowsNewEvents) {
+    QTreeWidgetItem* runs = nullptr;
+    for (int i = 0; i < window.project_tree()->topLevelItemCount(); ++i)
+        if (window.project_tree()->topLevelItem(i)->text(0) == "Runs")
+            runs = window.project_tree()->topLevelItem(i);
+    ASSERT_NE(runs, nullptr);
+    emit window.project_tree()->itemActivated(runs, 0);
+    auto* view = qobject_cast<RunTableView*>(window.tabs()->currentWidget());
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(window.open_run_table(), view);  // one table, brought forward
+
+    // A followed run's new events reach the table on refresh, selection kept.
+    view->select_runs({ids[2]});
+    Event late = make_metric(1, 2, {{kMap, 0.9}});
+    late.seq = 10;
+    late.t = 2000;
+    window.keep_events(ids[2], {late});
+    window.refresh_tree();
+    EXPECT_EQ(shown(view, shown_row(view, ids[2]), kMap), "0.9");
+    EXPECT_EQ(view->selected_run_ids(), std::vector<std::int64_t>{ids[2]});
+}
