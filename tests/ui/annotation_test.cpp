@@ -56,6 +56,13 @@ struct Fixture {
         dataset = store::import_dataset_from(*project, yaml, "yolo", io).dataset_id;
     }
     std::string version() { return store::get_dataset(*project, dataset).version_hash; }
+    // The project in a main window instead (the window holds its lock from then on).
+    bool open_in(MainWindow& window) {
+        const auto file = project->path();
+        project.reset();
+        window.show();
+        return window.open_project(QString::fromStdString(path_to_utf8(file)));
+    }
 };
 
 }  // namespace
@@ -325,11 +332,8 @@ TEST(AnnotationEditor, NumberKeysPickClassesAndSpaceMarksVerified) {
 // then asks, and "Save" writes the files.
 TEST(AnnotationEditor, UnwrittenEditsAreMarkedAndWrittenOnClose) {
     Fixture fx;
-    const auto file = fx.project->path();
-    fx.project.reset();
     MainWindow window;
-    window.show();
-    ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    ASSERT_TRUE(fx.open_in(window));
     AnnotationEditor* editor = window.open_annotation(fx.dataset, 0);
     ASSERT_NE(editor, nullptr);
     ASSERT_TRUE(uitest::wait_for([&] { return editor->image_loaded(); }));
@@ -363,11 +367,8 @@ TEST(AnnotationEditor, UnwrittenEditsAreMarkedAndWrittenOnClose) {
 // The class editor's rename, merge and colour reach the open editor and the dataset's grid.
 TEST(ClassEditor, RenameMergeAndColourReachTheOpenViews) {
     Fixture fx;
-    const auto file = fx.project->path();
-    fx.project.reset();
     MainWindow window;
-    window.show();
-    ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    ASSERT_TRUE(fx.open_in(window));
     AnnotationEditor* editor = window.open_annotation(fx.dataset, 0);
     DatasetView* view = window.open_dataset(fx.dataset);
     ASSERT_TRUE(editor && view);
