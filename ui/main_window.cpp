@@ -92,6 +92,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             menu.addAction(tr("Compare selected runs"), this, &MainWindow::compare_selected_runs);
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Save weights…"), this, [this, id] { save_run_weights_asking(id); });
+            menu.addAction(tr("Clone…"), this, [this, id] { clone_run(id); });
             menu.addAction(tr("Delete…"), this, [this, id] { delete_run_asking(id); });
         } else if (kind == QLatin1String("dataset")) {
             menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
@@ -553,6 +554,12 @@ RunTableView* MainWindow::open_run_table() {
     connect(table, &RunTableView::open_runs, this,
             [this](const std::vector<std::int64_t>& ids) { open_runs(ids); });
     connect(table, &RunTableView::refresh_requested, this, &MainWindow::refresh_run_tables);
+    connect(table, &RunTableView::clone_requested, this,
+            [this](std::int64_t id) { clone_run(id); });
+    connect(table, &RunTableView::save_weights_requested, this,
+            [this](std::int64_t id) { save_run_weights_asking(id); });
+    connect(table, &RunTableView::delete_requested, this,
+            [this](std::int64_t id) { delete_run_asking(id); });
     add_tab(table, tr("Runs"));
     refresh_run_tables();
     return table;
@@ -719,6 +726,19 @@ void MainWindow::keep_run_files(std::int64_t run_id, std::function<void()> then)
                     .arg(static_cast<double>(got.bytes) / 1e6, 0, 'f', 1));
             if (then) then();
         });
+}
+
+RunSetupView* MainWindow::clone_run(std::int64_t run_id) {
+    if (!project_) return nullptr;
+    try {
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        RunSetupView* view = open_run_setup();
+        view->load_setup(run.setup, tr("%1 (clone)").arg(qs(run.setup.name)));
+        return view;
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return nullptr;
+    }
 }
 
 void MainWindow::save_run_weights_asking(std::int64_t run_id) {

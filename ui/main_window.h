@@ -150,6 +150,8 @@ class MainWindow : public QMainWindow {
     // Save weights…: one of the run's weight files (fetched first when needed) copied where the
     // person says.
     void save_run_weights_asking(std::int64_t run_id);
+    // A new run set up like this one (task, options, server, dataset), in a run setup tab.
+    RunSetupView* clone_run(std::int64_t run_id);
     void log(const QString& level, const QString& message);
 
   protected:

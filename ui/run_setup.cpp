@@ -379,6 +379,26 @@ void RunSetupView::select_server(const QString& name) {
     server_->setCurrentIndex(std::max(0, server_->findData(name)));
 }
 
+bool RunSetupView::load_setup(const store::RunSetup& setup, const QString& name) {
+    if (!select_task(qs(setup.task))) {
+        error_->setText(tr("this studio does not know the task %1 (connect the server that ran "
+                           "it)")
+                            .arg(qs(setup.task)));
+        return false;
+    }
+    if (form_) form_->set_values(setup.options);
+    select_server(qs(setup.server));
+    name_->setText(name);
+    // After the options: a dataset still in the project replaces `data` with its snapshot.
+    const int picked = setup.dataset_id
+                           ? dataset_->findData(QVariant::fromValue<qlonglong>(*setup.dataset_id))
+                           : -1;
+    if (picked > 0) dataset_->setCurrentIndex(picked);
+    dataset_to_form();
+    update_command();
+    return true;
+}
+
 void RunSetupView::update_submit_button() {
     submit_->setEnabled(!submitting_ &&
                         (has_local_ || !server_->currentData().toString().isEmpty()));

@@ -57,6 +57,10 @@ class RunSetupView : public QWidget {
     std::int64_t submit(const QString& name = {});
     // Picks the server by its name in the registry; "" is this computer.
     void select_server(const QString& name);
+    // The form filled from an existing run (Clone…): its task, options, server and dataset (the
+    // dataset's current version: a clone trains on the labels as they are now). False when this
+    // studio does not know the run's task.
+    bool load_setup(const store::RunSetup& setup, const QString& name);
     // The private local agent ("This computer"), when it runs; submit then goes there.
     void set_local_endpoint(const net::RemoteEndpoint& endpoint);
 

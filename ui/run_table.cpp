@@ -9,6 +9,7 @@
 #include <QItemSelectionModel>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSortFilterProxyModel>
@@ -315,6 +316,24 @@ RunTableView::RunTableView(QWidget* parent) : QWidget(parent) {
         emit open_runs({index.data(RunTableModel::kRunIdRole).toLongLong()});
     });
     connect(model_, &QAbstractItemModel::modelReset, this, &RunTableView::update_count);
+    table_->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(table_, &QTableView::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const QModelIndex index = table_->indexAt(pos);
+        if (!index.isValid()) return;
+        const std::int64_t id = index.data(RunTableModel::kRunIdRole).toLongLong();
+        QMenu menu;
+        menu.addAction(tr("Open"), this, [this, id] { emit open_runs({id}); });
+        menu.addAction(tr("Compare selected"), this, [this] {
+            const auto ids = selected_run_ids();
+            if (!ids.empty()) emit open_runs(ids);
+        });
+        menu.addAction(tr("Config diff"), this, &RunTableView::show_config_diff);
+        menu.addSeparator();
+        menu.addAction(tr("Clone…"), this, [this, id] { emit clone_requested(id); });
+        menu.addAction(tr("Save weights…"), this, [this, id] { emit save_weights_requested(id); });
+        menu.addAction(tr("Delete…"), this, [this, id] { emit delete_requested(id); });
+        menu.exec(table_->viewport()->mapToGlobal(pos));
+    });
 }
 
 void RunTableView::set_runs(std::vector<store::RunSummary> runs,

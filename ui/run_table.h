@@ -83,6 +83,10 @@ class RunTableView : public QWidget {
 
   signals:
     void open_runs(const std::vector<std::int64_t>& ids);  // one monitor, curves overlaid
+    // The row menu's actions on one run.
+    void clone_requested(std::int64_t id);
+    void save_weights_requested(std::int64_t id);
+    void delete_requested(std::int64_t id);
     void refresh_requested();
 
   private:

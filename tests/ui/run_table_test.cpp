@@ -11,11 +11,14 @@
 #include <QTreeWidget>
 
 #include "core/base/file_io.h"
+#include "core/base/options_schema.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/main_window.h"
+#include "ui/options_form.h"
 #include "ui/run_monitor.h"
+#include "ui/run_setup.h"
 #include "ui/run_table.h"
 
 using namespace crucible;
@@ -172,4 +175,34 @@ TEST_F(RunTableFixture, RunsNodeOpensOneTableThatFollowsNewEvents) {
     window.refresh_tree();
     EXPECT_EQ(shown(view, shown_row(view, ids[2]), kMap), "0.9");
     EXPECT_EQ(view->selected_run_ids(), std::vector<std::int64_t>{ids[2]});
+}
+
+// Clone…: a run setup tab filled like the run (task, options, name), ready to change and start.
+TEST_F(RunTableFixture, CloneFillsANewRunSetupLikeTheRun) {
+    OptionSchema schema("detect.yolo", "detection");
+    schema.add(option_spec("epochs", OptionType::Integer, 100, "epochs"));
+    schema.add(option_spec("lr0", OptionType::Number, 0.01, "learning rate"));
+    schema.add(option_spec("imgsz", OptionType::Integer, 640, "image size"));
+    Json task = schema.to_json();
+    task["task"] = "detect.yolo";
+    window.set_task_schemas(Json::array({task}));
+    RunSetupView* view = window.clone_run(ids[1]);
+    ASSERT_NE(view, nullptr);
+    EXPECT_EQ(view->current_task(), "detect.yolo");
+    const Json values = view->form()->values();
+    EXPECT_EQ(values.at("lr0"), 0.05);
+    EXPECT_EQ(values.at("epochs"), 3);
+    EXPECT_EQ(values.at("imgsz"), 320);
+    const auto clone = view->create_run();
+    ASSERT_GE(clone, 0) << view->error_text().toStdString();
+    const auto info = store::get_run(*window.project(), clone);
+    EXPECT_EQ(info.setup.name, "high lr (clone)");
+    EXPECT_EQ(info.setup.options.at("lr0"), 0.05);
+
+    // A task this studio does not know: said so, nothing filled.
+    window.set_task_schemas(Json::array());
+    RunSetupView* unknown = window.clone_run(ids[0]);
+    ASSERT_NE(unknown, nullptr);
+    EXPECT_TRUE(unknown->error_text().contains("does not know the task"))
+        << unknown->error_text().toStdString();
 }
