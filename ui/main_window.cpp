@@ -1048,6 +1048,18 @@ void MainWindow::remove_server_asking(const QString& name) {
     refresh_tree();
 }
 
+void MainWindow::set_server_state(const QString& name, const QString& state) {
+    if (state.isEmpty())
+        server_states_.erase(name);
+    else
+        server_states_[name] = state;
+    QStringList parts;
+    for (const auto& [server, text] : server_states_)
+        parts << QStringLiteral("%1: %2").arg(server, text);
+    connection_label_->setText(parts.isEmpty() ? tr("no server")
+                                               : parts.join(QStringLiteral(" · ")));
+}
+
 void MainWindow::check_server(const QString& name) {
     std::optional<net::RemoteEntry> server;
     try {
@@ -1058,18 +1070,33 @@ void MainWindow::check_server(const QString& name) {
     }
     if (!server) return;
     const auto ep = endpoint_for(*server);
-    connection_label_->setText(tr("%1: connecting…").arg(name));
-    run_in_background<net::AgentInfo>(
-        this, [ep] { return net::ApiClient(ep).info(); },
-        [this, name](net::AgentInfo info, QString error) {
-            if (!error.isEmpty()) {
-                connection_label_->setText(tr("%1: offline").arg(name));
-                log(QString(log_level_name(LogLevel::Error)), tr("%1: %2").arg(name, error));
+    set_server_state(name, tr("connecting…"));
+    struct Answer {
+        net::AgentInfo info;
+        QString problem;  // "invalid token", "locked out", ... (empty: it answered)
+    };
+    run_in_background<Answer>(
+        this,
+        [ep] {
+            Answer answer;
+            try {
+                answer.info = net::ApiClient(ep).info();
+            } catch (const net::ApiError& e) {
+                answer.problem = server_problem(e);
+                if (answer.problem.isEmpty()) throw;
+            }
+            return answer;
+        },
+        [this, name](Answer answer, QString error) {
+            if (!answer.problem.isEmpty() || !error.isEmpty()) {
+                set_server_state(name, answer.problem.isEmpty() ? tr("offline") : answer.problem);
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("%1: %2").arg(name, error.isEmpty() ? answer.problem : error));
                 return;
             }
+            const net::AgentInfo& info = answer.info;
             try {
-                connection_label_->setText(
-                    tr("%1: connected (agent %2)").arg(name, qs(info.version)));
+                set_server_state(name, tr("connected (agent %1)").arg(qs(info.version)));
                 QStringList gpus;
                 for (const auto& gpu : info.gpus.gpus) {
                     constexpr double kGiB = 1 << 30;
@@ -1309,7 +1336,7 @@ void MainWindow::start_local_agent(const QString& program) {
             QStringLiteral("/local-agent");
         set_local_agent(new LocalAgent(agent, data, {}, this));
     }
-    connection_label_->setText(tr("This computer: starting…"));
+    set_server_state(tr("This computer"), tr("starting…"));
     local_agent_->start();
 }
 
@@ -1318,11 +1345,11 @@ void MainWindow::set_local_agent(LocalAgent* agent) {
     local_agent_ = agent;
     local_agent_->setParent(this);
     connect(local_agent_, &LocalAgent::failed, this, [this](const QString& m) {
-        connection_label_->setText(tr("This computer: offline"));
+        set_server_state(tr("This computer"), tr("offline"));
         log(QString(log_level_name(LogLevel::Error)), m);
     });
     connect(local_agent_, &LocalAgent::started_ok, this, [this] {
-        connection_label_->setText(tr("This computer: connected"));
+        set_server_state(tr("This computer"), tr("connected"));
         log(QString(log_level_name(LogLevel::Info)),
             local_agent_->adopted()
                 ? tr("local agent on %1 (still running from before)")

@@ -107,6 +107,8 @@ class MainWindow : public QMainWindow {
     // Asks the server (by its name in the user's registry) for its info in the background;
     // updates the status bar.
     void check_server(const QString& name);
+    // The status bar's entry for one server ("" removes it): every server checked shows there.
+    void set_server_state(const QString& name, const QString& state);
     // Adds a server to the user's registry, the one `crucible remote` uses (token to the
     // SecretStore). An https server is probed first and its certificate fingerprint shown for
     // confirmation; returns true when it was added now (false: refused, canceled, or an https
@@ -203,7 +205,8 @@ class MainWindow : public QMainWindow {
         std::string url;
     };
     std::vector<LocalFollow> local_follows_;
-    std::set<std::int64_t> fetching_files_;  // runs whose files are being fetched
+    std::set<std::int64_t> fetching_files_;     // runs whose files are being fetched
+    std::map<QString, QString> server_states_;  // by server name, for the status bar
 };
 
 }  // namespace crucible::ui

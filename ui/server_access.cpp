@@ -1,10 +1,30 @@
 #include "ui/server_access.h"
 
+#include <QObject>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/store/run_store.h"
 
 namespace crucible::ui {
+
+QString server_problem(const net::ApiError& error) {
+    switch (error.kind()) {
+        case net::ApiErrorKind::Unauthorized:
+        case net::ApiErrorKind::Forbidden:
+            return QObject::tr("invalid token");
+        case net::ApiErrorKind::RateLimited:
+            return QObject::tr("locked out: too many wrong tokens from this address, try later");
+        case net::ApiErrorKind::CertificateMismatch:
+            return QObject::tr("certificate changed");
+        case net::ApiErrorKind::Unreachable:
+            return QObject::tr("unreachable");
+        case net::ApiErrorKind::Incompatible:
+            return QObject::tr("incompatible version");
+        default:
+            return {};
+    }
+}
 
 std::vector<net::RemoteEntry> list_servers() {
     return net::RemoteConfig::load(net::default_remotes_file()).remotes();

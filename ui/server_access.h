@@ -4,10 +4,12 @@
 // SecretStore (never in the project file or a log). A server is added after its first-contact TLS
 // fingerprint was confirmed by the user (as SSH does). A project names the server of each run;
 // servers an older project kept itself are moved into the registry when it is opened.
+#include <QString>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/net/api_client.h"
 #include "core/net/remote_config.h"
 
 namespace crucible::store {
@@ -19,6 +21,10 @@ namespace crucible::ui {
 // The registry's servers, in the order they were added; an unreadable remotes.json throws
 // InputError naming the file.
 std::vector<net::RemoteEntry> list_servers();
+// A refusal told as what it is, for the status bar: "invalid token", "locked out: …" (too many
+// wrong tokens from this address), "certificate changed", "unreachable", "incompatible
+// version"; empty for any other failure.
+QString server_problem(const net::ApiError& error);
 std::optional<net::RemoteEntry> find_server(const std::string& name);
 // Validates (InputError naming "name", "url" or "fingerprint"), keeps the token in the
 // SecretStore and the server in the registry.

@@ -21,6 +21,7 @@
 #include "core/store/run_store.h"
 #include "tests/support/free_port.h"
 #include "tests/ui/qt_test_env.h"
+#include "ui/main_window.h"
 #include "ui/options_form.h"
 #include "ui/run_setup.h"
 #include "ui/server_access.h"
@@ -241,4 +242,30 @@ TEST(RunSetup, UploadShowsProgressCancelsAndResumes) {
     EXPECT_GT(resumed_at, 20.0) << "the upload started again from the beginning";
     ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0 || !failure.isEmpty(); }, 60000));
     ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+}
+
+// The status bar shows every server checked, each with its own state: two entries for one agent,
+// one with a wrong token, read "connected" and "invalid token", and the wrong one does not lock
+// the right one out.
+TEST(MainWindowServers, StatusBarTellsEachServersState) {
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    const auto dir = uitest::temp_dir();
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(dir / "agent")) << agent.process.readAll().toStdString();
+    uitest::clear_server_registry();
+    add_server("mine", agent.url, agent.token, "");
+    add_server("stale", agent.url, "not-the-token", "");
+    MainWindow window;
+    window.show();
+    for (int round = 0; round < 3; ++round) {  // a wrong token again and again
+        window.check_server("stale");
+        window.check_server("mine");
+        ASSERT_TRUE(uitest::wait_for(
+            [&] {
+                const QString s = window.status_text();
+                return s.contains("mine: connected") && s.contains("stale: invalid token");
+            },
+            10000))
+            << window.status_text().toStdString();
+    }
 }
