@@ -277,8 +277,8 @@ void RunSetupView::dataset_to_form() {
         error_->setText(QString::fromUtf8(e.what()));
         return drop_pending();
     }
-    // Caption and chat datasets: the path is typed.
-    if (info.kind != "detection") return drop_pending();
+    // Caption folders are not project datasets: their path is typed.
+    if (info.kind != "detection" && info.kind != "chat") return drop_pending();
     auto show = [this](const QString& path) {
         form_->set_values({{"data", path.toStdString()}});
         update_command();

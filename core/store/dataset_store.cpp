@@ -224,12 +224,31 @@ std::string free_dataset_name(Project& project, const std::string& wanted) {
     return name;
 }
 
+namespace {
+
+// A chat dataset's records as JSONL, the lines its version hash covers.
+void write_chat_snapshot(Project& project, std::int64_t dataset_id, const fs::path& folder) {
+    std::string text;
+    auto s =
+        project.db().prepare("SELECT record FROM chat_records WHERE dataset_id = ? ORDER BY idx");
+    s.bind(1, dataset_id);
+    while (s.step()) {
+        text += s.column_text_view(0);
+        text += '\n';
+    }
+    fs::create_directories(folder);
+    write_file_atomically(folder / "data.jsonl", text);
+}
+
+}  // namespace
+
 fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     const DatasetInfo info = get_dataset(project, dataset_id);
-    if (info.kind != "detection")
+    const bool chat = info.kind == "chat";
+    if (info.kind != "detection" && !chat)
         throw InputError(info.name,
-                         "only detection datasets are written as snapshots (this one "
-                         "is " +
+                         "only detection and chat datasets are written as snapshots "
+                         "(this one is " +
                              info.kind + ")");
     // The stem stays a path: a non-ASCII project name is not read as the ANSI code page.
     fs::path beside = project.path().stem();
@@ -237,7 +256,7 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     const fs::path folder =
         project.folder() / beside /
         ("dataset-" + std::to_string(dataset_id) + "-" + info.version_hash.substr(0, 12));
-    const fs::path yaml = folder / "data.yaml";
+    const fs::path yaml = folder / (chat ? "data.jsonl" : "data.yaml");
     std::error_code ec;
     if (fs::exists(yaml, ec)) return yaml;
     // Written beside its final name and renamed: a snapshot is whole or absent. The part is
@@ -247,8 +266,11 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     part +=
         ".part-" + std::to_string(crucible::platform::process_id()) + "-" + std::to_string(calls++);
     fs::remove_all(part, ec);
-    data::save_detection_dataset(export_dataset(project, dataset_id), part,
-                                 data::DatasetFormat::Yolo, data::ImageFiles::Link);
+    if (chat)
+        write_chat_snapshot(project, dataset_id, part);
+    else
+        data::save_detection_dataset(export_dataset(project, dataset_id), part,
+                                     data::DatasetFormat::Yolo, data::ImageFiles::Link);
     fs::rename(part, folder, ec);
     if (ec) {  // another process wrote the same version meanwhile: use that one
         fs::remove_all(part, ec);

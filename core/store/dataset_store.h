@@ -88,7 +88,8 @@ std::filesystem::path export_dataset_to(Project& project, std::int64_t dataset_i
 // <project folder>/<project file stem>.datasets/dataset-<id>-<first 12 of its version hash>/,
 // images hard-linked (copied where links fail), labels from the project (so edits made in the
 // studio are what trains). One version is written once, atomically, and reused. Returns its
-// data.yaml. Detection datasets only (InputError otherwise).
+// data.yaml. A chat dataset's snapshot is its records as data.jsonl (one JSON record per line,
+// the text its version hash covers). Other kinds: InputError.
 std::filesystem::path snapshot_dataset(Project& project, std::int64_t dataset_id);
 
 // Writes the project's labels of a YOLO dataset back into its own label files (the editor's

@@ -346,3 +346,26 @@ TEST(ImportFormats, DifficultFlagIsKept) {
 
 }  // namespace
 }  // namespace crucible::store
+
+namespace crucible::store {
+namespace {
+
+// A chat dataset's snapshot is its records as JSONL (what an LLM run reads), written once per
+// version; the lines are the ones its version hash covers.
+TEST(Snapshot, ChatDatasetBecomesJsonl) {
+    test::TempDir dir;
+    auto p = Project::create(dir / "p.crucible");
+    const std::vector<Json> records = {
+        {{"instruction", "说你好"}, {"output", "你好"}},
+        {{"messages", Json::array({{{"role", "user"}, {"content", "hi"}}})}}};
+    const auto id = create_chat_dataset(*p, "chat", records);
+    const auto file = snapshot_dataset(*p, id);
+    EXPECT_EQ(file.filename(), "data.jsonl");
+    const std::string text = read_file_bytes(file);
+    EXPECT_EQ(text, records[0].dump() + "\n" + records[1].dump() + "\n");
+    EXPECT_EQ(sha256_hex(text), get_dataset(*p, id).version_hash);
+    EXPECT_EQ(snapshot_dataset(*p, id), file);  // one version, written once
+}
+
+}  // namespace
+}  // namespace crucible::store

@@ -407,7 +407,9 @@ TEST(RunSetupView, DatasetPickerOffersOnlyTheTasksKind) {
         *fx.project, "dialogues",
         {Json{{"messages", Json::array({{{"role", "user"}, {"content", "hi"}}})}}});
     auto schema = [](const char* id, const char* kind) {
-        Json j = OptionSchema(id, id).to_json();
+        OptionSchema s(id, id);
+        s.add(option_spec("data", OptionType::Path, "", "training data"));
+        Json j = s.to_json();
         if (kind) j["dataset_kind"] = kind;
         return j;
     };
@@ -427,6 +429,11 @@ TEST(RunSetupView, DatasetPickerOffersOnlyTheTasksKind) {
     EXPECT_EQ(offered(), std::vector<qlonglong>{fx.dataset});
     task->setCurrentIndex(1);
     EXPECT_EQ(offered(), std::vector<qlonglong>{chat});
+    // A chat dataset trains from its JSONL snapshot: `data` is filled, nothing to type.
+    auto* data = qobject_cast<QLineEdit*>(view.form()->editor("data"));
+    ASSERT_TRUE(uitest::wait_for([&] { return data->text().endsWith("data.jsonl"); }))
+        << data->text().toStdString() << " " << view.error_text().toStdString();
+    EXPECT_EQ(data->text().toStdString(), path_to_utf8(store::snapshot_dataset(*fx.project, chat)));
     task->setCurrentIndex(2);
     EXPECT_EQ(offered(), (std::vector<qlonglong>{fx.dataset, chat}));
 }
