@@ -37,6 +37,7 @@
 #include "core/base/job_state.h"
 #include "core/base/log.h"
 #include "core/base/secret_store.h"
+#include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "ui/annotation_editor.h"
@@ -45,6 +46,7 @@
 #include "ui/dataset_view.h"
 #include "ui/local_agent.h"
 #include "ui/log_console.h"
+#include "ui/predict_preview.h"
 #include "ui/run_files.h"
 #include "ui/run_monitor.h"
 #include "ui/run_setup.h"
@@ -93,6 +95,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Save weights…"), this, [this, id] { save_run_weights_asking(id); });
             menu.addAction(tr("Clone…"), this, [this, id] { clone_run(id); });
+            menu.addAction(tr("Predict preview…"), this,
+                           [this, id] { predict_preview_asking(id); });
             menu.addAction(tr("Delete…"), this, [this, id] { delete_run_asking(id); });
         } else if (kind == QLatin1String("dataset")) {
             menu.addAction(tr("Open"), this, [this, item] { on_tree_activated(item); });
@@ -556,6 +560,8 @@ RunTableView* MainWindow::open_run_table() {
     connect(table, &RunTableView::refresh_requested, this, &MainWindow::refresh_run_tables);
     connect(table, &RunTableView::clone_requested, this,
             [this](std::int64_t id) { clone_run(id); });
+    connect(table, &RunTableView::preview_requested, this,
+            [this](std::int64_t id) { predict_preview_asking(id); });
     connect(table, &RunTableView::save_weights_requested, this,
             [this](std::int64_t id) { save_run_weights_asking(id); });
     connect(table, &RunTableView::delete_requested, this,
@@ -726,6 +732,66 @@ void MainWindow::keep_run_files(std::int64_t run_id, std::function<void()> then)
                     .arg(static_cast<double>(got.bytes) / 1e6, 0, 'f', 1));
             if (then) then();
         });
+}
+
+void MainWindow::predict_preview_asking(std::int64_t run_id) {
+    if (!project_) return;
+    QString start_in;
+    try {
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        if (run.setup.dataset_id)
+            start_in = from_path(project_->resolve_stored_path(
+                store::get_dataset(*project_, *run.setup.dataset_id).source));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
+    const QStringList files =
+        QFileDialog::getOpenFileNames(this, tr("Pictures to predict on"), start_in,
+                                      tr("Images (*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.webp)"));
+    if (files.isEmpty()) return;
+    std::vector<std::filesystem::path> images;
+    for (const QString& f : files)
+        images.push_back(to_path(f));
+    const auto folder = store::run_files_folder(*project_, run_id);
+    keep_run_files(run_id, [this, run_id, images, folder] {
+        const auto weights = run_weight_files(folder);
+        if (weights.empty()) {
+            log(QString(log_level_name(LogLevel::Warning)), tr("this run has no weight files"));
+            return;
+        }
+        open_predict_preview(run_id, images, weights.front());
+    });
+}
+
+PredictPreview* MainWindow::open_predict_preview(std::int64_t run_id,
+                                                 const std::vector<std::filesystem::path>& images,
+                                                 const std::filesystem::path& weights,
+                                                 const QString& program) {
+    if (!project_) return nullptr;
+    try {
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        std::vector<std::string> names;
+        if (run.setup.dataset_id)
+            names = store::dataset_class_names(*project_, *run.setup.dataset_id);
+        // Predicted at the size the run trained at, when it has one.
+        QStringList extra;
+        if (const auto it = run.setup.options.find("imgsz");
+            it != run.setup.options.end() && it->is_number_integer())
+            extra << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+        auto* preview =
+            new PredictPreview(program.isEmpty() ? PredictPreview::find_program() : program,
+                               qs(run.setup.task), weights, images, std::move(names), extra, tabs_);
+        connect(preview, &PredictPreview::done, this, [this, preview](bool ok) {
+            if (!ok) log(QString(log_level_name(LogLevel::Error)), preview->error());
+        });
+        add_tab(preview, tr("Preview: %1").arg(qs(run.setup.name)));
+        preview->start();
+        return preview;
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return nullptr;
+    }
 }
 
 RunSetupView* MainWindow::clone_run(std::int64_t run_id) {

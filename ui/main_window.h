@@ -46,6 +46,7 @@ class RunMonitor;
 class DatasetView;
 class RunSetupView;
 class RunTableView;
+class PredictPreview;
 class AnnotationEditor;
 
 class MainWindow : public QMainWindow {
@@ -154,6 +155,14 @@ class MainWindow : public QMainWindow {
     void save_run_weights_asking(std::int64_t run_id);
     // A new run set up like this one (task, options, server, dataset), in a run setup tab.
     RunSetupView* clone_run(std::int64_t run_id);
+    // Predict preview…: pictures chosen in a dialog, the run's weights fetched when needed.
+    void predict_preview_asking(std::int64_t run_id);
+    // The preview tab of `weights` on `images` (program: the crucible command line; empty: the
+    // one next to the studio), started at once.
+    PredictPreview* open_predict_preview(std::int64_t run_id,
+                                         const std::vector<std::filesystem::path>& images,
+                                         const std::filesystem::path& weights,
+                                         const QString& program = {});
     void log(const QString& level, const QString& message);
 
   protected:

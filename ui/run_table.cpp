@@ -330,6 +330,7 @@ RunTableView::RunTableView(QWidget* parent) : QWidget(parent) {
         menu.addAction(tr("Config diff"), this, &RunTableView::show_config_diff);
         menu.addSeparator();
         menu.addAction(tr("Clone…"), this, [this, id] { emit clone_requested(id); });
+        menu.addAction(tr("Predict preview…"), this, [this, id] { emit preview_requested(id); });
         menu.addAction(tr("Save weights…"), this, [this, id] { emit save_weights_requested(id); });
         menu.addAction(tr("Delete…"), this, [this, id] { emit delete_requested(id); });
         menu.exec(table_->viewport()->mapToGlobal(pos));

@@ -85,6 +85,7 @@ class RunTableView : public QWidget {
     void open_runs(const std::vector<std::int64_t>& ids);  // one monitor, curves overlaid
     // The row menu's actions on one run.
     void clone_requested(std::int64_t id);
+    void preview_requested(std::int64_t id);
     void save_weights_requested(std::int64_t id);
     void delete_requested(std::int64_t id);
     void refresh_requested();
