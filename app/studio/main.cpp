@@ -25,6 +25,7 @@
 #include "ui/class_editor.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
+#include "ui/predict_preview.h"
 #include "ui/run_monitor.h"
 #include "ui/theme.h"
 
@@ -67,6 +68,28 @@ void load_task_schemas(crucible::ui::MainWindow& window) {
         }
     });
     process->start(worker, {QStringLiteral("describe")});
+}
+
+// The screenshots' predict preview: weights a headless demo trained (CRUCIBLE_PREVIEW_WEIGHTS,
+// set by installer/scripts/screenshots.sh) on the demo dataset's validation pictures, waited for.
+void open_screenshot_preview(crucible::ui::MainWindow& window) {
+    const QString weights = qEnvironmentVariable("CRUCIBLE_PREVIEW_WEIGHTS");
+    auto* project = window.project();
+    if (weights.isEmpty() || !project) return;
+    const auto runs = crucible::store::list_runs(*project);
+    const auto data = crucible::store::export_dataset(
+        *project, crucible::store::list_datasets(*project).front().id);
+    std::vector<std::filesystem::path> images;
+    for (const auto& image : data.images)
+        if (image.split == "val" && images.size() < 6)
+            images.push_back(image.path.is_absolute() ? image.path : data.root / image.path);
+    auto* preview = window.open_predict_preview(runs.front().id, images,
+                                                crucible::path_from_utf8(weights.toStdString()));
+    if (!preview) return;
+    QEventLoop wait;
+    QObject::connect(preview, &crucible::ui::PredictPreview::done, &wait, &QEventLoop::quit);
+    QTimer::singleShot(120000, &wait, &QEventLoop::quit);
+    if (!preview->finished()) wait.exec();
 }
 
 void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {
@@ -143,6 +166,7 @@ int studio_main(int argc, char** argv) {
                 if (!datasets.empty()) window.open_annotation(datasets.front().id, 0);
                 window.open_run_setup();
                 window.open_run_table();
+                open_screenshot_preview(window);
             }
             window.show_welcome();
             QApplication::processEvents();
