@@ -70,4 +70,13 @@ std::filesystem::path save_detection_dataset(const DetectionDataset& dataset,
 // into a YOLO dataset.
 std::size_t write_yolo_label_files(const DetectionDataset& dataset);
 
+// The data.yaml of a YOLO dataset whose root is `root` (root/data.yaml, or its one .yaml);
+// empty when there is none.
+std::filesystem::path find_yolo_yaml(const std::filesystem::path& root);
+// Puts `names` (and `nc`, when the file has one) into a data.yaml, keeping its other keys; its
+// comments do not survive the rewrite. Returns false, without writing, when it has those names
+// already. InputError naming the file when it is not a data.yaml.
+bool write_yolo_class_names(const std::filesystem::path& yaml,
+                            const std::vector<std::string>& names);
+
 }  // namespace crucible::data

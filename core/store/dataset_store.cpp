@@ -287,7 +287,16 @@ std::size_t write_labels_to_files(Project& project, std::int64_t dataset_id) {
                                         (info.format.empty() ? "of no known format" : info.format) +
                                         "; only YOLO label files are written back (export the "
                                         "dataset to write it in another format)");
-    return data::write_yolo_label_files(export_dataset(project, dataset_id));
+    const data::DetectionDataset dataset = export_dataset(project, dataset_id);
+    // Class ids in the label files mean the names in data.yaml: both change together (a class
+    // renamed, added or merged in the studio), or neither.
+    const fs::path root = project.resolve_stored_path(info.source);
+    // (A dataset whose data.yaml lies outside its root, `path: ..`, is not found: its labels are
+    // written, its names stay as they are.)
+    const fs::path yaml = data::find_yolo_yaml(root);
+    const std::size_t names =
+        !yaml.empty() && data::write_yolo_class_names(yaml, dataset.class_names) ? 1 : 0;
+    return names + data::write_yolo_label_files(dataset);
 }
 
 fs::path export_dataset_to(Project& project, std::int64_t dataset_id, const fs::path& out,

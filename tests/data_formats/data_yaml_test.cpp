@@ -2,6 +2,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/data/dataset_io.h"
 #include "core/data/formats/formats.h"
 #include "tests/data_formats/test_util.h"
 
@@ -96,6 +97,35 @@ TEST(DataYaml, LabelPathRule) {
     EXPECT_EQ(yolo_label_path("/d/images/train/a.jpg"), fs::path("/d/labels/train/a.txt"));
     EXPECT_EQ(yolo_label_path("/images/d/images/b.x.png"), fs::path("/images/d/labels/b.x.txt"));
     EXPECT_EQ(yolo_label_path("/d/pics/c.jpg"), fs::path("/d/pics/c.txt"));
+}
+
+// The class names written back (after classes were renamed or merged in the studio): the other
+// keys stay, nc follows, the same names write nothing, and a file that is not a data.yaml is
+// refused with its name.
+TEST(DataYaml, ClassNamesAreWrittenBackKeepingTheRest) {
+    test::TempDir dir;
+    const auto yaml = dir / "data.yaml";
+    write_file_atomically(yaml,
+                          "path: .\ntrain: images/train\nval: images/val\nnc: 3\n"
+                          "names: [cat, dog, bird]\n");
+    EXPECT_FALSE(write_yolo_class_names(yaml, {"cat", "dog", "bird"}));
+    EXPECT_TRUE(write_yolo_class_names(yaml, {"猫", "dog"}));
+    const auto y = parse_data_yaml(read_file_bytes(yaml), yaml);
+    EXPECT_EQ(y.names, (std::vector<std::string>{"猫", "dog"}));
+    EXPECT_EQ(y.splits.at("train")[0], dir.path() / "images/train");
+    EXPECT_NE(read_file_bytes(yaml).find("nc: 2"), std::string::npos) << read_file_bytes(yaml);
+    EXPECT_EQ(find_yolo_yaml(dir.path()), yaml);
+
+    const auto not_yaml = dir / "other.yaml";
+    write_file_atomically(not_yaml, "- just\n- a list\n");
+    try {
+        write_yolo_class_names(not_yaml, {"a"});
+        ADD_FAILURE() << "a YAML list was taken for a data.yaml";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("other.yaml"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(read_file_bytes(not_yaml), "- just\n- a list\n");  // left as it was
+    EXPECT_TRUE(find_yolo_yaml(dir.path() / "nowhere").empty());
 }
 
 }  // namespace

@@ -437,3 +437,29 @@ TEST(RunSetupView, DatasetPickerOffersOnlyTheTasksKind) {
     task->setCurrentIndex(2);
     EXPECT_EQ(offered(), (std::vector<qlonglong>{fx.dataset, chat}));
 }
+
+// Ctrl+S after a class edit: the label files' class ids and data.yaml's names change together, so
+// the dataset on disk reads back as the studio shows it.
+TEST(AnnotationEditor, LabelFilesAndDataYamlNamesChangeTogether) {
+    Fixture fx;
+    const auto before = data::load_detection_dataset(fx.dir / "synth" / "data.yaml").dataset;
+    ASSERT_EQ(before.class_names.size(), 3u);
+    store::rename_class(*fx.project, fx.dataset, 0, "disc");
+    store::merge_class(*fx.project, fx.dataset, 2, 1);  // class 2's boxes become class 1
+    EXPECT_GT(store::write_labels_to_files(*fx.project, fx.dataset), 0u);
+    const auto after = data::load_detection_dataset(fx.dir / "synth" / "data.yaml");
+    EXPECT_EQ(after.dataset.class_names, (std::vector<std::string>{"disc", before.class_names[1]}));
+    EXPECT_EQ(after.dropped_images, 0u);  // no label names a class the yaml lacks
+    const auto project_view = store::export_dataset(*fx.project, fx.dataset);
+    std::size_t boxes = 0, boxes_on_disk = 0;
+    for (const auto& image : project_view.images)
+        boxes += image.boxes.size();
+    for (const auto& image : after.dataset.images) {
+        boxes_on_disk += image.boxes.size();
+        for (const auto& b : image.boxes)
+            EXPECT_LT(b.cls, 2);
+    }
+    EXPECT_EQ(boxes_on_disk, boxes);
+    // Written once: nothing changed since.
+    EXPECT_EQ(store::write_labels_to_files(*fx.project, fx.dataset), 0u);
+}

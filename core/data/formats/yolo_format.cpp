@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/data/formats/data_yaml.h"
 #include "core/data/formats/format_util.h"
 #include "core/data/formats/formats.h"
 #include "core/data/formats/yolo_labels.h"
@@ -197,6 +198,36 @@ fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out, ImageFi
     fs::create_directories(out);
     write_file_atomically(yaml_path, std::string(yaml.c_str()) + "\n");
     return yaml_path;
+}
+
+fs::path find_yolo_yaml(const fs::path& root) {
+    std::error_code ec;
+    if (fs::is_regular_file(root / "data.yaml", ec)) return root / "data.yaml";
+    fs::path found;
+    int yamls = 0;
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+        const auto ext = it->path().extension();
+        if (it->is_regular_file(ec) && (ext == ".yaml" || ext == ".yml")) {
+            found = it->path();
+            ++yamls;
+        }
+    }
+    return yamls == 1 ? found : fs::path();
+}
+
+bool write_yolo_class_names(const fs::path& yaml, const std::vector<std::string>& names) {
+    const std::string text = read_file_bytes(yaml);
+    if (parse_data_yaml(text, yaml, /*allow_outside_root=*/true).names == names) return false;
+    YAML::Node doc = YAML::Load(text);  // parse_data_yaml checked it is a data.yaml map
+    YAML::Node map(YAML::NodeType::Map);
+    for (std::size_t i = 0; i < names.size(); ++i)
+        map[i] = names[i];
+    doc["names"] = map;
+    if (doc["nc"]) doc["nc"] = names.size();
+    YAML::Emitter out;
+    out << doc;
+    write_file_atomically(yaml, std::string(out.c_str()) + "\n");
+    return true;
 }
 
 std::size_t write_yolo_label_files(const DetectionDataset& dataset) {
