@@ -1,5 +1,5 @@
 // crucible-studio: the desktop studio (DESIGN.md "Processes"). Thin wiring over ui/:
-//   crucible-studio [PROJECT.crucible] [--demo [--demo-dir FOLDER]] [--theme light|dark]
+//   crucible-studio [PROJECT.crucible] [--demo [--demo-dir] FOLDER] [--theme light|dark]
 //                   [--screenshots DIR] [--quit-after MS]
 // --demo creates (once) and opens a demo project with a synthetic dataset and an example run.
 // Task schemas come from `crucible-worker describe` when a worker is installed next to the
@@ -146,7 +146,11 @@ int studio_main(int argc, char** argv) {
     demo_options.task = "detect.yolo";  // the demo's runs open as detection runs
     window.set_demo_options(demo_options);
     if (parser.isSet(demo)) {
-        window.open_demo(parser.value(demo_dir));
+        // `--demo FOLDER` reads as --demo-dir FOLDER rather than dropping the folder.
+        QString folder = parser.value(demo_dir);
+        if (folder.isEmpty() && !parser.positionalArguments().isEmpty())
+            folder = parser.positionalArguments().front();
+        window.open_demo(folder);
     } else if (!parser.positionalArguments().isEmpty()) {
         window.open_project(parser.positionalArguments().front());
     } else if (!window.recent_projects().isEmpty() &&
