@@ -400,8 +400,9 @@ void AnnotationEditor::write_label_files() {
 }
 
 void AnnotationEditor::set_unwritten(bool unwritten) {
-    // Only YOLO label files are written back; other datasets train from the project's snapshot.
-    unwritten = unwritten && content_->format == "yolo";
+    // Only YOLO and VOC files are written back; other datasets train from the project's
+    // snapshot.
+    unwritten = unwritten && (content_->format == "yolo" || content_->format == "voc");
     if (unwritten == unwritten_) return;
     unwritten_ = unwritten;
     emit unwritten_changed(unwritten_);

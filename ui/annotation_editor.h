@@ -90,11 +90,12 @@ class AnnotationEditor : public QWidget {
     void set_box(int i, const data::Box& box);
     void delete_box(int i);
 
-    // Ctrl+S: the dataset's own label files get the labels edited here (YOLO datasets; others
-    // are refused with a message), in the background; labels_written or failed says how it went.
+    // Ctrl+S: the dataset's own label files get the labels edited here (YOLO and VOC datasets;
+    // others are refused with a message), in the background; labels_written or failed says how
+    // it went.
     void write_label_files();
-    // Edits in the project that the dataset's label files do not have yet (YOLO datasets: those
-    // are the files Ctrl+S writes).
+    // Edits in the project that the dataset's label files do not have yet (YOLO and VOC
+    // datasets: those are the files Ctrl+S writes).
     bool has_unwritten_edits() const { return unwritten_; }
     void mark_written() { set_unwritten(false); }  // the files were written elsewhere
     // Marks the current image's labels checked by a person (the "verified" tag), or not.

@@ -70,6 +70,14 @@ std::filesystem::path save_detection_dataset(const DetectionDataset& dataset,
 // into a YOLO dataset.
 std::size_t write_yolo_label_files(const DetectionDataset& dataset);
 
+// Writes each image's boxes into the VOC annotation file it was read from (its other elements
+// kept, its <object>s written anew), atomically; files whose boxes (by class name) are the same
+// are left alone; a classes.txt gets the class names. `folder` is the VOC dataset's folder, as
+// imported. Returns how many files were written. InputError naming the image when its annotation
+// file cannot be found or read.
+std::size_t write_voc_annotation_files(const DetectionDataset& dataset,
+                                       const std::filesystem::path& folder);
+
 // The data.yaml of a YOLO dataset whose root is `root` (root/data.yaml, or its one .yaml);
 // empty when there is none.
 std::filesystem::path find_yolo_yaml(const std::filesystem::path& root);

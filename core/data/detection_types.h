@@ -26,6 +26,8 @@ struct ImageRecord {
     std::string split;   // "train", "val", "test"
     std::vector<Box> boxes;
     std::map<std::string, std::string> tags;  // free-form, e.g. station=3
+    // The annotation file it was read from, where a format has one per image (VOC's .xml).
+    std::filesystem::path annotation_file;
 };
 
 struct DetectionDataset {

@@ -282,11 +282,14 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
 
 std::size_t write_labels_to_files(Project& project, std::int64_t dataset_id) {
     const DatasetInfo info = get_dataset(project, dataset_id);
+    if (info.format == "voc")
+        return data::write_voc_annotation_files(export_dataset(project, dataset_id),
+                                                project.resolve_stored_path(info.source));
     if (info.format != "yolo")
         throw InputError(info.name, "its labels are " +
                                         (info.format.empty() ? "of no known format" : info.format) +
-                                        "; only YOLO label files are written back (export the "
-                                        "dataset to write it in another format)");
+                                        "; only YOLO and VOC label files are written back "
+                                        "(export the dataset to write it in another format)");
     const data::DetectionDataset dataset = export_dataset(project, dataset_id);
     // Class ids in the label files mean the names in data.yaml: both change together (a class
     // renamed, added or merged in the studio), or neither.

@@ -94,7 +94,8 @@ std::filesystem::path snapshot_dataset(Project& project, std::int64_t dataset_id
 
 // Writes the project's labels of a YOLO dataset back into its own label files (the editor's
 // Ctrl+S), changed files only, each atomically, and its class names into its data.yaml when
-// they changed (data::write_yolo_class_names). Returns how many files were written. Other
+// they changed (data::write_yolo_class_names); a VOC dataset's .xml files get their <object>s
+// (data::write_voc_annotation_files). Returns how many files were written. Other
 // formats are refused with an InputError that says to export instead.
 std::size_t write_labels_to_files(Project& project, std::int64_t dataset_id);
 

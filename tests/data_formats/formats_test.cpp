@@ -82,6 +82,54 @@ TEST(Formats, RoundTripYoloCocoVocYolo) {
     expect_same_boxes(src.dataset, back.dataset, "voc->yolo");
 }
 
+// Edited boxes go back into the VOC files they came from: only changed images' files are
+// written, their other elements (and comments) stay, classes.txt gets the names, and the dataset
+// read back is the edited one.
+TEST(Formats, VocEditsAreWrittenBackIntoTheirFiles) {
+    TempDir dir;
+    const auto yaml = test::write_yolo_dataset(
+        dir / "src", {{"train", "a.jpg", 64, 48, "0 0.5 0.5 0.25 0.5\n2 0.25 0.25 0.125 0.25\n"},
+                      {"val", "b.jpg", 40, 40, "1 0.5 0.5 0.5 0.5\n"}});
+    save_detection_dataset(load_detection_dataset(yaml).dataset, dir / "voc", DatasetFormat::Voc);
+    const fs::path a_xml = dir / "voc" / "Annotations" / "a.xml";
+    std::string text = test::read_text(a_xml);
+    text.insert(text.find("<size>"),
+                "<!-- checked by Li -->\n  <source><database>mine</database></source>\n  ");
+    write_bytes(a_xml, text);
+    const fs::path b_xml = dir / "voc" / "Annotations" / "b.xml";
+    const std::string b_before = test::read_text(b_xml);
+
+    auto edited = load_detection_dataset(dir / "voc").dataset;
+    EXPECT_EQ(write_voc_annotation_files(edited, dir / "voc"), 0u);  // nothing changed yet
+    auto& a = *std::find_if(edited.images.begin(), edited.images.end(),
+                            [](const ImageRecord& r) { return stem_of(r) == "a"; });
+    a.boxes.erase(a.boxes.begin());
+    a.boxes[0].cx = 0.75;
+    a.boxes.push_back({1, 0.5, 0.75, 0.25, 0.125, true});
+    edited.class_names[1] = "hound";                                 // renamed in the studio
+    EXPECT_EQ(write_voc_annotation_files(edited, dir / "voc"), 3u);  // a.xml, b.xml, classes.txt
+
+    const std::string a_after = test::read_text(a_xml);
+    EXPECT_NE(a_after.find("<database>mine</database>"), std::string::npos) << a_after;
+    EXPECT_NE(a_after.find("checked by Li"), std::string::npos) << a_after;
+    EXPECT_NE(test::read_text(b_xml), b_before);  // its box's class has the new name
+    const auto back = load_detection_dataset(dir / "voc");
+    ASSERT_TRUE(back.problems.empty()) << back.problems.front().what;
+    expect_same_boxes(edited, back.dataset, "edited->voc");
+    EXPECT_EQ(write_voc_annotation_files(edited, dir / "voc"), 0u);  // written once
+
+    // An image that has no annotation file there: named, nothing half-written.
+    auto stranger = edited;
+    stranger.images[0].path = dir / "elsewhere.jpg";
+    stranger.images[0].boxes.clear();
+    try {
+        write_voc_annotation_files(stranger, dir / "voc");
+        ADD_FAILURE() << "an image without an annotation file was accepted";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("elsewhere.jpg"), std::string::npos) << e.what();
+    }
+}
+
 TEST(Formats, YoloListFilesAndListsOfSources) {
     TempDir dir;
     test::write_yolo_dataset(dir.path(), {{"train", "a.jpg", 32, 32, "0 0.5 0.5 0.2 0.2\n"},

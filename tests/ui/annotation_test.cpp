@@ -257,7 +257,7 @@ TEST(AnnotationEditor, CtrlSWritesTheDatasetsLabelFiles) {
         store::write_labels_to_files(*fx.project, fx.dataset);
         ADD_FAILURE() << "a COCO dataset's labels were written as YOLO files";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("only YOLO label files"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("only YOLO and VOC label files"), std::string::npos)
             << e.what();
     }
 }
@@ -462,4 +462,35 @@ TEST(AnnotationEditor, LabelFilesAndDataYamlNamesChangeTogether) {
     EXPECT_EQ(boxes_on_disk, boxes);
     // Written once: nothing changed since.
     EXPECT_EQ(store::write_labels_to_files(*fx.project, fx.dataset), 0u);
+}
+
+// A VOC dataset's edits reach its .xml files too (Ctrl+S's store call), and the unwritten mark
+// applies to it.
+TEST(AnnotationEditor, VocDatasetsGetTheirEditsWrittenBack) {
+    Fixture fx;
+    data::save_detection_dataset(
+        data::load_detection_dataset(fx.dir / "synth" / "data.yaml").dataset, fx.dir / "voc",
+        data::DatasetFormat::Voc);
+    store::ImportOptions io;
+    io.name = "shapes voc";
+    const auto voc = store::import_dataset_from(*fx.project, fx.dir / "voc", "voc", io).dataset_id;
+    auto content = load_dataset_content(*fx.project, voc);
+    EXPECT_EQ(content.format, "voc");
+    const auto edited_image = content.images[0];
+    store::save_image_boxes(*fx.project, voc, edited_image.id, {{1, 0.5, 0.5, 0.25, 0.25}});
+    EXPECT_EQ(store::write_labels_to_files(*fx.project, voc), 1u);
+    const auto on_disk = data::load_detection_dataset(fx.dir / "voc").dataset;
+    bool found = false;
+    for (const auto& image : on_disk.images)
+        if (std::filesystem::equivalent(
+                image.path.is_absolute() ? image.path : on_disk.root / image.path,
+                edited_image.path)) {
+            found = true;
+            ASSERT_EQ(image.boxes.size(), 1u);
+            EXPECT_EQ(on_disk.class_names[static_cast<std::size_t>(image.boxes[0].cls)],
+                      content.class_names[1]);
+            EXPECT_NEAR(image.boxes[0].w, 0.25, 1e-6);
+        }
+    EXPECT_TRUE(found);
+    EXPECT_EQ(store::write_labels_to_files(*fx.project, voc), 0u);
 }

@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <pugixml.hpp>
 #include <set>
+#include <sstream>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -160,6 +162,7 @@ LoadResult load_voc(const fs::path& folder_in, const LoadOptions& options) {
         }
         ImageRecord record;
         record.path = image;
+        record.annotation_file = xml;
         const std::string image_stem = path_to_utf8(image.stem());
         auto split_it = split_of_stem.find(image_stem);
         if (split_it == split_of_stem.end()) split_it = split_of_stem.find(stem);
@@ -266,6 +269,89 @@ LoadResult load_voc(const fs::path& folder_in, const LoadOptions& options) {
     return result;
 }
 
+namespace {
+
+// One <object> of a VOC file, 1-based pixel coordinates (the reader's convention).
+std::string voc_object_xml(const Box& box, double width, double height,
+                           const std::vector<std::string>& names) {
+    if (box.cls < 0 || box.cls >= int(names.size()))
+        throw Error("class id " + std::to_string(box.cls) + " has no name; cannot write VOC");
+    const double x1 = (box.cx - box.w / 2) * width, x2 = (box.cx + box.w / 2) * width;
+    const double y1 = (box.cy - box.h / 2) * height, y2 = (box.cy + box.h / 2) * height;
+    return "  <object>\n    <name>" + xml_escape(names[box.cls]) +
+           "</name>\n    <pose>Unspecified</pose>\n    <truncated>0</truncated>\n    "
+           "<difficult>" +
+           (box.difficult ? "1" : "0") + "</difficult>\n    <bndbox>\n      <xmin>" +
+           format_number(x1 + 1) + "</xmin>\n      <ymin>" + format_number(y1 + 1) +
+           "</ymin>\n      <xmax>" + format_number(x2 + 1) + "</xmax>\n      <ymax>" +
+           format_number(y2 + 1) + "</ymax>\n    </bndbox>\n  </object>\n";
+}
+
+bool same_boxes(const std::vector<Box>& a, const std::vector<std::string>& names_a,
+                const std::vector<Box>& b, const std::vector<std::string>& names_b) {
+    if (a.size() != b.size()) return false;
+    auto name = [](const std::vector<std::string>& names, int cls) {
+        return cls >= 0 && cls < int(names.size()) ? names[cls] : std::string();
+    };
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        const double eps = 1e-6;  // text round-trips of pixel coordinates
+        if (name(names_a, a[i].cls) != name(names_b, b[i].cls) ||
+            std::abs(a[i].cx - b[i].cx) > eps || std::abs(a[i].cy - b[i].cy) > eps ||
+            std::abs(a[i].w - b[i].w) > eps || std::abs(a[i].h - b[i].h) > eps ||
+            a[i].difficult != b[i].difficult)
+            return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+std::size_t write_voc_annotation_files(const DetectionDataset& dataset, const fs::path& folder) {
+    const LoadResult on_disk = load_detection_dataset(folder, DatasetFormat::Voc);
+    std::map<fs::path, const ImageRecord*> by_image;
+    for (const auto& record : on_disk.dataset.images)
+        by_image[fs::weakly_canonical(detail::image_path(on_disk.dataset, record))] = &record;
+    std::size_t written = 0;
+    for (const auto& record : dataset.images) {
+        const auto it = by_image.find(fs::weakly_canonical(detail::image_path(dataset, record)));
+        if (it == by_image.end())
+            throw InputError(path_to_utf8(detail::image_path(dataset, record)),
+                             "has no readable VOC annotation file in " + path_to_utf8(folder) +
+                                 " to write its boxes to");
+        const ImageRecord& old = *it->second;
+        if (same_boxes(old.boxes, on_disk.dataset.class_names, record.boxes, dataset.class_names))
+            continue;
+        // The file keeps everything but its <object>s, which are written anew.
+        pugi::xml_document doc;
+        if (!doc.load_file(old.annotation_file.c_str(),
+                           pugi::parse_default | pugi::parse_comments | pugi::parse_declaration))
+            throw InputError(path_to_utf8(old.annotation_file), "cannot be read back as XML");
+        pugi::xml_node root = doc.child("annotation");
+        while (pugi::xml_node object = root.child("object"))
+            root.remove_child(object);
+        std::string objects;
+        for (const auto& box : record.boxes)
+            objects += voc_object_xml(box, old.width, old.height, dataset.class_names);
+        if (!objects.empty() && !root.append_buffer(objects.data(), objects.size()))
+            throw Error(path_to_utf8(old.annotation_file) + ": cannot add the boxes");
+        std::ostringstream text;
+        doc.save(text, "  ");
+        write_file_atomically(old.annotation_file, text.str());
+        ++written;
+    }
+    // A classes.txt fixes the class order when the files are read: it gets the names too.
+    std::string classes;
+    for (const auto& name : dataset.class_names)
+        classes += name + "\n";
+    std::error_code ec;
+    for (const fs::path& list : {folder / "classes.txt", folder / "Annotations" / "classes.txt"})
+        if (fs::is_regular_file(list, ec) && read_file_bytes(list) != classes) {
+            write_file_atomically(list, classes);
+            ++written;
+        }
+    return written;
+}
+
 fs::path save_voc(const DetectionDataset& dataset, const fs::path& out, ImageFiles files) {
     std::vector<fs::path> folders(dataset.images.size(), out / "JPEGImages");
     const auto copied = detail::copy_images(dataset, folders, files);
@@ -280,20 +366,8 @@ fs::path save_voc(const DetectionDataset& dataset, const fs::path& out, ImageFil
                         "</filename>\n  <size>\n    <width>" + std::to_string(width) +
                         "</width>\n    <height>" + std::to_string(height) +
                         "</height>\n    <depth>3</depth>\n  </size>\n  <segmented>0</segmented>\n";
-        for (const auto& box : record.boxes) {
-            if (box.cls < 0 || box.cls >= int(dataset.class_names.size()))
-                throw Error("class id " + std::to_string(box.cls) +
-                            " has no name; cannot write VOC");
-            const double x1 = (box.cx - box.w / 2) * width, x2 = (box.cx + box.w / 2) * width;
-            const double y1 = (box.cy - box.h / 2) * height, y2 = (box.cy + box.h / 2) * height;
-            x += "  <object>\n    <name>" + xml_escape(dataset.class_names[box.cls]) +
-                 "</name>\n    <pose>Unspecified</pose>\n    <truncated>0</truncated>\n    "
-                 "<difficult>" +
-                 (box.difficult ? "1" : "0") + "</difficult>\n    <bndbox>\n      <xmin>" +
-                 format_number(x1 + 1) + "</xmin>\n      <ymin>" + format_number(y1 + 1) +
-                 "</ymin>\n      <xmax>" + format_number(x2 + 1) + "</xmax>\n      <ymax>" +
-                 format_number(y2 + 1) + "</ymax>\n    </bndbox>\n  </object>\n";
-        }
+        for (const auto& box : record.boxes)
+            x += voc_object_xml(box, width, height, dataset.class_names);
         x += "</annotation>\n";
         detail::write_text_file(out / "Annotations" / path_from_utf8(stem + ".xml"), x);
     }
