@@ -200,10 +200,7 @@ DatasetView::DatasetView(std::shared_ptr<DatasetContent> content, const QString&
     split->setStretchFactor(0, 1);
     outer->addWidget(split, 1);
 
-    class_filter_->addItem(tr("all classes"), -1);
-    for (std::size_t c = 0; c < content_->class_names.size(); ++c)
-        class_filter_->addItem(QString::fromStdString(content_->class_names[c]),
-                               static_cast<int>(c));
+    fill_class_filter();
     std::set<std::string> splits;
     for (const auto& img : content_->images)
         splits.insert(img.split);
@@ -226,8 +223,20 @@ DatasetView::DatasetView(std::shared_ptr<DatasetContent> content, const QString&
     model_->set_content(content_);
     update_filter_lists();
     apply_filter();
-    update_stats();
     check_files();
+}
+
+// The class names as they are now (the class editor renames, adds and merges), the choice kept
+// where its class still exists.
+void DatasetView::fill_class_filter() {
+    QSignalBlocker block(class_filter_);
+    const int current = class_filter_->count() > 0 ? class_filter_->currentData().toInt() : -1;
+    class_filter_->clear();
+    class_filter_->addItem(tr("all classes"), -1);
+    for (std::size_t c = 0; c < content_->class_names.size(); ++c)
+        class_filter_->addItem(QString::fromStdString(content_->class_names[c]),
+                               static_cast<int>(c));
+    class_filter_->setCurrentIndex(std::max(0, class_filter_->findData(current)));
 }
 
 DatasetView::~DatasetView() {
@@ -242,6 +251,7 @@ void DatasetView::apply_filter() {
     f.problem = static_cast<ProblemFilter>(problem_filter_->currentData().toInt());
     model_->set_filter(f);
     count_->setText(count_text());
+    update_stats();  // the histogram counts what the filter shows
 }
 
 QString DatasetView::count_text() const {
@@ -315,10 +325,9 @@ void DatasetView::update_filter_lists() {
 }
 
 void DatasetView::content_changed() {
-    model_->refilter();
+    fill_class_filter();
     update_filter_lists();
-    count_->setText(count_text());
-    update_stats();
+    apply_filter();
 }
 
 void DatasetView::update_stats() {
@@ -327,10 +336,12 @@ void DatasetView::update_stats() {
     QVector<double> ticks, counts;
     QVector<QString> labels;
     std::vector<double> per_class(n, 0);
-    for (const auto& img : content_->images)
-        for (const auto& b : img.boxes)
+    for (int row = 0; row < model_->rowCount(); ++row)
+        for (const auto& b :
+             content_->images[static_cast<std::size_t>(model_->image_index(row))].boxes)
             if (b.cls >= 0 && static_cast<std::size_t>(b.cls) < n)
                 per_class[static_cast<std::size_t>(b.cls)] += 1;
+    shown_counts_ = per_class;
     for (std::size_t c = 0; c < n; ++c) {
         ticks << static_cast<double>(c);
         counts << per_class[c];

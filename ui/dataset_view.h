@@ -81,8 +81,10 @@ class DatasetView : public QWidget {
     bool files_checked() const { return files_checked_; }
     // "12 of 340 images"
     QString count_text() const;
-    // Call when the content changed elsewhere.
+    // Call when the content changed elsewhere (boxes, classes).
     void content_changed();
+    // What the histogram shows: instances per class in the images the filter lets through.
+    const std::vector<double>& shown_class_counts() const { return shown_counts_; }
 
   signals:
     void open_image(int image_index);
@@ -90,6 +92,8 @@ class DatasetView : public QWidget {
 
   private:
     void update_stats();
+    void fill_class_filter();
+    std::vector<double> shown_counts_;
     void apply_filter();
     void check_files();
     void update_filter_lists();

@@ -14,6 +14,7 @@
 #include "core/base/file_io.h"
 #include "core/data/dataset_io.h"
 #include "core/data/synth/synth.h"
+#include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "tests/ui/qt_test_env.h"
@@ -188,4 +189,45 @@ TEST(DatasetFilters, ClassSplitTagAndProblemShowTheRightThumbnails) {
     view.content_changed();
     view.set_filter(DatasetFilter{-1, {}, {}, ProblemFilter::BadBox});
     EXPECT_EQ(view.model()->rowCount(), 0);
+}
+
+// The instances-per-class histogram counts the images the filters let through, and the class
+// filter follows renamed and merged classes.
+TEST(DatasetFilters, HistogramFollowsTheFiltersAndTheClassList) {
+    TaggedProject fx;
+    const DatasetContent& c = *fx.content;
+    DatasetView view(fx.content, "tagged");
+    view.show();
+    auto counts_in = [&](const std::function<bool(const DatasetImage&)>& keep) {
+        std::vector<double> n(c.class_names.size(), 0);
+        for (const auto& img : c.images)
+            if (keep(img))
+                for (const auto& b : img.boxes)
+                    n[static_cast<std::size_t>(b.cls)] += 1;
+        return n;
+    };
+    EXPECT_EQ(view.shown_class_counts(), counts_in([](const DatasetImage&) { return true; }));
+    DatasetFilter val;
+    val.split = "val";
+    view.set_filter(val);
+    const auto in_val = counts_in([](const DatasetImage& img) { return img.split == "val"; });
+    EXPECT_EQ(view.shown_class_counts(), in_val);
+    EXPECT_NE(in_val, counts_in([](const DatasetImage&) { return true; }));
+    DatasetFilter station;
+    station.tag = "station=a";
+    view.set_filter(station);
+    EXPECT_EQ(view.shown_class_counts(), counts_in([](const DatasetImage& img) {
+                  auto it = img.tags.find("station");
+                  return it != img.tags.end() && it->second == "a";
+              }));
+
+    // Classes renamed and merged elsewhere (the class editor): the class filter lists them.
+    store::rename_class(*fx.project, fx.dataset, 0, "disc");
+    store::merge_class(*fx.project, fx.dataset, 2, 1);
+    *fx.content = load_dataset_content(*fx.project, fx.dataset);
+    view.content_changed();
+    auto* classes = view.findChild<QComboBox*>("class_filter");
+    ASSERT_EQ(classes->count(), 1 + 2);
+    EXPECT_EQ(classes->itemText(1), "disc");
+    EXPECT_EQ(view.shown_class_counts().size(), 2u);
 }
