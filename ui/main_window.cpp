@@ -1084,7 +1084,8 @@ void MainWindow::delete_dataset_asking(std::int64_t dataset_id) {
         const auto answer = QMessageBox::question(
             this, tr("Delete dataset"),
             tr("Remove the dataset %1 (%2 images, %3 boxes) from this project? Its image and "
-               "label files stay where they are, and runs keep the version they trained on.")
+               "label files stay where they are; its snapshots beside the project go, but for "
+               "the ones runs trained on.")
                 .arg(qs(info.name))
                 .arg(info.images)
                 .arg(info.boxes));

@@ -242,6 +242,22 @@ void write_chat_snapshot(Project& project, std::int64_t dataset_id, const fs::pa
 
 }  // namespace
 
+namespace {
+
+// The one layout of snapshots: <project folder>/<project stem>.datasets/dataset-<id>-<hash12>/.
+// The stem stays a path: a non-ASCII project name is not read as the ANSI code page.
+fs::path snapshots_root(const Project& project) {
+    fs::path beside = project.path().stem();
+    beside += ".datasets";
+    return project.folder() / beside;
+}
+
+std::string snapshot_prefix(std::int64_t dataset_id) {
+    return "dataset-" + std::to_string(dataset_id) + "-";
+}
+
+}  // namespace
+
 fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
     const DatasetInfo info = get_dataset(project, dataset_id);
     const bool chat = info.kind == "chat";
@@ -250,12 +266,8 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
                          "only detection and chat datasets are written as snapshots "
                          "(this one is " +
                              info.kind + ")");
-    // The stem stays a path: a non-ASCII project name is not read as the ANSI code page.
-    fs::path beside = project.path().stem();
-    beside += ".datasets";
     const fs::path folder =
-        project.folder() / beside /
-        ("dataset-" + std::to_string(dataset_id) + "-" + info.version_hash.substr(0, 12));
+        snapshots_root(project) / (snapshot_prefix(dataset_id) + info.version_hash.substr(0, 12));
     const fs::path yaml = folder / (chat ? "data.jsonl" : "data.yaml");
     std::error_code ec;
     if (fs::exists(yaml, ec)) return yaml;
@@ -337,6 +349,20 @@ void delete_dataset(Project& project, std::int64_t dataset_id) {
     Transaction tx(project.db());
     project.db().prepare("DELETE FROM datasets WHERE id = ?").bind_all(dataset_id).run();
     tx.commit();
+    // Its snapshots go too, but for those a run of the project names (it trained on them).
+    std::error_code ec;
+    auto named = project.db().prepare("SELECT 1 FROM runs WHERE instr(options, ?) > 0");
+    std::vector<fs::path> unused;
+    for (fs::directory_iterator it(snapshots_root(project), ec), end; !ec && it != end;
+         it.increment(ec)) {
+        const std::string name = path_to_utf8(it->path().filename());
+        if (name.rfind(snapshot_prefix(dataset_id), 0) != 0) continue;
+        named.bind(1, name);
+        if (!named.step()) unused.push_back(it->path());
+        named.reset();
+    }
+    for (const auto& folder : unused)
+        fs::remove_all(folder, ec);  // files that resist removal are only files
 }
 
 data::DetectionDataset export_dataset(Project& project, std::int64_t dataset_id) {

@@ -74,6 +74,8 @@ std::optional<DatasetInfo> find_dataset(Project& project, const std::string& nam
 // studio offers when an import's name is taken.
 std::string free_dataset_name(Project& project, const std::string& wanted);
 DatasetInfo get_dataset(Project& project, std::int64_t dataset_id);  // InputError when missing
+// Removes the dataset from the project with its snapshots that no run names (its image files
+// stay where they are).
 void delete_dataset(Project& project, std::int64_t dataset_id);
 
 // The dataset with absolute image paths (root = the project folder).

@@ -18,6 +18,7 @@
 #include "core/base/sha256.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
+#include "core/store/run_store.h"
 #include "tests/store/store_test_util.h"
 
 namespace crucible::store {
@@ -365,6 +366,33 @@ TEST(Snapshot, ChatDatasetBecomesJsonl) {
     EXPECT_EQ(text, records[0].dump() + "\n" + records[1].dump() + "\n");
     EXPECT_EQ(sha256_hex(text), get_dataset(*p, id).version_hash);
     EXPECT_EQ(snapshot_dataset(*p, id), file);  // one version, written once
+}
+
+}  // namespace
+}  // namespace crucible::store
+
+namespace crucible::store {
+namespace {
+
+// Deleting a dataset removes its snapshots, but for one a run trained on (its options name it).
+TEST(Snapshot, DeletedDatasetTakesItsUnusedSnapshots) {
+    test::TempDir dir;
+    auto p = Project::create(dir / "p.crucible");
+    const auto id = create_chat_dataset(*p, "chat", {Json{{"text", "a"}}});
+    const auto other = create_chat_dataset(*p, "other", {Json{{"text", "b"}}});
+    const auto used = snapshot_dataset(*p, id);
+    const auto kept_other = snapshot_dataset(*p, other);
+    RunSetup setup{.name = "r", .task = "llm.lora"};
+    setup.options = {{"data", path_to_utf8(used)}};
+    create_run(*p, setup);
+    // A second version of the dataset that no run names.
+    p->db().exec("UPDATE datasets SET version_hash = 'ffffffffffffffff' WHERE name = 'chat'");
+    const auto unused = snapshot_dataset(*p, id);
+    ASSERT_NE(unused, used);
+    delete_dataset(*p, id);
+    EXPECT_TRUE(std::filesystem::exists(used));
+    EXPECT_FALSE(std::filesystem::exists(unused.parent_path()));
+    EXPECT_TRUE(std::filesystem::exists(kept_other));  // another dataset's
 }
 
 }  // namespace
