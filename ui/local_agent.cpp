@@ -111,12 +111,12 @@ void LocalAgent::start() {
     try {
         std::error_code ec;
         const auto file = endpoint_file(data_dir_);
-        const auto token = SecretStore::open_default()->get(secret_key());
-        if (token && std::filesystem::exists(file, ec)) {
+        if (std::filesystem::exists(file, ec)) {
             const Json j = parse_json(read_file_bytes(file), path_to_utf8(file));
             endpoint_ = {};
             endpoint_.url = j.value("url", std::string());
-            endpoint_.token = *token;
+            // Without its token an agent still running there is told apart from none.
+            endpoint_.token = SecretStore::open_default()->get(secret_key()).value_or("");
             if (!endpoint_.url.empty()) {
                 wait_until_ready(true);
                 return;
@@ -184,23 +184,40 @@ void LocalAgent::wait_until_ready(bool adopting) {
     const int attempt = attempt_;
     // An agent being adopted answers at once or not at all; a new one gets ~20 s to start.
     const int tries = adopting ? 1 : 200;
-    run_in_background<bool>(
+    enum class Answer { Ours, Other, None };
+    run_in_background<Answer>(
         this,
         [endpoint, tries] {
             for (int i = 0; i < tries && !net::ApiClient::requests_stopped(); ++i) {
                 try {
-                    net::ApiClient(endpoint).info();  // health with the token: it is ours
-                    return true;
+                    net::ApiClient(endpoint).info();  // with the token: it is ours
+                    return Answer::Ours;
                 } catch (const std::exception&) {
                     if (i + 1 < tries) std::this_thread::sleep_for(std::chrono::milliseconds(100));
                 }
             }
-            return false;
+            try {
+                net::ApiClient(endpoint).health();  // answers without a token
+                return Answer::Other;
+            } catch (const std::exception&) {
+                return Answer::None;
+            }
         },
-        [this, attempt, adopting](bool ok, QString error) {
+        [this, attempt, adopting](Answer answer, QString error) {
             if (attempt != attempt_ || !starting_) return;  // stopped or restarted meanwhile
-            if (!ok || !error.isEmpty()) {
-                if (adopting) return spawn();  // gone, or not ours any more: a new one
+            if (adopting && answer == Answer::Other) {
+                // An agent runs there but refuses the kept token: a second one on the same data
+                // folder would run the same jobs twice.
+                starting_ = false;
+                emit failed(
+                    tr("an agent from before answers at %1 but not to the token kept for "
+                       "it; stop it (it ends by itself when idle) or remove %2")
+                        .arg(QString::fromStdString(endpoint_.url),
+                             QString::fromStdString(path_to_utf8(endpoint_file(data_dir_)))));
+                return;
+            }
+            if (answer != Answer::Ours || !error.isEmpty()) {
+                if (adopting) return spawn();  // gone: a new one
                 starting_ = false;
                 emit failed(tr("the local agent did not answer: %1").arg(console_tail()));
                 return;

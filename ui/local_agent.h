@@ -44,6 +44,8 @@ class LocalAgent : public QObject {
     bool adopted() const { return adopted_; }  // it was running before start()
     const net::RemoteEndpoint& endpoint() const { return endpoint_; }
     const QString& data_dir() const { return data_dir_; }
+    // The SecretStore key of this data folder's agent token.
+    std::string secret_key() const;
 
     // crucible-agent next to the studio (installed layout) or in the build tree; empty if none.
     static QString find_program();
@@ -57,7 +59,6 @@ class LocalAgent : public QObject {
     void spawn();
     void wait_until_ready(bool adopting);
     QString console_tail() const;
-    std::string secret_key() const;
 
     QString agent_, data_dir_, worker_;
     QStringList extra_args_;

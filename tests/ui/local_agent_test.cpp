@@ -7,6 +7,7 @@
 #include <QFileInfo>
 
 #include "core/base/file_io.h"
+#include "core/base/secret_store.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/local_agent.h"
 
@@ -50,6 +51,17 @@ TEST(LocalAgent, StartsAnswersOnlyItsTokenAndStops) {
     ASSERT_TRUE(uitest::wait_for([&] { return adopted || !failure.isEmpty(); }, 30000));
     EXPECT_TRUE(later.adopted()) << failure.toStdString();
     EXPECT_EQ(later.endpoint().url, agent.endpoint().url);
+
+    // Its token lost (another user's SecretStore, say): the running agent is not doubled by a
+    // second one on the same data folder; the studio says what to do.
+    SecretStore::open_default()->remove(later.secret_key());
+    LocalAgent tokenless(program, QString::fromStdString(path_to_utf8(dir / "agent")));
+    QString refused;
+    QObject::connect(&tokenless, &LocalAgent::failed, [&](const QString& m) { refused = m; });
+    tokenless.start();
+    ASSERT_TRUE(uitest::wait_for([&] { return !refused.isEmpty() || tokenless.ready(); }, 30000));
+    EXPECT_FALSE(tokenless.ready());
+    EXPECT_TRUE(refused.contains("answers at")) << refused.toStdString();
 
     agent.stop();
     later.stop();
