@@ -108,6 +108,8 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             const QString name = item->data(0, kIdRole).toString();
             menu.addAction(tr("Check connection"), this, [this, name] { check_server(name); });
             menu.addAction(tr("Change token…"), this, [this, name] { change_server_token(name); });
+            menu.addAction(tr("Change URL…"), this,
+                           [this, name] { change_server_url_asking(name); });
             menu.addAction(tr("Remove…"), this, [this, name] { remove_server_asking(name); });
         }
         if (!menu.isEmpty()) menu.exec(tree_->viewport()->mapToGlobal(pos));
@@ -1325,7 +1327,8 @@ void MainWindow::dropEvent(QDropEvent* event) {
 
 namespace crucible::ui {
 
-bool MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
+bool MainWindow::with_trusted_fingerprint(const QString& url,
+                                          std::function<void(const std::string&)> trusted) {
     net::ParsedUrl parsed;
     try {
         parsed = net::parse_url(url.toStdString());
@@ -1333,24 +1336,15 @@ bool MainWindow::add_server(const QString& name, const QString& url, const QStri
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return false;
     }
-    auto store_it = [this, name, url, token](const std::string& fingerprint) {
-        try {
-            ui::add_server(name.toStdString(), url.toStdString(), token.toStdString(), fingerprint);
-            log(QString(log_level_name(LogLevel::Info)), tr("server %1 added").arg(name));
-            refresh_tree();
-            check_server(name);
-            return true;
-        } catch (const std::exception& e) {
-            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
-            return false;
-        }
-    };
-    if (!parsed.https) return store_it("");
+    if (!parsed.https) {
+        trusted("");
+        return true;
+    }
     // First contact: show the certificate's fingerprint and pin it only when the user agrees.
     const std::string u = url.toStdString();
     run_in_background<std::string>(
         this, [u] { return net::ApiClient::probe_fingerprint(u); },
-        [this, url, store_it](std::string fingerprint, QString error) {
+        [this, url, trusted = std::move(trusted)](std::string fingerprint, QString error) {
             if (!error.isEmpty()) {
                 log(QString(log_level_name(LogLevel::Error)),
                     tr("cannot reach %1: %2").arg(url, error));
@@ -1361,9 +1355,49 @@ bool MainWindow::add_server(const QString& name, const QString& url, const QStri
                 tr("%1 presents a certificate with the SHA-256 fingerprint\n\n%2\n\nCompare it "
                    "with the one `crucible agent doctor` prints on the server. Trust it?")
                     .arg(url, qs(fingerprint)));
-            if (answer == QMessageBox::Yes) store_it(fingerprint);
+            if (answer == QMessageBox::Yes) trusted(fingerprint);
         });
-    return false;
+    return true;
+}
+
+bool MainWindow::add_server(const QString& name, const QString& url, const QString& token) {
+    // Set when the server is stored now (plain HTTP); an https one is stored later, after its
+    // certificate is confirmed, when this call has returned.
+    auto added = std::make_shared<bool>(false);
+    with_trusted_fingerprint(url, [this, name, url, token, added](const std::string& fingerprint) {
+        try {
+            ui::add_server(name.toStdString(), url.toStdString(), token.toStdString(), fingerprint);
+            log(QString(log_level_name(LogLevel::Info)), tr("server %1 added").arg(name));
+            refresh_tree();
+            check_server(name);
+            *added = true;
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        }
+    });
+    return *added;
+}
+
+void MainWindow::change_server_url_asking(const QString& name) {
+    const auto server = find_server(name.toStdString());
+    if (!server) return;
+    bool ok = false;
+    const QString url =
+        QInputDialog::getText(this, tr("Server address"), tr("New URL of %1:").arg(name),
+                              QLineEdit::Normal, qs(server->url), &ok)
+            .trimmed();
+    if (!ok || url.isEmpty() || url == qs(server->url)) return;
+    with_trusted_fingerprint(url, [this, name, url](const std::string& fingerprint) {
+        try {
+            change_server_url(name.toStdString(), url.toStdString(), fingerprint);
+            log(QString(log_level_name(LogLevel::Info)),
+                tr("server %1 is now at %2").arg(name, url));
+            refresh_tree();
+            check_server(name);
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        }
+    });
 }
 
 }  // namespace crucible::ui

@@ -129,6 +129,9 @@ class MainWindow : public QMainWindow {
     // Server entries: a new token (asked in a dialog), or the entry and its token removed after
     // a confirmation. Both say what happened in the log.
     void change_server_token(const QString& name);
+    // A server entry's new URL (asked in a dialog; an https one's certificate confirmed first, as
+    // when it was added); its name and token stay.
+    void change_server_url_asking(const QString& name);
     void remove_server_asking(const QString& name);
     // A run of the project removed after a confirmation, its monitor tabs closed first.
     void delete_run_asking(std::int64_t run_id);
@@ -187,6 +190,10 @@ class MainWindow : public QMainWindow {
     bool settle_local_runs();
     int add_tab(QWidget* widget, const QString& title);
     net::RemoteEndpoint endpoint_for(const net::RemoteEntry& server) const;
+    // First contact with an https URL: its certificate's fingerprint shown, `trusted` called with
+    // it when the person agrees; plain HTTP calls it at once with "". False when `url` is bad.
+    bool with_trusted_fingerprint(const QString& url,
+                                  std::function<void(const std::string&)> trusted);
     std::shared_ptr<DatasetContent> dataset_content(std::int64_t dataset_id);
 
     std::unique_ptr<store::Project> project_;

@@ -50,6 +50,19 @@ void set_server_token(const std::string& name, const std::string& token) {
     net::set_remote_token(registry.require(name), token);
 }
 
+void change_server_url(const std::string& name, const std::string& url,
+                       const std::string& fingerprint) {
+    const auto file = net::default_remotes_file();
+    auto registry = net::RemoteConfig::load(file);
+    const net::RemoteEntry old = registry.require(name);
+    const auto token = net::remote_token(old);
+    registry.remove(name);
+    const net::RemoteEntry moved{name, url, fingerprint};
+    registry.add(moved);  // validates before anything is saved
+    registry.save(file);
+    if (token) net::set_remote_token(moved, *token);
+}
+
 void remove_server(const std::string& name) {
     const auto file = net::default_remotes_file();
     auto registry = net::RemoteConfig::load(file);

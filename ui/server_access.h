@@ -32,6 +32,11 @@ void add_server(const std::string& name, const std::string& url, const std::stri
                 const std::string& fingerprint);
 // A new token for a server (the old one was wrong or revoked); InputError for an unknown name.
 void set_server_token(const std::string& name, const std::string& token);
+// A server moved: the entry keeps its name and token, takes `url` and its certificate's
+// `fingerprint` ("" for plain HTTP). InputError for an unknown name or a bad URL (the entry is
+// then unchanged).
+void change_server_url(const std::string& name, const std::string& url,
+                       const std::string& fingerprint);
 // Forgets a server and its token (other entries for the same agent keep theirs). Runs that name
 // it keep the name; InputError for an unknown name.
 void remove_server(const std::string& name);

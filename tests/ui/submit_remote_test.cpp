@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/net/api_client.h"
@@ -268,4 +269,28 @@ TEST(MainWindowServers, StatusBarTellsEachServersState) {
             10000))
             << window.status_text().toStdString();
     }
+}
+
+// A server that moved: Change URL keeps the entry's name and token, and the entry reaches the
+// agent at its new address; a bad URL leaves the entry as it was.
+TEST(MainWindowServers, ChangeUrlKeepsNameAndToken) {
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    const auto dir = uitest::temp_dir();
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(dir / "agent")) << agent.process.readAll().toStdString();
+    uitest::clear_server_registry();
+    add_server("gpu", "http://127.0.0.1:9", agent.token, "");  // where it used to be
+    change_server_url("gpu", agent.url, "");
+    const auto moved = find_server("gpu");
+    ASSERT_TRUE(moved);
+    EXPECT_EQ(moved->url, agent.url);
+    EXPECT_EQ(net::remote_token(*moved).value_or(""), agent.token);
+    MainWindow window;
+    window.check_server("gpu");
+    EXPECT_TRUE(
+        uitest::wait_for([&] { return window.status_text().contains("gpu: connected"); }, 10000))
+        << window.status_text().toStdString();
+    EXPECT_THROW(change_server_url("gpu", "ftp://nowhere", ""), InputError);
+    EXPECT_EQ(find_server("gpu")->url, agent.url);
+    EXPECT_THROW(change_server_url("nobody", agent.url, ""), InputError);
 }
