@@ -435,6 +435,14 @@ bool MainWindow::open_project(const QString& file) {
                 .arg(QString::fromUtf8(e.what())));
     }
     refresh_tree();
+    // Deletions a closed studio left unfinished go on.
+    try {
+        for (const auto& run : store::list_runs(*project_))
+            if (run.setup.state == store::kDeletingState) deleting_runs_.push_back(run.id);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+    }
+    delete_runs_in_slices();
     return true;
 }
 
@@ -462,6 +470,7 @@ void MainWindow::close_project() {
         delete w;
     }
     contents_.clear();
+    deleting_runs_.clear();  // marked in the project: the next open finishes them
     project_.reset();
     refresh_tree();
 }
@@ -1060,12 +1069,39 @@ void MainWindow::delete_run_asking(std::int64_t run_id) {
             if (auto* monitor = qobject_cast<RunMonitor*>(tabs_->widget(i));
                 monitor && monitor->shows_store_run(run_id))
                 emit tabs_->tabCloseRequested(i);
-        store::delete_run(*project_, run_id);
-        log(QString(log_level_name(LogLevel::Info)), tr("run %1 deleted").arg(qs(run.setup.name)));
+        // Marked first: a studio closed before the history is gone finishes on the next open.
+        store::update_run_state(*project_, run_id, store::kDeletingState);
+        deleting_runs_.push_back(run_id);
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
     refresh_tree();
+    delete_runs_in_slices();
+}
+
+void MainWindow::delete_runs_in_slices() {
+    if (!project_ || deleting_runs_.empty() || deletion_scheduled_) return;
+    deletion_scheduled_ = true;
+    // A slice of a few tens of milliseconds per turn of the event loop, so a run of a million
+    // events goes without freezing the window.
+    QTimer::singleShot(0, this, [this] {
+        deletion_scheduled_ = false;
+        if (!project_ || deleting_runs_.empty()) return;
+        const std::int64_t run_id = deleting_runs_.front();
+        try {
+            if (store::delete_run_history_slice(*project_, run_id, kDeleteSlice) == 0) {
+                const std::string name = store::get_run(*project_, run_id).setup.name;
+                store::delete_run(*project_, run_id);
+                deleting_runs_.erase(deleting_runs_.begin());
+                log(QString(log_level_name(LogLevel::Info)), tr("run %1 deleted").arg(qs(name)));
+                refresh_tree();
+            }
+        } catch (const std::exception& e) {
+            deleting_runs_.erase(deleting_runs_.begin());
+            log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        }
+        delete_runs_in_slices();
+    });
 }
 
 void MainWindow::close_dataset_tabs(std::int64_t dataset_id) {

@@ -133,8 +133,13 @@ class MainWindow : public QMainWindow {
     // when it was added); its name and token stay.
     void change_server_url_asking(const QString& name);
     void remove_server_asking(const QString& name);
-    // A run of the project removed after a confirmation, its monitor tabs closed first.
+    // A run of the project removed after a confirmation, its monitor tabs closed first. Its
+    // history goes in slices between turns of the event loop (state "deleting" meanwhile).
     void delete_run_asking(std::int64_t run_id);
+    // Rows of history deleted per turn of the event loop.
+    static constexpr std::int64_t kDeleteSlice = 20000;
+    // Whether runs are still being deleted (tests).
+    bool deleting_runs() const { return !deleting_runs_.empty(); }
     // A dataset removed from the project after a confirmation (its image files and runs stay;
     // runs keep the version they trained on), its view and editor tabs closed first.
     void delete_dataset_asking(std::int64_t dataset_id);
@@ -181,6 +186,9 @@ class MainWindow : public QMainWindow {
     void compare_selected_runs();
     void refresh_run_tables();
     std::vector<AnnotationEditor*> annotation_editors() const;
+    void delete_runs_in_slices();
+    std::vector<std::int64_t> deleting_runs_;
+    bool deletion_scheduled_ = false;
     // Follows every local run shown in a monitor through the local agent now up.
     void follow_local_runs();
     // Where a run of the project trains or trained: its agent's job (none when unreachable).

@@ -91,6 +91,24 @@ void delete_run(Project& project, std::int64_t run_id) {
     std::filesystem::remove_all(run_files_folder(project, run_id), ec);
 }
 
+std::int64_t delete_run_history_slice(Project& project, std::int64_t run_id,
+                                      std::int64_t max_rows) {
+    project.require_writable("delete a run");
+    Transaction tx(project.db());
+    std::int64_t gone = 0;
+    for (const char* table : {"run_events", "run_points"}) {
+        if (gone >= max_rows) break;
+        gone += project.db()
+                    .prepare(std::string("DELETE FROM ") + table +
+                             " WHERE run_id = ?1 AND seq IN (SELECT seq FROM " + table +
+                             " WHERE run_id = ?1 ORDER BY seq LIMIT ?2)")
+                    .bind_all(run_id, max_rows - gone)
+                    .run();
+    }
+    tx.commit();
+    return gone;
+}
+
 std::filesystem::path run_files_folder(const Project& project, std::int64_t run_id) {
     std::filesystem::path beside = project.path().stem();  // a path: non-ASCII names survive
     beside += ".runs";

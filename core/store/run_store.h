@@ -41,6 +41,14 @@ std::vector<RunInfo> list_runs(Project& project);
 // it has one (InputError when missing). A job on a server is not touched: the run's record in
 // this project is what goes.
 void delete_run(Project& project, std::int64_t run_id);
+// Deletes up to `max_rows` of a run's stored history (events and points), each call its own
+// short transaction, and returns how many went; 0 when none is left. A run with a long history
+// is emptied in slices this way, so no one transaction holds the file (or a GUI thread) for
+// seconds; delete_run then removes the record.
+std::int64_t delete_run_history_slice(Project& project, std::int64_t run_id, std::int64_t max_rows);
+// The state of a run whose history is being deleted (shown, and finished on the next open).
+inline constexpr const char* kDeletingState = "deleting";
+
 // Where a finished run's files (weights, validation report, samples) are kept beside the
 // project, so the run opens complete offline: <project folder>/<project stem>.runs/run-<id>/,
 // in the job folder's layout.

@@ -242,3 +242,34 @@ TEST_F(RunFixture, PresetsUpsert) {
 
 }  // namespace
 }  // namespace crucible::store
+
+namespace crucible::store {
+namespace {
+
+// A long history goes in slices of at most the given rows, events and points alike; the record
+// stays until delete_run.
+TEST(RunDeletion, HistoryGoesInSlices) {
+    test::TempDir dir;
+    auto p = Project::create(dir / "p.crucible");
+    const auto run = create_run(*p, {.name = "long", .task = "detect.yolo"});
+    std::vector<Event> events;
+    for (int i = 0; i < 2500; ++i) {
+        Event e = make_metric(0, i + 1, {{"train/loss", 1.0}});
+        e.seq = i;
+        e.t = i;
+        events.push_back(e);
+    }
+    append_events(*p, run, events);  // 2,500 events and 2,500 points
+    std::vector<std::int64_t> slices;
+    for (std::int64_t n; (n = delete_run_history_slice(*p, run, 1000)) > 0;)
+        slices.push_back(n);
+    EXPECT_EQ(slices, (std::vector<std::int64_t>{1000, 1000, 1000, 1000, 1000}));
+    EXPECT_EQ(p->db().query_int("SELECT count(*) FROM run_events"), 0);
+    EXPECT_EQ(p->db().query_int("SELECT count(*) FROM run_points"), 0);
+    EXPECT_EQ(get_run(*p, run).setup.name, "long");
+    delete_run(*p, run);
+    EXPECT_THROW(get_run(*p, run), InputError);
+}
+
+}  // namespace
+}  // namespace crucible::store

@@ -5,11 +5,13 @@
 
 #include <QCheckBox>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QSortFilterProxyModel>
 #include <QTabWidget>
 #include <QTableView>
 #include <QTreeWidget>
 
+#include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
 #include "core/store/project.h"
@@ -205,4 +207,31 @@ TEST_F(RunTableFixture, CloneFillsANewRunSetupLikeTheRun) {
     ASSERT_NE(unknown, nullptr);
     EXPECT_TRUE(unknown->error_text().contains("does not know the task"))
         << unknown->error_text().toStdString();
+}
+
+// Deleting a run: marked "deleting" at once, its history removed in slices between turns of the
+// event loop, then the record; a deletion a closed studio left unfinished goes on at the next open.
+TEST_F(RunTableFixture, DeletedRunsGoInSlicesAndFinishOnTheNextOpen) {
+    std::vector<Event> many;
+    for (int i = 0; i < 3 * static_cast<int>(MainWindow::kDeleteSlice); ++i) {
+        Event e = make_metric(0, i + 1, {{"train/box_loss", 1.0}});
+        e.seq = 100 + i;
+        e.t = 5000 + i;
+        many.push_back(e);
+    }
+    store::append_events(*window.project(), ids[0], many);
+    uitest::answer_next_message_box(QMessageBox::Yes);
+    window.delete_run_asking(ids[0]);
+    EXPECT_TRUE(window.deleting_runs());
+    EXPECT_EQ(store::get_run(*window.project(), ids[0]).setup.state, store::kDeletingState);
+    ASSERT_TRUE(uitest::wait_for([&] { return !window.deleting_runs(); }, 30000));
+    EXPECT_THROW(store::get_run(*window.project(), ids[0]), InputError);
+
+    // A run left half-deleted by a studio that closed: the next open finishes it.
+    store::update_run_state(*window.project(), ids[1], store::kDeletingState);
+    window.close_project();
+    ASSERT_TRUE(window.open_project(QString::fromStdString(path_to_utf8(file))));
+    ASSERT_TRUE(uitest::wait_for([&] { return !window.deleting_runs(); }, 30000));
+    EXPECT_THROW(store::get_run(*window.project(), ids[1]), InputError);
+    EXPECT_EQ(store::list_runs(*window.project()).size(), 1u);
 }
