@@ -5,7 +5,34 @@
 
 namespace crucible {
 
+std::size_t json_nesting_exceeds(std::string_view text, int max_depth) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return i;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return std::string_view::npos;
+}
+
 Json parse_json(std::string_view text, const std::string& where) {
+    if (const auto at = json_nesting_exceeds(text, kMaxJsonDepth); at != std::string_view::npos)
+        throw InputError(where, "invalid JSON: nested deeper than " +
+                                    std::to_string(kMaxJsonDepth) + " levels at byte " +
+                                    std::to_string(at));
     try {
         return Json::parse(text.begin(), text.end());
     } catch (const Json::parse_error& e) {

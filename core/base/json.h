@@ -11,8 +11,17 @@ namespace crucible {
 
 using Json = nlohmann::json;
 
-// Parses text; on failure throws InputError naming `where` and the byte position.
+// Arrays and objects nested deeper than this are refused before parsing: a value that deep is
+// never data of ours, and code that walks values recursively (dump(), messages that quote a
+// value) would run out of stack on it. 100,000 levels fit in a 200 KB request.
+inline constexpr int kMaxJsonDepth = 256;
+
+// Parses text; on failure throws InputError naming `where` and the byte position. Nesting deeper
+// than kMaxJsonDepth is refused the same way.
 Json parse_json(std::string_view text, const std::string& where);
+// Byte offset where `text` first nests deeper than `max_depth` ([ and { outside strings), or
+// npos when it never does.
+std::size_t json_nesting_exceeds(std::string_view text, int max_depth);
 // Reads and parses a file; the error names the file.
 Json read_json_file(const std::filesystem::path& path);
 // Writes pretty JSON atomically (temp file + rename).

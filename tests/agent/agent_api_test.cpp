@@ -200,6 +200,15 @@ TEST_F(AgentFixture, HostileRequestsGetClearAnswers) {
     auto bad_json = cli.Post("/v1/jobs", auth, "{not json", "application/json");
     EXPECT_EQ(bad_json->status, 400);
     EXPECT_NE(bad_json->body.find("invalid JSON"), std::string::npos);
+    // Options nested 100,000 deep (a 200 KB body) once overflowed the stack quoting the value in
+    // an error message: refused at the parser now, and the agent keeps serving.
+    const std::string deep = R"({"task":"test.fake","options":{"steps":)" +
+                             std::string(100000, '[') + std::string(100000, ']') + "}}";
+    auto too_deep = cli.Post("/v1/jobs", auth, deep, "application/json");
+    ASSERT_TRUE(too_deep) << "the agent did not answer a deeply nested body";
+    EXPECT_EQ(too_deep->status, 400);
+    EXPECT_NE(too_deep->body.find("nested deeper"), std::string::npos) << too_deep->body;
+    EXPECT_EQ(cli.Get("/v1/health")->status, 200);
     EXPECT_EQ(cli.Post("/v1/jobs", auth, "task=x", "text/plain")->status, 415);
     auto unknown = cli.Post("/v1/jobs", auth, R"({"task":"test.fake","options":{"stepz":3}})",
                             "application/json");
