@@ -77,14 +77,18 @@ void RunTableModel::set_runs(std::vector<store::RunSummary> runs,
     std::stable_sort(
         all_metrics_.begin(), all_metrics_.end(),
         [&](const QString& a, const QString& b) { return table_rank(a) < table_rank(b); });
-    rebuild_columns();
+    varying_.clear();
+    for (const auto& key : store::varying_keys(flat_options_))
+        varying_ << qs(key);
+    options_ = hparams_ ? varying_ : QStringList();
+    rebuild_metric_columns();
     endResetModel();
 }
 
 void RunTableModel::set_metric_filter(const QString& pattern) {
     beginResetModel();
     metric_pattern_ = pattern.trimmed();
-    rebuild_columns();
+    rebuild_metric_columns();
     endResetModel();
 }
 
@@ -97,11 +101,11 @@ void RunTableModel::set_show_last(bool last) {
 void RunTableModel::set_hparams(bool on) {
     beginResetModel();
     hparams_ = on;
-    rebuild_columns();
+    options_ = hparams_ ? varying_ : QStringList();
     endResetModel();
 }
 
-void RunTableModel::rebuild_columns() {
+void RunTableModel::rebuild_metric_columns() {
     metrics_.clear();
     QRegularExpression re(metric_pattern_, QRegularExpression::CaseInsensitiveOption);
     for (const auto& m : all_metrics_) {
@@ -110,14 +114,6 @@ void RunTableModel::rebuild_columns() {
                           : m.contains(metric_pattern_, Qt::CaseInsensitive)))
             metrics_ << m;
     }
-    options_.clear();
-    if (!hparams_) return;
-    std::vector<Json> options;
-    options.reserve(runs_.size());
-    for (const auto& r : runs_)
-        options.push_back(r.info.setup.options);
-    for (const auto& key : store::varying_options(options))
-        options_ << qs(key);
 }
 
 int RunTableModel::column_of(const QString& header) const {
@@ -156,15 +152,16 @@ QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int
 
 QVariant RunTableModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= rowCount()) return {};
-    const auto& run = runs_[static_cast<std::size_t>(index.row())];
-    if (role == kRunIdRole) return QVariant::fromValue<qlonglong>(run.info.id);
+    if (role == kRunIdRole)
+        return QVariant::fromValue<qlonglong>(runs_[static_cast<std::size_t>(index.row())].info.id);
     if (role != Qt::DisplayRole && role != kSortRole && role != Qt::ToolTipRole &&
         role != Qt::TextAlignmentRole)
         return {};
-    return cell(run, index.column(), role);
+    return cell(static_cast<std::size_t>(index.row()), index.column(), role);
 }
 
-QVariant RunTableModel::cell(const store::RunSummary& run, int column, int role) const {
+QVariant RunTableModel::cell(std::size_t row, int column, int role) const {
+    const store::RunSummary& run = runs_[row];
     const bool sort = role == kSortRole;
     const auto& setup = run.info.setup;
     if (role == Qt::TextAlignmentRole)
@@ -202,7 +199,6 @@ QVariant RunTableModel::cell(const store::RunSummary& run, int column, int role)
             break;
     }
     int c = column - kFixedColumns;
-    const auto row = static_cast<std::size_t>(&run - runs_.data());
     if (c < options_.size()) {
         const auto& flat = flat_options_[row];
         auto it = flat.find(options_[c].toStdString());

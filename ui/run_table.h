@@ -50,15 +50,16 @@ class RunTableModel : public QAbstractTableModel {
     QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
   private:
-    void rebuild_columns();
-    QVariant cell(const store::RunSummary& run, int column, int role) const;
+    void rebuild_metric_columns();
+    QVariant cell(std::size_t row, int column, int role) const;
 
     std::vector<store::RunSummary> runs_;
     std::vector<std::map<std::string, Json>> flat_options_;  // per run
     std::map<std::int64_t, QString> datasets_;
     QString metric_pattern_;
     bool show_last_ = false, hparams_ = true;
-    QStringList all_metrics_, metrics_, options_;
+    QStringList all_metrics_, metrics_;
+    QStringList varying_, options_;  // options that differ between the runs; shown when hparams_
 };
 
 class RunTableView : public QWidget {

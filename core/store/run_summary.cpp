@@ -169,12 +169,17 @@ std::vector<OptionDifference> differing_options(const Json& a, const Json& b) {
 
 std::vector<std::string> varying_options(const std::vector<Json>& runs) {
     std::vector<std::map<std::string, Json>> flat;
-    std::set<std::string> keys;
-    for (const auto& options : runs) {
+    flat.reserve(runs.size());
+    for (const auto& options : runs)
         flat.push_back(flatten_options(options));
-        for (const auto& [k, v] : flat.back())
+    return varying_keys(flat);
+}
+
+std::vector<std::string> varying_keys(const std::vector<std::map<std::string, Json>>& flat) {
+    std::set<std::string> keys;
+    for (const auto& f : flat)
+        for (const auto& [k, v] : f)
             keys.insert(k);
-    }
     std::vector<std::string> out;
     for (const auto& key : keys) {
         const Json* first = nullptr;

@@ -52,5 +52,7 @@ struct OptionDifference {
 std::vector<OptionDifference> differing_options(const Json& a, const Json& b);
 // The keys whose values are not the same in every one of `runs` (a key some runs lack counts).
 std::vector<std::string> varying_options(const std::vector<Json>& runs);
+// The same over options flattened already (flatten_options).
+std::vector<std::string> varying_keys(const std::vector<std::map<std::string, Json>>& flat);
 
 }  // namespace crucible::store
