@@ -1,6 +1,5 @@
 #include "ui/local_agent.h"
 
-#include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
 #include <QHostAddress>
@@ -62,15 +61,6 @@ LocalAgent::LocalAgent(QString agent, QString data_dir, QString worker, QObject*
 }
 
 LocalAgent::~LocalAgent() = default;
-
-QString LocalAgent::find_program() {
-    const QString dir = QCoreApplication::applicationDirPath();
-    for (const QString& c :
-         {dir + QStringLiteral("/crucible-agent"), dir + QStringLiteral("/crucible-agent.exe"),
-          dir + QStringLiteral("/../agent/crucible-agent")})
-        if (QFileInfo(c).isExecutable()) return QFileInfo(c).absoluteFilePath();
-    return {};
-}
 
 // The private agent works for the person at this desk, on their own files: a job may name any
 // path they can read, so its shared roots are every drive (on POSIX, "/"). A person's own

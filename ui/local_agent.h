@@ -47,9 +47,6 @@ class LocalAgent : public QObject {
     // The SecretStore key of this data folder's agent token.
     std::string secret_key() const;
 
-    // crucible-agent next to the studio (installed layout) or in the build tree; empty if none.
-    static QString find_program();
-
   signals:
     void started_ok();
     void failed(const QString& message);

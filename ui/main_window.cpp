@@ -42,6 +42,7 @@
 #include "core/store/project.h"
 #include "ui/annotation_editor.h"
 #include "ui/background.h"
+#include "ui/beside_studio.h"
 #include "ui/class_editor.h"
 #include "ui/dataset_view.h"
 #include "ui/local_agent.h"
@@ -648,35 +649,34 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
             const QString name = qs(info.setup.name);
             names << name;
             const int index = monitor->add_store_run(*project_, id, name);
-            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
-                info.setup.server.empty()) {
+            const bool on_agent = !info.setup.remote_job_id.empty();
+            const bool ended =
+                is_final_state(try_parse_job_state(info.setup.state).value_or(JobState::Queued));
+            if (run_ids.size() == 1 && on_agent && info.setup.server.empty()) {
                 // A run of this computer's agent: followed now, or once the agent is up (it
                 // starts on demand; a studio opened again adopts the agent still training).
                 local_follows_.push_back({monitor, index, id, {}});
                 if (local_agent_ && local_agent_->ready())
                     follow_local_runs();
-                else if (!is_final_state(
-                             try_parse_job_state(info.setup.state).value_or(JobState::Queued)))
+                else if (!ended)
                     start_local_agent();
-            }
-            if (run_ids.size() == 1 && !info.setup.remote_job_id.empty() &&
-                !info.setup.server.empty()) {
-                if (const auto s = find_server(info.setup.server)) {
-                    // Live: new events are kept in the project and drawn.
+            } else if (run_ids.size() == 1 && on_agent) {
+                // Live: new events are kept in the project and drawn.
+                if (const auto place = run_place(info))
                     monitor->follow_remote(
-                        index, endpoint_for(*s), qs(info.setup.remote_job_id), info.last_seq,
+                        index, place->endpoint, qs(place->job), info.last_seq,
                         [this, id](const std::vector<Event>& events) { keep_events(id, events); });
-                }
             }
+            // An ended run reads its files where they are kept beside the project (offline
+            // too); when they are not there yet they are fetched now.
+            const auto files = store::run_files_folder(*project_, id);
+            if (has_run_files(files))
+                monitor->set_run_place(index, RunPlace{files, {}, {}});
+            else if (ended && on_agent)
+                keep_run_files(id);
         }
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
-    }
-    // An ended run whose files are kept beside the project reads them there (offline too).
-    for (int index = 0; index < static_cast<int>(run_ids.size()); ++index) {
-        const auto folder =
-            store::run_files_folder(*project_, run_ids[static_cast<std::size_t>(index)]);
-        if (has_run_files(folder)) monitor->set_run_place(index, RunPlace{folder, {}, {}});
     }
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
@@ -790,9 +790,11 @@ PredictPreview* MainWindow::open_predict_preview(std::int64_t run_id,
         if (const auto it = run.setup.options.find("imgsz");
             it != run.setup.options.end() && it->is_number_integer())
             extra << QStringLiteral("imgsz=%1").arg(it->get<long long>());
-        auto* preview =
-            new PredictPreview(program.isEmpty() ? PredictPreview::find_program() : program,
-                               qs(run.setup.task), weights, images, std::move(names), extra, tabs_);
+        auto* preview = new PredictPreview(
+            program.isEmpty()
+                ? find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli"))
+                : program,
+            qs(run.setup.task), weights, images, std::move(names), extra, tabs_);
         connect(preview, &PredictPreview::done, this, [this, preview](bool ok) {
             if (!ok) log(QString(log_level_name(LogLevel::Error)), preview->error());
         });
@@ -1462,7 +1464,10 @@ void MainWindow::follow_local_runs() {
 void MainWindow::start_local_agent(const QString& program) {
     if (local_agent_ && local_agent_->running()) return;
     if (!local_agent_) {
-        const QString agent = program.isEmpty() ? LocalAgent::find_program() : program;
+        const QString agent =
+            program.isEmpty()
+                ? find_beside_studio(QStringLiteral("crucible-agent"), QStringLiteral("agent"))
+                : program;
         if (agent.isEmpty()) {
             log(QString(log_level_name(LogLevel::Error)),
                 tr("crucible-agent is not installed next to the studio"));

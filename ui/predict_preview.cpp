@@ -1,7 +1,5 @@
 #include "ui/predict_preview.h"
 
-#include <QCoreApplication>
-#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QImageReader>
 #include <QLabel>
@@ -43,15 +41,6 @@ std::vector<Detection> parse_detections(const std::string& text) {
         out.push_back({static_cast<int>(v[0]), v[1], v[2], v[3], v[4], v[5]});
     }
     return out;
-}
-
-QString PredictPreview::find_program() {
-    const QString dir = QCoreApplication::applicationDirPath();
-    for (const QString& c :
-         {dir + QStringLiteral("/crucible"), dir + QStringLiteral("/crucible.exe"),
-          dir + QStringLiteral("/../cli/crucible")})
-        if (QFileInfo(c).isExecutable()) return QFileInfo(c).absoluteFilePath();
-    return {};
 }
 
 PredictPreview::PredictPreview(QString program, QString task, fs::path weights,

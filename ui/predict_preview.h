@@ -51,10 +51,6 @@ class PredictPreview : public QWidget {
     const std::vector<std::vector<Detection>>& detections() const { return detections_; }
     QListWidget* pictures() const { return pictures_; }
 
-    // The crucible command line next to the studio (installed layout) or in the build tree;
-    // empty when there is none.
-    static QString find_program();
-
   signals:
     void done(bool ok);
 

@@ -22,6 +22,7 @@
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
 #include "ui/background.h"
+#include "ui/beside_studio.h"
 #include "ui/class_editor.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
@@ -31,18 +32,10 @@
 
 namespace {
 
-QString find_worker() {
-    const QString dir = QCoreApplication::applicationDirPath();
-    for (const QString& candidate :
-         {dir + QStringLiteral("/crucible-worker"), dir + QStringLiteral("/crucible-worker.exe"),
-          dir + QStringLiteral("/../worker/crucible-worker")})
-        if (QFileInfo(candidate).isExecutable()) return QFileInfo(candidate).absoluteFilePath();
-    return {};
-}
-
 // Reads the task schemas in the background of the event loop (QProcess is asynchronous).
 void load_task_schemas(crucible::ui::MainWindow& window) {
-    const QString worker = find_worker();
+    const QString worker = crucible::ui::find_beside_studio(QStringLiteral("crucible-worker"),
+                                                            QStringLiteral("worker"));
     if (worker.isEmpty()) {
         window.log(QString(crucible::log_level_name(crucible::LogLevel::Info)),
                    QObject::tr("crucible-worker not found next to the studio: task schemas come "
