@@ -56,6 +56,14 @@ struct Fixture {
         dataset = store::import_dataset_from(*project, yaml, "yolo", io).dataset_id;
     }
     std::string version() { return store::get_dataset(*project, dataset).version_hash; }
+    // An editor on the dataset's first image, shown, the picture loaded (check image_loaded).
+    std::unique_ptr<AnnotationEditor> open_editor(std::shared_ptr<DatasetContent> content) {
+        auto editor = std::make_unique<AnnotationEditor>(*project, std::move(content));
+        editor->show();
+        editor->open_image(0);
+        uitest::wait_for([&] { return editor->image_loaded(); });
+        return editor;
+    }
     // The project in a main window instead (the window holds its lock from then on).
     bool open_in(MainWindow& window) {
         const auto file = project->path();
@@ -222,10 +230,9 @@ TEST(DatasetSnapshot, TheRunSetupsPickerFillsDataWithTheSnapshot) {
 TEST(AnnotationEditor, CtrlSWritesTheDatasetsLabelFiles) {
     Fixture fx;
     auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
-    AnnotationEditor editor(*fx.project, content);
-    editor.show();
-    editor.open_image(0);
-    ASSERT_TRUE(uitest::wait_for([&] { return editor.image_loaded(); }));
+    auto editor_ptr = fx.open_editor(content);
+    AnnotationEditor& editor = *editor_ptr;
+    ASSERT_TRUE(editor.image_loaded());
     editor.add_box({2, 0.5, 0.5, 0.25, 0.25});
     int written = -1;
     QString failure;
@@ -299,10 +306,9 @@ TEST(DatasetView, ListsFiltersAndDecodesThumbnailsInTheBackground) {
 TEST(AnnotationEditor, NumberKeysPickClassesAndSpaceMarksVerified) {
     Fixture fx;
     auto content = std::make_shared<DatasetContent>(load_dataset_content(*fx.project, fx.dataset));
-    AnnotationEditor editor(*fx.project, content);
-    editor.show();
-    editor.open_image(0);
-    ASSERT_TRUE(uitest::wait_for([&] { return editor.image_loaded(); }));
+    auto editor_ptr = fx.open_editor(content);
+    AnnotationEditor& editor = *editor_ptr;
+    ASSERT_TRUE(editor.image_loaded());
     editor.canvas()->setFocus();
     editor.add_box({0, 0.5, 0.5, 0.25, 0.25});
     const int box = static_cast<int>(editor.boxes().size()) - 1;

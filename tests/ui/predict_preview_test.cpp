@@ -71,11 +71,21 @@ TEST(PredictPreview, DetectionsFollowTheConfidenceSlider) {
     ASSERT_GT(all, 0u) << "the shapes model found nothing at confidence 0.001";
     preview->set_confidence(PredictPreview::kLowestConfidence);
     EXPECT_EQ(preview->shown_detections(), static_cast<int>(all));
+    // The slider keeps exactly the detections at or above it, without predicting again.
+    auto at_least = [&](double conf) {
+        int n = 0;
+        for (const auto& image : preview->detections())
+            for (const auto& d : image)
+                n += d.conf >= conf;
+        return n;
+    };
     preview->set_confidence(0.5);
     const int at_half = preview->shown_detections();
+    EXPECT_EQ(at_half, at_least(0.5));
     preview->set_confidence(0.99);
     EXPECT_LE(preview->shown_detections(), at_half);
-    EXPECT_LT(at_half, static_cast<int>(all) + 1);
+    EXPECT_EQ(preview->shown_detections(), at_least(0.99));
+    EXPECT_LT(at_least(0.5), static_cast<int>(all));  // the slider does drop some
     EXPECT_EQ(preview->pictures()->count(), 3);
 }
 

@@ -227,8 +227,11 @@ TEST(RunSetup, UploadShowsProgressCancelsAndResumes) {
     const auto first_run = view.submit("big");
     ASSERT_GE(first_run, 0) << view.error_text().toStdString();
     EXPECT_GT(first_shown_mb(), 0.0) << "no progress shown";
-    EXPECT_TRUE(view.upload_text().contains("MB/s") || view.upload_text().contains("MB"))
+    // The file, bytes of the whole upload (160 MiB) and files done.
+    EXPECT_TRUE(view.upload_text().startsWith("uploading big.pt: "))
         << view.upload_text().toStdString();
+    EXPECT_TRUE(view.upload_text().contains("/ 167.8 MB")) << view.upload_text().toStdString();
+    EXPECT_TRUE(view.upload_text().endsWith("0/1 files")) << view.upload_text().toStdString();
     view.cancel_upload();
     ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0 || !failure.isEmpty(); }, 30000));
     ASSERT_LT(submitted, 0) << "the upload ended before the cancel reached it";
