@@ -43,7 +43,6 @@ class LocalAgent : public QObject {
     bool ready() const { return ready_; }
     bool adopted() const { return adopted_; }  // it was running before start()
     const net::RemoteEndpoint& endpoint() const { return endpoint_; }
-    const QString& data_dir() const { return data_dir_; }
     // The SecretStore key of this data folder's agent token.
     std::string secret_key() const;
 
