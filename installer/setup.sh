@@ -16,8 +16,8 @@ packages=(
     cmake ninja-build g++ pkg-config git ccache python3 python3-venv
     qt6-base-dev libqcustomplot-dev
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
-    libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev
-    libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev
+    libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
+    libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev libboost-dev
     libsentencepiece-dev
 )
 if [ "$mode" = test ]; then
@@ -72,6 +72,24 @@ if [ ! -x "$cuda_root/bin/nvcc" ]; then
 fi
 export PATH="$cuda_root/bin:$PATH"
 
+# The checkpoint mirror's tests upload to a real S3-compatible server on loopback: moto in server
+# mode (PyPI's moto[server]), in a virtual environment of its own beside the torch wheel's.
+test_configure=()
+if [ "$mode" = test ]; then
+    moto_version=5.2.5
+    moto_venv="${CRUCIBLE_MOTO_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/moto-$moto_version}"
+    if ! "$moto_venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$moto_version')" \
+            >/dev/null 2>&1 || [ ! -x "$moto_venv/bin/moto_server" ]; then
+        echo "== installing moto $moto_version (an S3-compatible test server) into $moto_venv"
+        rm -rf "$moto_venv"
+        mkdir -p "$(dirname "$moto_venv")"
+        /usr/bin/python3 -m venv "$moto_venv"
+        "$moto_venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+            "moto[server]==$moto_version"
+    fi
+    test_configure=(-DCRUCIBLE_MOTO_SERVER="$moto_venv/bin/moto_server")
+fi
+
 configure() {  # configure BUILD_DIR [cmake args...]: idempotent, a no-op when nothing changed
     local dir="$1"
     shift
@@ -79,7 +97,7 @@ configure() {  # configure BUILD_DIR [cmake args...]: idempotent, a no-op when n
         -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache "$@"
 }
 echo "== configuring ($build)"
-configure "$build" -DCRUCIBLE_TORCH_PYTHON="$torch_python"
+configure "$build" -DCRUCIBLE_TORCH_PYTHON="$torch_python" ${test_configure[@]+"${test_configure[@]}"}
 echo "== building with $jobs jobs"
 cmake --build "$build" -j "$jobs"
 

@@ -37,6 +37,7 @@
 #include "core/base/job_state.h"
 #include "core/base/log.h"
 #include "core/base/secret_store.h"
+#include "core/net/loopback.h"
 #include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
@@ -1375,6 +1376,16 @@ bool MainWindow::with_trusted_fingerprint(const QString& url,
         return false;
     }
     if (!parsed.https) {
+        if (!net::is_loopback_host(parsed.host) &&
+            QMessageBox::warning(
+                this, tr("Plain HTTP"),
+                tr("%1 is plain HTTP to another machine: the token and every dataset and weight "
+                   "file travel unencrypted, readable by anyone on the network.\n\nUse "
+                   "https:// instead (the agent serves TLS off loopback unless it was started "
+                   "with --insecure). Use plain HTTP anyway?")
+                    .arg(url),
+                QMessageBox::Yes | QMessageBox::No, QMessageBox::No) != QMessageBox::Yes)
+            return false;
         trusted("");
         return true;
     }

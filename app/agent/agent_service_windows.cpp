@@ -87,6 +87,8 @@ void WINAPI service_main(DWORD, LPWSTR*) {
 
 }  // namespace
 
+void make_new_files_private() {}
+
 std::string install_service(const std::string& name, const std::vector<std::string>& args) {
     wchar_t exe[32768];
     DWORD n = GetModuleFileNameW(nullptr, exe, 32768);

@@ -20,6 +20,7 @@
 #include "core/base/file_io.h"
 #include "core/base/log.h"
 #include "core/jobs/agent_service.h"
+#include "core/net/open_files.h"
 
 namespace {
 
@@ -130,10 +131,19 @@ int agent_main(int argc, char** argv) {
         return 0;
     }
 
+    crucible::agent::make_new_files_private();
     std::filesystem::create_directories(config.data_dir);
+    // A data folder made by an older agent (0755) is closed too: it holds tokens, the TLS key
+    // and every user's datasets and weights.
+    std::filesystem::permissions(config.data_dir, std::filesystem::perms::owner_all,
+                                 std::filesystem::perm_options::replace);
     crucible::init_logging(
         {.level = log_level, .file = config.data_dir / "agent.log", .console = !as_service});
     crucible::jobs::load_agent_config_file(config);
+    // Every client connection is a descriptor: the soft limit (often 1,024) goes up to the hard
+    // one, and the server holds its connection cap under what it gets.
+    const std::uint64_t open_files = crucible::net::raise_open_file_limit();
+    if (open_files > 0) spdlog::info("open-file limit {}", open_files);
     if (max_cpu_jobs > 0) config.scheduler.max_cpu_jobs = max_cpu_jobs;
     config.task_schemas = crucible::jobs::describe_tasks(config.scheduler.worker_program);
 

@@ -1,5 +1,7 @@
 // Outside Windows the service is systemd's: crucible-agent.service next to this file.
 #ifndef _WIN32
+#include <sys/stat.h>
+
 #include "app/agent/service_control.h"
 
 namespace crucible::agent {
@@ -17,6 +19,10 @@ std::string uninstall_service(const std::string&) {
 std::string run_as_service(const std::string&, const std::function<void()>&,
                            const std::function<void()>&) {
     return kUseSystemd;
+}
+
+void make_new_files_private() {
+    ::umask(077);
 }
 
 }  // namespace crucible::agent

@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "app/cli/agent_data.h"
 #include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
 #include "core/base/error.h"
+#include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/net/tls.h"
@@ -27,21 +29,19 @@ CLI::Option* add_data(CLI::App& app, std::string& data) {
 }
 
 std::filesystem::path tokens_file(const std::string& data) {
-    if (data.empty())
-        throw InputError("--data", "name the agent's data folder (the --data of crucible-agent)");
-    auto dir = path_from_utf8(data);
-    std::error_code ec;
-    if (!std::filesystem::is_directory(dir, ec))
-        throw InputError("--data", "'" + data + "' is not a folder");
-    return dir / "tokens.json";
+    return agent_data_folder(data) / "tokens.json";
 }
 
 void print_token_usage() {
     std::printf(
-        "usage: crucible agent token create --name NAME --data DIR\n"
+        "usage: crucible agent token create --name NAME [--role admin|user|viewer] "
+        "[--expires 30d] --data DIR\n"
         "       crucible agent token list --data DIR\n"
         "       crucible agent token revoke NAME --data DIR\n\n"
         "create prints a new token once; only its SHA-256 is stored in DIR/tokens.json.\n"
+        "Roles: user (the default) submits and sees only their own jobs, datasets and uploads;\n"
+        "admin sees and controls everyone's; viewer sees every job's state and curves and\n"
+        "changes nothing.\n"
         "Give it to a client with: crucible remote add NAME URL --token TOKEN\n");
 }
 
@@ -56,17 +56,26 @@ int run_token(const std::vector<std::string>& args) {
     if (action == "create") {
         CLI::App app{"Prints a new token once; only its SHA-256 is stored in DIR/tokens.json.",
                      "crucible agent token create"};
-        std::string name;
+        std::string name, role = "user", expires;
         app.add_option("--name", name, "who uses the token");
+        app.add_option("--role", role,
+                       "user (own work only, the default), admin (everyone's) or viewer "
+                       "(reads every job, changes nothing)");
+        app.add_option("--expires", expires, "lifetime, e.g. 30d, 12h or 90m (default: none)");
         add_data(app, data);
         if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
         if (name.empty()) throw InputError("--name", "give the token a name (who uses it)");
+        net::TokenOptions options;
+        options.role = net::parse_token_role(role, "--role");
+        if (!expires.empty())
+            options.expires = unix_time_now() + net::parse_duration_seconds(expires, "--expires");
         net::TokenStore store(tokens_file(data));
-        std::string token = store.create(name);
+        std::string token = store.create(name, options);
         std::printf("%s\n", token.c_str());
         std::fprintf(stderr,
-                     "Token '%s' created. It is shown only this once; the agent keeps its hash.\n",
-                     name.c_str());
+                     "Token '%s' (%s) created. It is shown only this once; the agent keeps its "
+                     "hash.\n",
+                     name.c_str(), role.c_str());
         return 0;
     }
     if (action == "list") {
@@ -78,12 +87,21 @@ int run_token(const std::vector<std::string>& args) {
         auto tokens = store.list();
         if (tokens.empty())
             std::printf("no tokens (create one with: crucible agent token create)\n");
-        for (const auto& t : tokens) {
-            std::time_t when = static_cast<std::time_t>(t.created);
+        const auto utc = [](double t) {
+            std::time_t when = static_cast<std::time_t>(t);
             char buf[32] = "?";
             if (const std::tm* tm = std::gmtime(&when))
                 std::strftime(buf, sizeof buf, "%F %TZ", tm);
-            std::printf("%-24s created %s  sha256 %.12s...\n", t.name.c_str(), buf, t.hash.c_str());
+            return std::string(buf);
+        };
+        const double now = unix_time_now();
+        for (const auto& t : tokens) {
+            const std::string expiry = t.expires <= 0   ? "never expires"
+                                       : t.expired(now) ? "EXPIRED " + utc(t.expires)
+                                                        : "expires " + utc(t.expires);
+            std::printf("%-24s %-6s created %s  %s  sha256 %.12s...\n", t.name.c_str(),
+                        net::token_role_name(t.role), utc(t.created).c_str(), expiry.c_str(),
+                        t.hash.c_str());
         }
         return 0;
     }

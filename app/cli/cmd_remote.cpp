@@ -8,6 +8,7 @@
 //   remote download NAME JOB ARTIFACT [OUT] [--force]
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "core/base/file_io.h"
 #include "core/net/api_client.h"
 #include "core/net/job_inputs.h"
+#include "core/net/loopback.h"
 #include "core/net/remote_config.h"
 #include "core/net/tls.h"
 
@@ -79,16 +81,46 @@ std::string format_time(double unix_seconds) {
 
 // ---- add / ls / rm ------------------------------------------------------------------------
 
+// Asks `question` on the terminal; true for y, Y or yes.
+bool confirmed(const char* question) {
+    std::printf("%s [y/N] ", question);
+    std::fflush(stdout);
+    std::string answer;
+    if (!std::getline(std::cin, answer)) answer.clear();
+    return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+// The token from --token (or stdin for "-"), --token-file or the CRUCIBLE_TOKEN environment
+// variable, in that order; "" when none. Surrounding white space (a file's newline) is dropped.
+std::string token_from(const std::string& option, const std::string& file) {
+    std::string token = option;
+    if (token == "-") {
+        if (!std::getline(std::cin, token)) throw InputError("--token", "no token on stdin");
+    } else if (token.empty() && !file.empty()) {
+        token = read_file_bytes_limited(path_from_utf8(file), 4096);
+    } else if (token.empty()) {
+        if (const char* env = std::getenv("CRUCIBLE_TOKEN")) token = env;
+    }
+    const auto first = token.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return "";
+    return token.substr(first, token.find_last_not_of(" \t\r\n") - first + 1);
+}
+
 int run_add(const std::vector<std::string>& words) {
     CLI::App app{"Adds an agent; an https agent's certificate is shown and pinned.",
                  "crucible remote add"};
-    std::string name, url_text, token;
+    std::string name, url_text, token, token_file;
     bool yes = false;
     app.add_option("NAME", name, "a name for the agent")->required();
     app.add_option("URL", url_text, "the agent's address (https://HOST:PORT)")->required();
-    app.add_option("--token", token, "an access token (crucible agent token create)");
-    app.add_flag("-y,--yes", yes, "trust the certificate without asking");
+    app.add_option("--token", token,
+                   "an access token (crucible agent token create); '-' reads it from stdin. "
+                   "Other users can see command lines: prefer --token-file or CRUCIBLE_TOKEN");
+    app.add_option("--token-file", token_file, "read the access token from this file");
+    app.add_flag("-y,--yes", yes,
+                 "trust the certificate (or plain HTTP to another machine) without asking");
     if (parse_words(app, words) == Parsed::HelpPrinted) return 0;
+    token = token_from(token, token_file);
     net::RemoteEntry entry{name, trim_url(url_text), ""};
     auto file = net::default_remotes_file();
     auto config = net::RemoteConfig::load(file);
@@ -98,20 +130,26 @@ int run_add(const std::vector<std::string>& words) {
                          "crucible remote rm " +
                              entry.name);
     net::ParsedUrl url = net::parse_url(entry.url);
+    if (!url.https && !net::is_loopback_host(url.host)) {
+        std::fprintf(stderr,
+                     "warning: %s is plain HTTP to another machine: the token and every dataset "
+                     "and weight file travel unencrypted, readable by anyone on the network. Use "
+                     "https:// (the agent serves TLS off loopback unless started with "
+                     "--insecure).\n",
+                     entry.url.c_str());
+        if (!yes && !confirmed("Use plain HTTP anyway?")) {
+            std::printf("Not added.\n");
+            return 1;
+        }
+    }
     if (url.https) {
         entry.fingerprint = net::ApiClient::probe_fingerprint(entry.url);
         std::printf("The agent at %s presents a certificate with SHA-256 fingerprint\n  %s\n",
                     entry.url.c_str(), entry.fingerprint.c_str());
         std::printf("Compare it with the fingerprint crucible-agent printed when it started.\n");
-        if (!yes) {
-            std::printf("Trust this certificate? [y/N] ");
-            std::fflush(stdout);
-            std::string answer;
-            if (!std::getline(std::cin, answer)) answer.clear();
-            if (answer != "y" && answer != "Y" && answer != "yes") {
-                std::printf("Not added.\n");
-                return 1;
-            }
+        if (!yes && !confirmed("Trust this certificate?")) {
+            std::printf("Not added.\n");
+            return 1;
         }
     }
     net::validate_remote(entry);
@@ -221,6 +259,9 @@ int run_submit(const std::vector<std::string>& words) {
     app.add_option("--name", request.name, "job name");
     app.add_option("--priority", request.priority, "queue priority")->capture_default_str();
     const CLI::Option* gpus_given = app.add_option("--gpus", gpus, "GPUs the job needs");
+    app.add_option("--run-id", request.run_id,
+                   "keep the run in the agent's checkpoint mirror under this name; the same id "
+                   "on another agent with that mirror goes on from its newest checkpoint");
     std::vector<std::string> key_values;  // the task's options, for parse_job_options
     if (parse_words(app, words, &key_values) == Parsed::HelpPrinted) return 0;
     request.options = parse_job_options(key_values);

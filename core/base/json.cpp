@@ -35,7 +35,9 @@ Json parse_json(std::string_view text, const std::string& where) {
                                     std::to_string(at));
     try {
         return Json::parse(text.begin(), text.end());
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {
+        // parse_error, and out_of_range for a number too large for a double (1e999999): a
+        // fuzzer found the latter escaping as a non-InputError (the agent answered 500).
         throw InputError(where, std::string("invalid JSON: ") + e.what());
     }
 }

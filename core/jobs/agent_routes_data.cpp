@@ -99,10 +99,51 @@ std::optional<std::uint64_t> receive_piece(
     return offset;
 }
 
+// The bytes a PUT announces are still to come for its whole upload: from its first byte to the
+// Content-Range total (the earlier pieces are stored already), else its Content-Length.
+std::uint64_t bytes_still_to_come(const httplib::Request& req) {
+    if (req.has_header("Content-Range")) {
+        const ContentRange range = parse_content_range(req.get_header_value("Content-Range"));
+        return range.total - range.begin;
+    }
+    return std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+}
+
 }  // namespace
 
 void AgentService::add_data_routes() {
     auto& server = *server_;
+
+    // Refuses an upload, before reading its body, that would leave less than the reserve free
+    // on the data folder's disk or take its sender over their quota (declared sizes count:
+    // a declared 10^19 bytes is refused at once, not when the disk fills).
+    auto refuse_without_room = [this](const httplib::Request& req, httplib::Response& res,
+                                      const net::Caller& caller) {
+        const std::uint64_t total = bytes_still_to_come(req);
+        std::error_code ec;
+        const auto space = std::filesystem::space(config_.data_dir, ec);
+        const std::uint64_t reserve = config_.scheduler.min_free_disk_bytes;
+        if (!ec && (space.available < reserve || total > space.available - reserve)) {
+            net::send_error(res, 507, "insufficient_storage",
+                            "an upload of " + std::to_string(total >> 20) + " MB does not fit: " +
+                                std::to_string(space.available >> 20) + " MB free on the agent, " +
+                                std::to_string(reserve >> 20) + " MB kept in reserve");
+            return true;
+        }
+        const std::uint64_t quota = config_.quota_bytes_per_user;
+        if (quota > 0 && !caller.is_admin()) {
+            const std::uint64_t used = blobs_.bytes_used_by(caller.name);
+            if (used > quota || total > quota - used) {
+                net::send_error(res, 507, "quota_exceeded",
+                                "'" + caller.name + "' keeps " + std::to_string(used >> 20) +
+                                    " MB of uploads on this agent; " + std::to_string(total >> 20) +
+                                    " MB more is over the quota of " + std::to_string(quota >> 20) +
+                                    " MB");
+                return true;
+            }
+        }
+        return false;
+    };
 
     server.on(net::routes::kGetBlob, [this](const httplib::Request& req, httplib::Response& res) {
         std::string sha = req.matches[1];
@@ -111,38 +152,46 @@ void AgentService::add_data_routes() {
                             "blob names are 64 lower-case hex digits (SHA-256)");
             return;
         }
-        if (blobs_.has(sha)) {
+        const net::Caller& caller = net::HttpServer::identity(req);
+        if (blobs_.visible_to(sha, caller)) {
             std::error_code ec;
             net::send_json(
                 res, 200,
                 {{"sha256", sha}, {"size", std::filesystem::file_size(blobs_.path(sha), ec)}});
             return;
         }
-        res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha)));
+        res.set_header("Upload-Offset", std::to_string(blobs_.partial_size(sha, caller.name)));
         net::send_error(res, 404, "no_such_blob", "blob " + sha + " is not (fully) uploaded");
     });
 
-    server.on(net::routes::kPutBlob, [this](const httplib::Request& req, httplib::Response& res,
-                                            const httplib::ContentReader& reader) {
+    server.on(net::routes::kPutBlob, [this, refuse_without_room](
+                                         const httplib::Request& req, httplib::Response& res,
+                                         const httplib::ContentReader& reader) {
         std::string sha = req.matches[1];
         if (!BlobStore::is_valid_hash(sha)) {
             net::send_error(res, 400, "bad_hash",
                             "blob names are 64 lower-case hex digits (SHA-256)");
             return;
         }
-        if (blobs_.has(sha)) {
+        const net::Caller& caller = net::HttpServer::identity(req);
+        if (!caller.may_write()) {
+            net::send_error(res, 403, "read_only", "a viewer token cannot upload");
+            return;
+        }
+        if (blobs_.visible_to(sha, caller)) {
             reader([](const char*, size_t) { return true; });  // drain; nothing to store
             net::send_json(res, 200, {{"sha256", sha}, {"stored", true}, {"skipped", true}});
             return;
         }
+        if (refuse_without_room(req, res, caller)) return;
         BlobStore::WriteResult result = BlobStore::WriteResult::Partial;
         ContentRange range;
         auto end = receive_piece(
             req, res, reader,
             [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
-                result = blobs_.write_chunk(sha, offset, total, bytes);
+                result = blobs_.write_chunk(sha, caller.name, offset, total, bytes);
             },
-            [&] { return blobs_.partial_size(sha); }, range);
+            [&] { return blobs_.partial_size(sha, caller.name); }, range);
         if (!end) return;
         res.set_header("Upload-Offset", std::to_string(*end));
         net::send_json(res, result == BlobStore::WriteResult::Stored ? 201 : 202,
@@ -154,11 +203,17 @@ void AgentService::add_data_routes() {
     // Uploads of large files whose hash the client computes while it sends them (see
     // BlobStore::write_upload_chunk): PUT pieces, GET where to continue, POST .../finish with the
     // hash, DELETE to drop one (the client found out the agent has the blob already).
+    // An upload id names an upload of the caller's own: the same id from another user is
+    // another upload (BlobStore keys them by owner).
     auto upload_id = [](const httplib::Request& req, httplib::Response& res) {
         std::string id = req.matches[1];
         if (!BlobStore::is_valid_upload_id(id)) {
             net::send_error(res, 400, "bad_upload_id",
                             "upload ids are 32 to 64 lower-case hex digits");
+            return std::string();
+        }
+        if (!net::HttpServer::identity(req).may_write()) {
+            net::send_error(res, 403, "read_only", "a viewer token cannot upload");
             return std::string();
         }
         return id;
@@ -167,40 +222,42 @@ void AgentService::add_data_routes() {
               [this, upload_id](const httplib::Request& req, httplib::Response& res) {
                   std::string id = upload_id(req, res);
                   if (id.empty()) return;
-                  const auto size = blobs_.upload_size(id);
+                  const auto size = blobs_.upload_size(id, net::HttpServer::caller(req));
                   res.set_header("Upload-Offset", std::to_string(size));
                   net::send_json(res, 200, {{"id", id}, {"offset", size}});
               });
-    server.on(net::routes::kPutUpload,
-              [this, upload_id](const httplib::Request& req, httplib::Response& res,
-                                const httplib::ContentReader& reader) {
-                  std::string id = upload_id(req, res);
-                  if (id.empty()) return;
-                  ContentRange range;
-                  auto end = receive_piece(
-                      req, res, reader,
-                      [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
-                          blobs_.write_upload_chunk(id, offset, total, bytes);
-                      },
-                      [&] { return blobs_.upload_size(id); }, range);
-                  if (!end) return;
-                  res.set_header("Upload-Offset", std::to_string(*end));
-                  net::send_json(res, 202, {{"id", id}, {"offset", *end}, {"total", range.total}});
-              });
+    server.on(net::routes::kPutUpload, [this, upload_id, refuse_without_room](
+                                           const httplib::Request& req, httplib::Response& res,
+                                           const httplib::ContentReader& reader) {
+        std::string id = upload_id(req, res);
+        if (id.empty()) return;
+        if (refuse_without_room(req, res, net::HttpServer::identity(req))) return;
+        const std::string owner = net::HttpServer::caller(req);
+        ContentRange range;
+        auto end = receive_piece(
+            req, res, reader,
+            [&](std::uint64_t offset, std::uint64_t total, std::string_view bytes) {
+                blobs_.write_upload_chunk(id, owner, offset, total, bytes);
+            },
+            [&] { return blobs_.upload_size(id, owner); }, range);
+        if (!end) return;
+        res.set_header("Upload-Offset", std::to_string(*end));
+        net::send_json(res, 202, {{"id", id}, {"offset", *end}, {"total", range.total}});
+    });
     server.on(net::routes::kFinishUpload,
               [this, upload_id](const httplib::Request& req, httplib::Response& res) {
                   std::string id = upload_id(req, res);
                   if (id.empty()) return;
                   Json body = parse_json(req.body, "request body");
                   std::string sha = get_string(body, "sha256", "body");
-                  blobs_.finish_upload(id, sha);
+                  blobs_.finish_upload(id, net::HttpServer::caller(req), sha);
                   net::send_json(res, 201, {{"sha256", sha}, {"stored", true}});
               });
     server.on(net::routes::kDeleteUpload,
               [this, upload_id](const httplib::Request& req, httplib::Response& res) {
                   std::string id = upload_id(req, res);
                   if (id.empty()) return;
-                  blobs_.discard_upload(id);
+                  blobs_.discard_upload(id, net::HttpServer::caller(req));
                   net::send_json(res, 200, {{"id", id}, {"discarded", true}});
               });
 
@@ -210,29 +267,16 @@ void AgentService::add_data_routes() {
     // those.
     server.on(net::routes::kCreateDataset, [this](const httplib::Request& req,
                                                   httplib::Response& res) {
-        Json body = parse_json(req.body, "request body");
-        const Json& files = require_field(body, "files", "body");
-        if (!files.is_array() || files.empty())
-            throw InputError("files", "expected a non-empty list of {path, sha256}");
-        std::vector<std::pair<std::filesystem::path, std::string>> entries;
-        Json canonical = Json::array();
-        Json missing = Json::array();
-        for (std::size_t i = 0; i < files.size(); ++i) {
-            const std::string where = "files[" + std::to_string(i) + "]";
-            std::string path = get_string(files[i], "path", where);
-            std::string sha = get_string(files[i], "sha256", where);
-            if (!BlobStore::is_valid_hash(sha))
-                throw InputError(where, "sha256 must be 64 lower-case hex digits");
-            std::filesystem::path rel = path_from_utf8(path);
-            if (path.empty() || rel.is_absolute() || rel.has_root_name() ||
-                rel.lexically_normal().string().rfind("..", 0) == 0 ||
-                path.find('\\') != std::string::npos)
-                throw InputError(
-                    where, "path '" + path + "' must be relative and stay inside the dataset");
-            entries.emplace_back(rel.lexically_normal(), sha);
-            canonical.push_back({path, sha});
-            if (!blobs_.has(sha)) missing.push_back(sha);
+        const net::Caller& caller = net::HttpServer::identity(req);
+        if (!caller.may_write()) {
+            net::send_error(res, 403, "read_only", "a viewer token cannot push datasets");
+            return;
         }
+        const DatasetManifest manifest =
+            DatasetManifest::from_json(parse_json(req.body, "request body"));
+        Json missing = Json::array();
+        for (const auto& [rel, sha] : manifest.files)
+            if (!blobs_.visible_to(sha, caller)) missing.push_back(sha);
         if (!missing.empty()) {
             net::send_json(
                 res, 409,
@@ -240,44 +284,19 @@ void AgentService::add_data_routes() {
                  {"missing", missing}});
             return;
         }
-        std::sort(canonical.begin(), canonical.end());
-        const std::string id = sha256_hex(canonical.dump());
-        auto dir = config_.data_dir / "datasets" / id;
-        std::error_code ec;
-        if (!std::filesystem::exists(dir / ".complete", ec)) {
-            auto temp = config_.data_dir / "datasets" / (id + ".partial");
-            std::filesystem::remove_all(temp, ec);
-            for (const auto& [rel, sha] : entries) {
-                auto target = temp / rel;
-                std::filesystem::create_directories(target.parent_path());
-                std::filesystem::create_hard_link(blobs_.path(sha), target, ec);
-                if (ec)
-                    std::filesystem::copy_file(blobs_.path(sha), target,
-                                               std::filesystem::copy_options::overwrite_existing);
-            }
-            write_json_file(temp / "manifest.json",
-                            {{"name", body.value("name", std::string())}, {"files", canonical}});
-            write_file_atomically(temp / ".complete", "");
-            std::filesystem::remove_all(dir, ec);
-            std::filesystem::rename(temp, dir);
-        }
-        audit(net::HttpServer::caller(req), "dataset", id);
-        net::send_json(res, 201,
-                       {{"id", id}, {"files", entries.size()}, {"reference", "dataset:" + id}});
+        datasets_.create(manifest, caller.name);
+        const std::string id = manifest.id();
+        audit(caller.name, "dataset", id);
+        net::send_json(
+            res, 201,
+            {{"id", id}, {"files", manifest.files.size()}, {"reference", "dataset:" + id}});
     });
 
-    server.on(net::routes::kListDatasets, [this](const httplib::Request&, httplib::Response& res) {
-        std::vector<net::DatasetSummary> list;
-        std::error_code ec;
-        for (const auto& e :
-             std::filesystem::directory_iterator(config_.data_dir / "datasets", ec)) {
-            if (!std::filesystem::exists(e.path() / ".complete")) continue;
-            Json m = read_json_file(e.path() / "manifest.json");
-            list.push_back({path_to_utf8(e.path().filename()), m.value("name", std::string()),
-                            m["files"].size()});
-        }
-        net::send_json(res, 200, net::datasets_to_json(list));
-    });
+    server.on(
+        net::routes::kListDatasets, [this](const httplib::Request& req, httplib::Response& res) {
+            net::send_json(res, 200,
+                           net::datasets_to_json(datasets_.list(net::HttpServer::identity(req))));
+        });
 
     // Browse the shared server folders: /v1/fs lists the roots, /v1/fs?path=<dir> a folder in one.
     server.on(net::routes::kListFolder,
@@ -290,10 +309,7 @@ void AgentService::add_data_routes() {
                       return;
                   }
                   std::filesystem::path p = path_from_utf8(req.get_param_value("path"));
-                  bool allowed = false;
-                  for (const auto& root : config_.roots)
-                      allowed = allowed || p == root || is_path_inside(root, p);
-                  if (!allowed) {
+                  if (!paths_.may_browse(p)) {
                       net::send_error(res, 403, "outside_roots",
                                       "only the folders in agent.json 'roots' can be browsed");
                       return;

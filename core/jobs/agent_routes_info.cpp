@@ -30,20 +30,29 @@ void AgentService::add_info_routes() {
         if (req.has_header("Last-Event-ID"))
             after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
         auto cursor = std::make_shared<std::int64_t>(after);
+        auto idle = std::make_shared<int>(0);
+        const net::Caller caller = net::HttpServer::identity(req);
+        auto watch = std::make_shared<net::TokenWatch>(tokens_, caller.name);
         res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream", [this, cursor](size_t, httplib::DataSink& sink) {
-                auto items = feed_.wait_after(*cursor, 1000);
-                if (items.empty()) {
-                    static const std::string keepalive = ": keepalive\n\n";
-                    return sink.write(keepalive.data(), keepalive.size());
-                }
-                for (const auto& [id, text] : items) {
-                    if (!sink.write(text.data(), text.size())) return false;
-                    *cursor = id;
-                }
+        // Never waits: a call that writes nothing is made again by the server after a short
+        // timer, so a stream holds no thread of the pool while it is quiet.
+        res.set_chunked_content_provider("text/event-stream", [this, cursor, idle, caller, watch](
+                                                                  size_t, httplib::DataSink& sink) {
+            if (!watch->still_valid()) return false;  // revoked or expired: end the stream
+            bool wrote = false;
+            for (const auto& item : feed_.wait_after(*cursor, 0)) {
+                *cursor = item.id;
+                if (!item.owner.empty() && !caller.may_see(item.owner)) continue;
+                if (!sink.write(item.text.data(), item.text.size())) return false;
+                wrote = true;
+            }
+            if (wrote || ++*idle % 20 != 0) {  // ~1 s of 50 ms polls
+                if (wrote) *idle = 0;
                 return true;
-            });
+            }
+            static const std::string keepalive = ": keepalive\n\n";
+            return sink.write(keepalive.data(), keepalive.size());
+        });
     });
 }
 

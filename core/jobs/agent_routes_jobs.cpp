@@ -13,14 +13,31 @@
 namespace crucible::jobs {
 namespace {
 
-std::optional<JobInfo> find_job(JobRegistry& registry, const std::string& id,
-                                httplib::Response& res) {
+enum class Access { See, Use };
+
+// The job the request names, when its caller may see it (Access::See) or control and download
+// it (Access::Use). Someone else's job answers 404 as if it did not exist: ids are not
+// secrets, but which jobs other users run is.
+std::optional<JobInfo> find_job(JobRegistry& registry, const httplib::Request& req,
+                                httplib::Response& res, Access access = Access::See) {
+    const std::string id = req.matches[1];
     if (!is_valid_job_id(id)) {
         net::send_error(res, 400, "bad_job_id", "job ids hold letters, digits and '-' only");
         return std::nullopt;
     }
+    const net::Caller& caller = net::HttpServer::identity(req);
     auto job = registry.get(id);
-    if (!job) net::send_error(res, 404, "no_such_job", "no job " + id + " on this agent");
+    if (!job || !caller.may_see(job->submitted_by)) {
+        net::send_error(res, 404, "no_such_job", "no job " + id + " on this agent");
+        return std::nullopt;
+    }
+    if (access == Access::Use && !caller.may_use(job->submitted_by)) {
+        net::send_error(res, 403, "not_yours",
+                        caller.may_write()
+                            ? "job " + id + " belongs to " + job->submitted_by
+                            : "the token '" + caller.name + "' is a viewer: it changes nothing");
+        return std::nullopt;
+    }
     return job;
 }
 
@@ -59,8 +76,20 @@ void AgentService::add_job_routes() {
             net::send_error(res, 415, "wrong_content_type", "send the job as application/json");
             return;
         }
+        const net::Caller& caller = net::HttpServer::identity(req);
+        if (!caller.may_write()) {
+            net::send_error(res, 403, "read_only",
+                            "the token '" + caller.name + "' is a viewer: it cannot submit");
+            return;
+        }
         Json body = parse_json(req.body, "request body");
         JobInfo job = JobInfo::from_request(net::SubmitRequest::from_json(body));
+        if (!job.run_id.empty()) {
+            if (std::string busy = mirror_->check_submit(job.run_id); !busy.empty()) {
+                net::send_error(res, 409, "run_active", busy);
+                return;
+            }
+        }
         const auto& gpu_ids = config_.scheduler.gpu_ids;
         if (job.requested_gpu &&
             std::find(gpu_ids.begin(), gpu_ids.end(), *job.requested_gpu) == gpu_ids.end()) {
@@ -70,28 +99,28 @@ void AgentService::add_job_routes() {
                                            : " (see GET /v1/gpus)");
             throw InputError("gpu", message);
         }
-        job.options = resolve_job_options(job.task, job.options);
-        job.submitted_by = net::HttpServer::caller(req);
+        job.options = resolve_job_options(job.task, job.options, caller);
+        job.submitted_by = caller.name;
         JobInfo stored = registry_.add(job);
         audit(job.submitted_by, "submit", stored.id + " " + stored.task);
         scheduler_.wake();
         net::send_json(res, 201, stored.to_json());
     });
 
-    server.on(net::routes::kListJobs, [this](const httplib::Request&, httplib::Response& res) {
+    server.on(net::routes::kListJobs, [this](const httplib::Request& req, httplib::Response& res) {
+        const net::Caller& caller = net::HttpServer::identity(req);
         Json list = Json::array();
         for (const auto& j : registry_.list())
-            list.push_back(j.to_json());
+            if (caller.may_see(j.submitted_by)) list.push_back(j.to_json());
         net::send_json(res, 200, {{"jobs", list}});
     });
 
     server.on(net::routes::kGetJob, [this](const httplib::Request& req, httplib::Response& res) {
-        if (auto job = find_job(registry_, req.matches[1], res))
-            net::send_json(res, 200, job->to_json());
+        if (auto job = find_job(registry_, req, res)) net::send_json(res, 200, job->to_json());
     });
 
     server.on(net::routes::kDeleteJob, [this](const httplib::Request& req, httplib::Response& res) {
-        auto job = find_job(registry_, req.matches[1], res);
+        auto job = find_job(registry_, req, res, Access::Use);
         if (!job) return;
         if (!is_final_state(job->state) && job->state != JobState::Paused) {
             net::send_error(res, 409, "job_active",
@@ -106,7 +135,7 @@ void AgentService::add_job_routes() {
 
     auto control = [this](const char* action, std::string (Scheduler::*fn)(const std::string&)) {
         return [this, action, fn](const httplib::Request& req, httplib::Response& res) {
-            auto job = find_job(registry_, req.matches[1], res);
+            auto job = find_job(registry_, req, res, Access::Use);
             if (!job) return;
             std::string err = (scheduler_.*fn)(job->id);
             audit(net::HttpServer::caller(req), action, job->id);
@@ -122,54 +151,74 @@ void AgentService::add_job_routes() {
 
     // Events: SSE by default; ?format=json returns the events after `after` as one array.
     server.on(net::routes::kJobEvents, [this](const httplib::Request& req, httplib::Response& res) {
-        auto job = find_job(registry_, req.matches[1], res);
+        auto job = find_job(registry_, req, res);
         if (!job) return;
         std::int64_t after = -1;
         if (req.has_param("after")) after = std::atoll(req.get_param_value("after").c_str());
         if (req.has_header("Last-Event-ID"))
             after = std::atoll(req.get_header_value("Last-Event-ID").c_str());
         auto file = JobFolder{registry_.folder(job->id)}.events();
-        if (req.get_param_value("format") == "json") {
-            net::send_json(res, 200, net::events_to_json(read_event_log(file, after)));
-            return;
-        }
         auto follower = std::make_shared<EventFollower>(file, after);
-        auto idle = std::make_shared<int>(0);
-        std::string id = job->id;
-        res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream", [this, follower, idle, id](size_t, httplib::DataSink& sink) {
-                std::size_t count = 0;
-                std::string text = follower->poll_sse(count);
-                if (count > 0) {
+        if (req.get_param_value("format") == "json") {
+            // {"events": [...]} streamed a slice of the log at a time: a long log is never held
+            // whole, by one reader or by many.
+            auto items = std::make_shared<std::size_t>(0);
+            res.set_chunked_content_provider(
+                "application/json", [follower, items](size_t offset, httplib::DataSink& sink) {
+                    std::size_t count = 0;
+                    std::string text = offset == 0 ? "{\"events\":[" : "";
+                    text += follower->poll_json_items(count, *items > 0);
+                    *items += count;
+                    if (!follower->caught_up()) return sink.write(text.data(), text.size());
+                    text += "]}";
                     if (!sink.write(text.data(), text.size())) return false;
-                    *idle = 0;
-                    // A job writing many events a second: let a few gather instead of
-                    // re-reading the file for each one (50 followers spinning on single
-                    // events starved the CPU; 20 ms keeps the stream live).
-                    if (count < 64) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-                    return true;
-                }
-                auto job = registry_.get(id);
-                if (!job || is_final_state(job->state)) {
-                    // Everything written: one last look, then end the stream.
-                    text = follower->poll_sse(count);
-                    if (count > 0) sink.write(text.data(), text.size());
                     sink.done();
                     return true;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-                if (++*idle % 300 == 0) {  // ~15 s
-                    static const std::string keepalive = ": keepalive\n\n";
-                    return sink.write(keepalive.data(), keepalive.size());
-                }
+                });
+            return;
+        }
+        auto idle = std::make_shared<int>(0);
+        std::string id = job->id;
+        // A revoked or expired token ends the stream within seconds (as /v1/stream does).
+        auto watch =
+            std::make_shared<net::TokenWatch>(tokens_, net::HttpServer::identity(req).name);
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider("text/event-stream", [this, follower, idle, id, watch](
+                                                                  size_t, httplib::DataSink& sink) {
+            if (!watch->still_valid()) return false;
+            // Never waits: the server calls again at once after a large write, 20 ms after
+            // a small one (so events of a busy job gather) and 50 ms after a call that wrote
+            // nothing (HttpServerOptions::stream_poll, stream_gather).
+            std::size_t count = 0;
+            std::string text = follower->poll_sse(count);
+            // Slices holding only events the client has (a resume far into a long log):
+            // a few more now rather than one per call.
+            for (int i = 0; count == 0 && !follower->caught_up() && i < 8; ++i)
+                text = follower->poll_sse(count);
+            if (count > 0) {
+                *idle = 0;
+                return sink.write(text.data(), text.size());
+            }
+            if (!follower->caught_up()) return true;
+            auto job = registry_.get(id);
+            if (!job || is_final_state(job->state)) {
+                // Everything written: one last look, then end the stream.
+                text = follower->poll_sse(count);
+                if (count > 0 && !sink.write(text.data(), text.size())) return false;
+                if (follower->caught_up()) sink.done();
                 return true;
-            });
+            }
+            if (++*idle % 300 == 0) {  // ~15 s of calls 50 ms apart
+                static const std::string keepalive = ": keepalive\n\n";
+                return sink.write(keepalive.data(), keepalive.size());
+            }
+            return true;
+        });
     });
 
     server.on(net::routes::kJobArtifacts,
               [this](const httplib::Request& req, httplib::Response& res) {
-                  auto job = find_job(registry_, req.matches[1], res);
+                  auto job = find_job(registry_, req, res, Access::Use);
                   if (!job) return;
                   auto dir = registry_.folder(job->id);
                   std::vector<net::ArtifactEntry> list;
@@ -183,7 +232,7 @@ void AgentService::add_job_routes() {
 
     server.on(net::routes::kJobArtifact, [this](const httplib::Request& req,
                                                 httplib::Response& res) {
-        auto job = find_job(registry_, req.matches[1], res);
+        auto job = find_job(registry_, req, res, Access::Use);
         if (!job) return;
         auto dir = registry_.folder(job->id);
         std::filesystem::path rel;

@@ -35,9 +35,14 @@ void load_agent_config_file(AgentConfig& config) {
     if (j.contains("max_cpu_jobs"))
         config.scheduler.max_cpu_jobs = static_cast<int>(get_integer(j, "max_cpu_jobs", where));
     if (j.contains("alarms")) config.alarms = AlarmThresholds::from_json(j["alarms"], where);
+    if (j.contains("quota_gb_per_user"))
+        config.quota_bytes_per_user =
+            static_cast<std::uint64_t>(get_integer(j, "quota_gb_per_user", where)) << 30;
     if (j.contains("min_free_disk_mb"))
         config.scheduler.min_free_disk_bytes =
             static_cast<std::uint64_t>(get_integer(j, "min_free_disk_mb", where)) << 20;
+    if (j.contains("mirror"))
+        config.mirror = MirrorConfig::from_json(j["mirror"], where + ": mirror");
 }
 
 Json describe_tasks(const std::filesystem::path& worker) {
@@ -81,10 +86,12 @@ static AgentConfig with_gpu_ids(AgentConfig config) {
 AgentService::AgentService(AgentConfig config)
     : config_(with_gpu_ids(std::move(config))),
       tokens_(std::make_shared<net::TokenStore>(config_.data_dir / "tokens.json")),
+      paths_(config_.roots, config_.data_dir),
       registry_(config_.data_dir / "jobs"),
       scheduler_(registry_, config_.scheduler),
-      blobs_(config_.data_dir / "blobs") {
-    std::filesystem::create_directories(config_.data_dir / "datasets");
+      blobs_(config_.data_dir / "blobs"),
+      datasets_(config_.data_dir / "datasets", blobs_),
+      audit_log_(config_.data_dir / "audit.log") {
     gpus_ = GpuInventory::open(config_.nvml_library);
     net::HttpServerOptions http;
     http.host = config_.host;
@@ -113,11 +120,14 @@ AgentService::AgentService(AgentConfig config)
         });
     registry_.on_change([this](const JobInfo& job) {
         feed_.publish(
-            "job", {{"id", job.id}, {"state", job_state_name(job.state)}, {"reason", job.reason}});
+            "job", {{"id", job.id}, {"state", job_state_name(job.state)}, {"reason", job.reason}},
+            job.submitted_by);
     });
     add_info_routes();
     add_job_routes();
     add_data_routes();
+    mirror_ = std::make_unique<CheckpointMirror>(config_.mirror, config_.data_dir, registry_);
+    scheduler_.set_start_gate([this](const JobInfo& job) { return mirror_->may_start(job); });
 }
 
 AgentService::~AgentService() {
@@ -144,16 +154,20 @@ double AgentService::seconds_idle() const {
 }
 
 int AgentService::start() {
+    if (auto n = datasets_.clean_partials())
+        spdlog::info("removed {} dataset folders left unfinished by an interrupted push", n);
+    std::vector<JobInfo> orphans;
     for (const auto& job : registry_.load()) {
         auto dir = registry_.folder(job.id);
-        // A worker that outlived the agent is asked to checkpoint and stop, so that exactly one
-        // worker owns the job folder when it resumes.
-        if (process_alive(job.pid)) {
+        // A worker that outlived the agent is asked to checkpoint and stop, and its job waits
+        // for it: exactly one worker ever owns a job folder. The API serves meanwhile.
+        if (is_same_process(job.pid, job.worker_started)) {
             spdlog::info("job {}: worker {} outlived the agent; asking it to checkpoint and stop",
                          job.id, job.pid);
             write_stop_request(JobFolder{dir}, StopRequest::Checkpoint);
-            for (int i = 0; i < 1200 && process_alive(job.pid); ++i)
-                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            scheduler_.hold(job.id, job.gpu_ids);
+            orphans.push_back(job);
+            continue;  // its events file is the old worker's until it is gone
         }
         spdlog::info(
             "job {} was running when the agent stopped: it resumes from its last checkpoint",
@@ -162,8 +176,12 @@ int AgentService::start() {
                                           "the agent stopped while the job ran; resuming"));
     }
     scheduler_.start();
+    mirror_->start(
+        [this] { scheduler_.wake(); },
+        [this](const std::string& id, const Event& e) { scheduler_.raise_job_event(id, e); });
     int port = server_->start();
     telemetry_running_ = true;
+    if (!orphans.empty()) orphans_ = std::thread([this, orphans] { settle_orphans(orphans); });
     telemetry_ = std::thread([this] {
         AlarmMonitor monitor(config_.alarms);
         auto next_cleanup = std::chrono::steady_clock::now();
@@ -193,6 +211,29 @@ int AgentService::start() {
     return port;
 }
 
+void AgentService::settle_orphans(std::vector<JobInfo> orphans) {
+    const auto deadline = std::chrono::steady_clock::now() + config_.orphan_grace;
+    while (!orphans.empty() && telemetry_running_) {
+        const bool late = std::chrono::steady_clock::now() >= deadline;
+        std::erase_if(orphans, [&](const JobInfo& job) {
+            if (is_same_process(job.pid, job.worker_started)) {
+                if (!late) return false;
+                spdlog::warn("job {}: worker {} did not stop within {} s; killing it", job.id,
+                             job.pid, config_.orphan_grace.count());
+                kill_process(job.pid);
+                return false;  // released once it is really gone
+            }
+            spdlog::info("job {}: its old worker is gone; the job resumes", job.id);
+            append_job_event(registry_.folder(job.id),
+                             make_status(job_state_name(JobState::Interrupted),
+                                         "the agent stopped while the job ran; resuming"));
+            scheduler_.release(job.id);
+            return true;
+        });
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
 void AgentService::watch_gpus(AlarmMonitor& monitor) {
     GpuReport report = gpus_->read();
     if (!report.nvml) return;
@@ -214,29 +255,31 @@ void AgentService::watch_gpus(AlarmMonitor& monitor) {
         Json data = event_to_json(alarm.event);
         data.erase("seq");
         data["job"] = alarm.job_id;
-        feed_.publish("alarm", data);
+        const auto job = registry_.get(alarm.job_id);
+        feed_.publish("alarm", data, job ? job->submitted_by : std::string());
     }
 }
 
 void AgentService::stop(bool leave_workers_running) {
     telemetry_running_ = false;
+    if (mirror_) mirror_->stop();
     if (telemetry_.joinable()) telemetry_.join();
+    if (orphans_.joinable()) orphans_.join();
     if (server_) server_->stop();
     scheduler_.stop(leave_workers_running);
 }
 
 void AgentService::audit(const std::string& who, const std::string& action,
                          const std::string& detail) {
-    std::lock_guard lock(audit_mutex_);
-    std::ofstream out(config_.data_dir / "audit.log", std::ios::app | std::ios::binary);
-    out << Json{{"t", unix_time_now()}, {"who", who}, {"action", action}, {"detail", detail}}.dump()
-        << "\n";
+    // Reads are synced within a second; anything else at once.
+    audit_log_.write(who, action, detail, 0, action != "GET" && action != "HEAD");
 }
 
 // "blob:<sha256>/<file name>" (an uploaded file, e.g. pretrained weights) becomes
 // <data>/inputs/<sha256>/<file name>: a hard link to the blob (a copy where links fail), so the
 // task sees the file under its own name and extension.
-std::string AgentService::blob_input_path(const std::string& option, const std::string& ref) const {
+std::string AgentService::blob_input_path(const std::string& option, const std::string& ref,
+                                          const net::Caller& caller) const {
     const auto slash = ref.find('/');
     const std::string sha = ref.substr(0, slash);
     const std::string name = slash == std::string::npos ? std::string() : ref.substr(slash + 1);
@@ -244,10 +287,12 @@ std::string AgentService::blob_input_path(const std::string& option, const std::
         throw InputError(option,
                          "'blob:" + ref + "' does not start with a SHA-256 (64 hex digits)");
     if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
-        name.find_first_of(std::string("/\\:\0", 4)) != std::string::npos || !is_valid_utf8(name))
+        name.find_first_of(std::string("/\\:\0", 4)) != std::string::npos || !is_valid_utf8(name) ||
+        is_reserved_device_name(name))
         throw InputError(option, "'blob:" + ref + "' needs a plain file name after the hash");
-    if (!blobs_.has(sha))
-        throw InputError(option, "no blob " + sha + " on this agent; upload the file first");
+    if (!blobs_.visible_to(sha, caller))
+        throw InputError(option,
+                         "no blob " + sha + " of yours on this agent; upload the file first");
     const auto target = config_.data_dir / "inputs" / sha / path_from_utf8(name);
     std::error_code ec;
     if (!std::filesystem::exists(target, ec)) {
@@ -257,32 +302,27 @@ std::string AgentService::blob_input_path(const std::string& option, const std::
     return path_to_utf8(target);
 }
 
-std::string AgentService::resolve_server_path(const std::string& option,
-                                              const std::string& value) const {
+std::string AgentService::resolve_server_path(const std::string& option, const std::string& value,
+                                              const net::Caller& caller) const {
     if (value.rfind("dataset:", 0) == 0) {
         std::string id = value.substr(8);
         if (!BlobStore::is_valid_hash(id))
             throw InputError(option, "unknown dataset id '" + id + "'");
-        auto dir = config_.data_dir / "datasets" / id;
+        auto dir = datasets_.folder(id);
         std::error_code ec;
-        if (!std::filesystem::exists(dir, ec))
-            throw InputError(option, "no dataset " + id + " on this agent; push it first");
+        if (!datasets_.visible_to(id, caller))
+            throw InputError(option, "no dataset " + id + " of yours on this agent; push it first");
         auto yaml = dir / "data.yaml";
-        return path_to_utf8(std::filesystem::exists(yaml, ec) ? yaml : dir);
+        if (!std::filesystem::exists(yaml, ec)) return path_to_utf8(dir);
+        paths_.check_data_yaml(option, yaml, dir);
+        return path_to_utf8(yaml);
     }
-    if (value.rfind("blob:", 0) == 0) return blob_input_path(option, value.substr(5));
-    std::filesystem::path p = path_from_utf8(value);
-    if (!p.is_absolute()) return value;  // model names such as yolov8n, or files inside the job
-    for (const auto& root : config_.roots)
-        if (is_path_inside(root, p)) return value;
-    if (is_path_inside(config_.data_dir, p)) return value;
-    throw InputError(
-        option,
-        "the server path " + value +
-            " is outside the folders this agent shares; add its folder to 'roots' in agent.json");
+    if (value.rfind("blob:", 0) == 0) return blob_input_path(option, value.substr(5), caller);
+    return paths_.resolve(option, value);
 }
 
-Json AgentService::resolve_job_options(const std::string& task, const Json& options) const {
+Json AgentService::resolve_job_options(const std::string& task, const Json& options,
+                                       const net::Caller& caller) const {
     const Json schema_json = net::find_task_schema(config_.task_schemas, task);
     if (schema_json.is_null()) {
         std::string known;
@@ -297,7 +337,7 @@ Json AgentService::resolve_job_options(const std::string& task, const Json& opti
         if (spec.type == OptionType::Path && resolved[spec.name].is_string() &&
             !resolved[spec.name].get<std::string>().empty())
             resolved[spec.name] =
-                resolve_server_path(spec.name, resolved[spec.name].get<std::string>());
+                resolve_server_path(spec.name, resolved[spec.name].get<std::string>(), caller);
     return resolved;
 }
 

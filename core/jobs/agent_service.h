@@ -13,9 +13,13 @@
 
 #include "core/base/json.h"
 #include "core/jobs/alarms.h"
+#include "core/jobs/audit_log.h"
 #include "core/jobs/blob_store.h"
+#include "core/jobs/checkpoint_mirror.h"
+#include "core/jobs/dataset_store.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/job_registry.h"
+#include "core/jobs/path_policy.h"
 #include "core/jobs/retention.h"
 #include "core/jobs/scheduler.h"
 #include "core/jobs/state_feed.h"
@@ -34,10 +38,17 @@ struct AgentConfig {
     SchedulerOptions scheduler;
     Json task_schemas = Json::array();   // from `crucible-worker describe`
     std::filesystem::path nvml_library;  // override (tests use a fake NVML)
-    std::size_t threads = 96;
+    std::size_t threads = 16;            // handler pool; idle connections and streams hold none
     RetentionPolicy retention;
     AlarmThresholds alarms;                            // agent.json "alarms"
     std::chrono::milliseconds telemetry_period{1000};  // GPU telemetry and alarm checks
+    // Bytes of uploads each non-admin token may keep (agent.json "quota_gb_per_user"; 0 = no
+    // quota). Uploads also leave scheduler.min_free_disk_bytes free on the data folder's disk.
+    std::uint64_t quota_bytes_per_user = 0;
+    // How long a worker that outlived the agent gets to checkpoint and stop when the agent
+    // starts again; then it is killed. Either way its job resumes once it is gone.
+    std::chrono::seconds orphan_grace{120};
+    MirrorConfig mirror;  // agent.json "mirror": where runs with a run id keep their checkpoints
 };
 
 // Reads <data>/agent.json (roots, max_cpu_jobs, alarm thresholds) into `config` when present.
@@ -67,27 +78,38 @@ class AgentService {
     void add_job_routes();
     void add_data_routes();
     // Maps a path option ("dataset:<id>", "blob:<sha256>/<name>" or a server path) to a path on
-    // this machine; throws InputError naming the option when it is outside the allowed roots.
-    std::string resolve_server_path(const std::string& option, const std::string& value) const;
-    std::string blob_input_path(const std::string& option, const std::string& ref) const;
+    // this machine under the path policy; throws InputError naming the option when the caller
+    // may not use it.
+    std::string resolve_server_path(const std::string& option, const std::string& value,
+                                    const net::Caller& caller) const;
+    std::string blob_input_path(const std::string& option, const std::string& ref,
+                                const net::Caller& caller) const;
     void audit(const std::string& who, const std::string& action, const std::string& detail);
-    Json resolve_job_options(const std::string& task, const Json& options) const;
+    Json resolve_job_options(const std::string& task, const Json& options,
+                             const net::Caller& caller) const;
     // One telemetry tick: publishes the GPUs and raises alarms for the running jobs.
     void watch_gpus(AlarmMonitor& monitor);
+    // Waits (on its own thread, while the API serves) for the workers that outlived the agent
+    // to stop, kills those still running after orphan_grace, and lets their jobs resume.
+    void settle_orphans(std::vector<JobInfo> orphans);
 
     AgentConfig config_;
     std::shared_ptr<net::TokenStore> tokens_;
+    PathPolicy paths_;
     JobRegistry registry_;
     Scheduler scheduler_;
     BlobStore blobs_;
+    DatasetStore datasets_;
     StateFeed feed_;
     std::unique_ptr<GpuInventory> gpus_;
     std::unique_ptr<net::HttpServer> server_;
     std::string fingerprint_;
-    std::mutex audit_mutex_;
+    AuditLog audit_log_;
     std::atomic<bool> telemetry_running_{false};
     mutable std::atomic<double> last_active_{0};  // the last time seconds_idle saw a job active
     std::thread telemetry_;
+    std::thread orphans_;
+    std::unique_ptr<CheckpointMirror> mirror_;
 };
 
 }  // namespace crucible::jobs

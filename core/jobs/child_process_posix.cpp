@@ -80,6 +80,32 @@ bool process_alive(long pid) {
     return true;
 }
 
+std::string process_start_token(long pid) {
+    // Field 22 of /proc/<pid>/stat: the start time in clock ticks after boot. Field 2 (the
+    // command name) may hold spaces and parentheses, so fields are counted after its last ')'.
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE* f = std::fopen(path, "r");
+    if (!f) return "";
+    char buf[1024];
+    const std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* p = std::strrchr(buf, ')');
+    if (!p) return "";
+    int field = 2;
+    for (; *p && field < 22; ++p)
+        if (*p == ' ') ++field;
+    std::string token;
+    while (*p >= '0' && *p <= '9')
+        token += *p++;
+    return token;
+}
+
+void kill_process(long pid) {
+    if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
+}
+
 std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     std::vector<std::string> argv_s{o.program.string()};
     argv_s.insert(argv_s.end(), o.args.begin(), o.args.end());
@@ -110,6 +136,11 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
         posix_spawn_file_actions_adddup2(&actions, 1, 2);
     }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    // Only stdin, stdout and stderr reach the worker: not the agent's client sockets (a worker
+    // that outlives the agent would hold them open) nor its log file.
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+#endif
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
     if (!o.working_dir.empty())
         posix_spawn_file_actions_addchdir_np(&actions, o.working_dir.c_str());

@@ -6,6 +6,7 @@
 #include <windows.h>
 
 #include <string>
+#include <vector>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -73,6 +74,24 @@ bool process_alive(long pid) {
     return alive;
 }
 
+std::string process_start_token(long pid) {
+    HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(pid));
+    if (!h) return "";
+    FILETIME created{}, exited{}, kernel{}, user{};
+    const BOOL ok = GetProcessTimes(h, &created, &exited, &kernel, &user);
+    CloseHandle(h);
+    if (!ok) return "";
+    return std::to_string((static_cast<unsigned long long>(created.dwHighDateTime) << 32) |
+                          created.dwLowDateTime);
+}
+
+void kill_process(long pid) {
+    HANDLE h = OpenProcess(PROCESS_TERMINATE, FALSE, static_cast<DWORD>(pid));
+    if (!h) return;
+    TerminateProcess(h, 137);
+    CloseHandle(h);
+}
+
 std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     std::wstring cmd = quote_arg(o.program.wstring());
     for (const auto& a : o.args)
@@ -100,18 +119,32 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     if (!o.log_file.empty())
         log = CreateFileW(o.log_file.c_str(), FILE_APPEND_DATA, FILE_SHARE_READ | FILE_SHARE_WRITE,
                           &sa, OPEN_ALWAYS, FILE_ATTRIBUTE_NORMAL, nullptr);
-    STARTUPINFOW si{};
-    si.cb = sizeof(si);
-    si.dwFlags = STARTF_USESTDHANDLES;
-    si.hStdOutput = log;
-    si.hStdError = log;
-    si.hStdInput = nullptr;
+    STARTUPINFOEXW si{};
+    si.StartupInfo.cb = sizeof(si);
+    si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+    si.StartupInfo.hStdOutput = log;
+    si.StartupInfo.hStdError = log;
+    si.StartupInfo.hStdInput = nullptr;
+    // Only the log handle is inherited, never the agent's sockets or its own log: a worker that
+    // outlives the agent must not hold a client connection open.
+    const bool inherit = log != INVALID_HANDLE_VALUE;
+    SIZE_T list_size = 0;
+    InitializeProcThreadAttributeList(nullptr, 1, 0, &list_size);
+    std::vector<char> list_storage(list_size);
+    auto* list = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(list_storage.data());
+    DWORD flags = CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP;
+    if (inherit && InitializeProcThreadAttributeList(list, 1, 0, &list_size) &&
+        UpdateProcThreadAttribute(list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, &log, sizeof(log),
+                                  nullptr, nullptr)) {
+        si.lpAttributeList = list;
+        flags |= EXTENDED_STARTUPINFO_PRESENT;
+    }
     PROCESS_INFORMATION pi{};
     std::wstring workdir = o.working_dir.wstring();
-    BOOL ok =
-        CreateProcessW(nullptr, cmd.data(), nullptr, nullptr, TRUE,
-                       CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP,
-                       block.data(), workdir.empty() ? nullptr : workdir.c_str(), &si, &pi);
+    BOOL ok = CreateProcessW(nullptr, cmd.data(), nullptr, nullptr, inherit ? TRUE : FALSE, flags,
+                             block.data(), workdir.empty() ? nullptr : workdir.c_str(),
+                             &si.StartupInfo, &pi);
+    if (si.lpAttributeList) DeleteProcThreadAttributeList(list);
     if (log != INVALID_HANDLE_VALUE) CloseHandle(log);
     if (!ok)
         throw Error("cannot start " + path_to_utf8(o.program) + " (Windows error " +

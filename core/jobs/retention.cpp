@@ -131,6 +131,7 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
         if (referenced.count(name) || file_age_hours(e.path()) < blob_hours) continue;
         auto size = e.file_size(ec);
         if (std::filesystem::remove(e.path(), ec)) {
+            std::filesystem::remove(blobs_dir / "owners" / name, ec);
             ++report.blobs_removed;
             report.bytes_freed += size;
         }

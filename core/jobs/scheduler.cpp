@@ -50,6 +50,24 @@ void Scheduler::stop(bool leave_running) {
     children_.clear();
 }
 
+void Scheduler::hold(const std::string& id, const std::vector<int>& gpus) {
+    std::lock_guard lock(mutex_);
+    held_[id] = gpus;
+    busy_gpus_.insert(gpus.begin(), gpus.end());
+}
+
+void Scheduler::release(const std::string& id) {
+    {
+        std::lock_guard lock(mutex_);
+        auto it = held_.find(id);
+        if (it == held_.end()) return;
+        for (int g : it->second)
+            busy_gpus_.erase(g);
+        held_.erase(it);
+    }
+    wake();
+}
+
 void Scheduler::wake() {
     {
         std::lock_guard lock(mutex_);
@@ -161,7 +179,8 @@ void Scheduler::start_ready_jobs() {
     auto jobs = registry_.list();
     std::vector<JobInfo> ready;
     for (auto& j : jobs)
-        if (j.state == JobState::Queued || (j.state == JobState::Interrupted && j.resume))
+        if ((j.state == JobState::Queued || (j.state == JobState::Interrupted && j.resume)) &&
+            !held_.count(j.id) && (!gate_ || gate_(j)))
             ready.push_back(j);
     std::stable_sort(ready.begin(), ready.end(), [](const JobInfo& a, const JobInfo& b) {
         if (a.priority != b.priority) return a.priority > b.priority;
@@ -225,6 +244,7 @@ bool Scheduler::start_job(const JobInfo& job, std::vector<int> gpus) {
             j.started = unix_time_now();
             j.gpu_ids = gpus;
             j.pid = pid;
+            j.worker_started = process_start_token(pid);
             j.reason.clear();
         });
         return true;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +44,14 @@ class Scheduler {
     // events.jsonl directly otherwise (see job_events.h). Thread-safe.
     void raise_job_event(const std::string& id, const Event& event);
 
+    // A job whose worker outlived the agent and still runs: it is not started again, and its
+    // GPUs are not handed out, until release() (the old worker is gone).
+    void hold(const std::string& id, const std::vector<int>& gpus);
+    void release(const std::string& id);
+    // Asked before a ready job starts; false keeps it queued for now (the checkpoint mirror
+    // holds a job until its restore is over). Set before start().
+    void set_start_gate(std::function<bool(const JobInfo&)> gate) { gate_ = std::move(gate); }
+
     // Control; each returns an error message, or "" when accepted.
     std::string cancel(const std::string& id);
     std::string pause(const std::string& id);
@@ -64,6 +73,8 @@ class Scheduler {
     std::thread thread_;
     std::map<std::string, std::unique_ptr<ChildProcess>> children_;
     std::set<int> busy_gpus_;
+    std::map<std::string, std::vector<int>> held_;  // job id -> GPUs its orphaned worker uses
+    std::function<bool(const JobInfo&)> gate_;
 };
 
 // The last lines of a text file (why a job failed).

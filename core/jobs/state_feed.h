@@ -12,20 +12,27 @@
 
 namespace crucible::jobs {
 
+struct FeedItem {
+    std::int64_t id = 0;
+    std::string owner;  // who submitted the job it is about ("" = about the server: GPUs)
+    std::string text;   // the SSE text
+};
+
 class StateFeed {
   public:
     explicit StateFeed(std::size_t capacity = 4096) : capacity_(capacity) {}
-    void publish(const std::string& kind, Json data);
-    // Items with id > after, waiting up to `timeout_ms` for one to arrive.
-    std::vector<std::pair<std::int64_t, std::string>> wait_after(std::int64_t after,
-                                                                 int timeout_ms);
+    // `owner`: the submitter of the job the item is about; only callers who may see that job
+    // get it.
+    void publish(const std::string& kind, Json data, const std::string& owner = {});
+    // Items with id > after, waiting up to `timeout_ms` (0: not at all) for one to arrive.
+    std::vector<FeedItem> wait_after(std::int64_t after, int timeout_ms);
     std::int64_t last_id() const;
 
   private:
     std::size_t capacity_;
     mutable std::mutex mutex_;
     std::condition_variable cv_;
-    std::deque<std::pair<std::int64_t, std::string>> items_;  // id -> SSE text
+    std::deque<FeedItem> items_;
     std::int64_t next_id_ = 1;
 };
 

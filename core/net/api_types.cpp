@@ -191,6 +191,7 @@ Json SubmitRequest::to_json() const {
     if (priority != 0) body["priority"] = priority;
     if (gpus) body["gpus"] = *gpus;
     if (gpu) body["gpu"] = *gpu;
+    if (!run_id.empty()) body["run_id"] = run_id;
     return body;
 }
 
@@ -205,7 +206,9 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
     }
     r.name = text(body, "name", "");
     if (r.name.size() > 200) throw InputError("name", "at most 200 characters");
-    r.priority = small_integer(body, "priority", "");
+    // Bounded, so one client cannot jump every queue for good with INT_MAX.
+    r.priority = small_integer(body, "priority", "", -100);
+    if (r.priority > 100) throw InputError("priority", "is at most 100 (and at least -100)");
     if (field(body, "gpus")) {
         const Json& g = body["gpus"];
         if (!g.is_number_integer() || g.get<long long>() < 0)
@@ -225,6 +228,8 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
         r.gpu = g.get<int>();
         r.gpus = 1;
     }
+    // Checked against the mirror's rules by the agent (is_valid_run_id); here only its type.
+    r.run_id = text(body, "run_id", "");
     return r;
 }
 
@@ -236,6 +241,7 @@ JobInfo JobInfo::from_request(const SubmitRequest& request) {
     job.priority = request.priority;
     job.gpus = request.gpus.value_or(0);
     job.requested_gpu = request.gpu;
+    job.run_id = request.run_id;
     return job;
 }
 
@@ -254,8 +260,10 @@ Json JobInfo::to_json() const {
             {"gpu_ids", gpu_ids},
             {"requested_gpu", requested_gpu ? Json(*requested_gpu) : Json()},
             {"pid", pid},
+            {"worker_started", worker_started},
             {"resume", resume},
-            {"submitted_by", submitted_by}};
+            {"submitted_by", submitted_by},
+            {"run_id", run_id}};
 }
 
 JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
@@ -281,8 +289,10 @@ JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
     });
     if (field(j, "requested_gpu")) r.requested_gpu = small_integer(j, "requested_gpu", where, 0);
     r.pid = static_cast<long>(integer(j, "pid", where));
+    r.worker_started = text(j, "worker_started", where);
     r.resume = flag(j, "resume", where);
     r.submitted_by = text(j, "submitted_by", where);
+    r.run_id = text(j, "run_id", where);
     return r;
 }
 

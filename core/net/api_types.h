@@ -76,6 +76,9 @@ struct SubmitRequest {
     // one GPU when the scheduler has one free).
     std::optional<int> gpus;
     std::optional<int> gpu;  // one GPU by the agent's index (implies gpus = 1)
+    // The run's name in the agent's checkpoint mirror (core/jobs/checkpoint_mirror.h): the same
+    // id submitted on another machine goes on from the run's newest mirrored checkpoint.
+    std::string run_id;
 
     Json to_json() const;
     // Validates a submit body: InputError naming the field.
@@ -96,8 +99,12 @@ struct JobInfo {
     std::vector<int> gpu_ids;          // assigned while running
     std::optional<int> requested_gpu;  // the GPU (agent index) asked for; none: any free one
     long pid = 0;
+    // When that worker process started (process_start_token): a pid reused by another
+    // process after a reboot is not mistaken for the job's worker.
+    std::string worker_started;
     bool resume = false;  // next start continues from the last checkpoint
     std::string submitted_by;
+    std::string run_id;  // mirrored under this name ("" = not mirrored)
 
     // A new, queued job for a request (no id yet).
     static JobInfo from_request(const SubmitRequest& request);

@@ -1,18 +1,14 @@
 #include "core/net/http_server.h"
 
-#include <algorithm>
+#include <regex>
 
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
-#include "core/base/sha256.h"
-#include "core/net/api_version.h"
+#include "core/net/http_connection.h"
+#include "core/net/http_listener.h"
 
 namespace crucible::net {
-
-bool is_loopback_host(const std::string& host) {
-    return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
 
 void send_json(httplib::Response& res, int status, const Json& body) {
     res.status = status;
@@ -23,65 +19,6 @@ void send_error(httplib::Response& res, int status, const std::string& code,
                 const std::string& message) {
     send_json(res, status, {{"error", {{"code", code}, {"message", message}}}});
 }
-
-HttpServer::HttpServer(HttpServerOptions options, std::shared_ptr<TokenStore> tokens, AuditFn audit)
-    : options_(std::move(options)), tokens_(std::move(tokens)), audit_(std::move(audit)) {
-    tls_ = !options_.cert_file.empty() && !options_.key_file.empty();
-    if (tls_) {
-        server_ = std::make_unique<httplib::SSLServer>(options_.cert_file.string().c_str(),
-                                                       options_.key_file.string().c_str());
-        if (!server_->is_valid())
-            throw Error("TLS: cannot load certificate " + path_to_utf8(options_.cert_file) +
-                        " and key " + path_to_utf8(options_.key_file));
-    } else {
-        if (!is_loopback_host(options_.host) && !options_.allow_plain_http_off_loopback)
-            throw Error("refusing plain HTTP on " + options_.host +
-                        ": TLS is required on non-loopback addresses");
-        server_ = std::make_unique<httplib::Server>();
-    }
-    const std::size_t threads = options_.threads;
-    server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    server_->set_read_timeout(options_.read_timeout.count(), 0);
-    server_->set_write_timeout(options_.write_timeout.count(), 0);
-    server_->set_payload_max_length(options_.payload_limit);
-    server_->set_keep_alive_max_count(1000);
-    server_->set_tcp_nodelay(true);  // answers go out at once, not after a delayed ACK
-    // Socket buffer sizes are left to the kernel's autotuning: a fixed SO_RCVBUF turns it off
-    // and is capped by net.core.rmem_max (often 208 KB), which slows uploads down.
-    server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        return authorize(req, res) ? httplib::Server::HandlerResponse::Unhandled
-                                   : httplib::Server::HandlerResponse::Handled;
-    });
-    server_->set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-            try {
-                std::rethrow_exception(ep);
-            } catch (const InputError& e) {
-                send_error(res, 400, "bad_request", e.what());
-            } catch (const std::exception& e) {
-                send_error(res, 500, "internal", e.what());
-            } catch (...) {
-                send_error(res, 500, "internal", "unknown failure");
-            }
-        });
-    server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        if (res.status == 404)
-            send_error(res, 404, "not_found", "no route " + req.method + " " + req.path);
-        else if (res.status == 413)
-            send_error(res, 413, "too_large", "request body over the agent's limit");
-        else if (res.status >= 400)
-            send_error(res, res.status, "http_error", "request failed");
-    });
-}
-
-HttpServer::~HttpServer() {
-    stop();
-}
-
-// httplib runs the pre-routing handler and the route handler on the same pool thread, so the
-// authenticated caller is handed over in a thread-local.
-static thread_local std::string t_caller;
 
 void serve_route(httplib::Server& server, const Route& route, httplib::Server::Handler handler) {
     const std::string pattern(route.pattern);
@@ -101,101 +38,187 @@ void serve_route(httplib::Server& server, const Route& route, httplib::Server::H
     }
 }
 
+namespace {
+
+// The authenticated caller, handed to the route's handler on its pool thread (admit() stores
+// it in the exchange, handle() puts it here before the handler runs).
+thread_local Caller t_caller;
+
+// Replaces whatever the answer held with a JSON error (a handler may have set a body, a
+// content type or a provider before it failed).
+void replace_with_error(httplib::Response& res, int status, const std::string& code,
+                        const std::string& message) {
+    res.content_provider_ = nullptr;
+    res.content_length_ = 0;
+    res.is_chunked_content_provider_ = false;
+    res.body.clear();
+    res.headers.erase("Content-Type");
+    send_error(res, status, code, message);
+}
+
+void answer_exception(httplib::Response& res, const std::exception_ptr& failure) {
+    try {
+        std::rethrow_exception(failure);
+    } catch (const InputError& e) {
+        replace_with_error(res, 400, "bad_request", e.what());
+    } catch (const std::exception& e) {
+        replace_with_error(res, 500, "internal", e.what());
+    } catch (...) {
+        replace_with_error(res, 500, "internal", "unknown failure");
+    }
+}
+
+}  // namespace
+
+struct HttpServer::RouteEntry {
+    HttpMethod method;
+    std::regex pattern;
+    httplib::Server::Handler handler;
+    httplib::Server::HandlerWithContentReader reader_handler;  // set: the body is streamed
+};
+
+// The server's side of every request, on the handler pool: authentication, routing, the
+// route's handler and the JSON shape of errors.
+class HttpServer::App : public detail::HttpApp {
+  public:
+    explicit App(HttpServer& server) : server_(server) {}
+
+    detail::Admission admit(detail::Exchange& exchange) override {
+        try {
+            if (!server_.authorize(exchange.req, exchange.res)) return detail::Admission::Respond;
+            exchange.caller = t_caller;
+            const RouteEntry* route = server_.find_route(exchange);
+            if (!route) {
+                exchange.res.status = 404;
+                return detail::Admission::Respond;
+            }
+            exchange.route = route;
+            return route->reader_handler ? detail::Admission::HandleWithReader
+                                         : detail::Admission::ReadBodyThenHandle;
+        } catch (...) {
+            answer_exception(exchange.res, std::current_exception());
+            return detail::Admission::Respond;
+        }
+    }
+
+    void handle(detail::Exchange& exchange, const httplib::ContentReader* reader) override {
+        t_caller = exchange.caller;
+        const auto* route = static_cast<const RouteEntry*>(exchange.route);
+        try {
+            if (reader)
+                route->reader_handler(exchange.req, exchange.res, *reader);
+            else
+                route->handler(exchange.req, exchange.res);
+        } catch (...) {
+            answer_exception(exchange.res, std::current_exception());
+        }
+        t_caller = {};
+    }
+
+    void finish(detail::Exchange& exchange) override {
+        auto& res = exchange.res;
+        const auto& req = exchange.req;
+        // A body over the limit is a 413 whatever its framing and whatever the route made of
+        // the cut-off body; the route's other fields (Upload-Offset) stay.
+        if (exchange.body_too_large && res.status != 413)
+            replace_with_error(res, 413, "too_large",
+                               "request body over the agent's limit of " +
+                                   std::to_string(server_.options_.payload_limit >> 20) + " MB");
+        if (res.status == -1) res.status = 200;
+        // Every request a token made, read or write, with its answer (a streamed answer is
+        // logged when it starts).
+        if (server_.audit_ && !exchange.caller.name.empty())
+            server_.audit_(exchange.caller.name, req.method,
+                           req.path + " -> " + std::to_string(res.status));
+        if (res.status < 400 || !res.body.empty() || res.content_provider_) return;
+        if (res.status == 404)
+            send_error(res, 404, "not_found", "no route " + req.method + " " + req.path);
+        else if (res.status == 413)
+            send_error(res, 413, "too_large", "request body over the agent's limit");
+        else
+            send_error(res, res.status, "http_error", "request failed");
+    }
+
+  private:
+    HttpServer& server_;
+};
+
+HttpServer::HttpServer(HttpServerOptions options, std::shared_ptr<TokenStore> tokens, AuditFn audit)
+    : options_(std::move(options)),
+      audit_(audit),
+      gate_(std::move(tokens), options_.auth, std::move(audit)),
+      app_(std::make_unique<App>(*this)) {
+    tls_ = !options_.cert_file.empty() && !options_.key_file.empty();
+    if (!tls_ && !is_loopback_host(options_.host) && !options_.allow_plain_http_off_loopback)
+        throw Error("refusing plain HTTP on " + options_.host +
+                    ": TLS is required on non-loopback addresses");
+    listener_ = std::make_unique<detail::HttpListener>(options_, *app_);
+}
+
+HttpServer::~HttpServer() {
+    stop();
+}
+
 void HttpServer::on(const Route& route, httplib::Server::Handler handler) {
-    serve_route(*server_, route, std::move(handler));
+    auto entry = std::make_unique<RouteEntry>();
+    entry->method = route.method;
+    entry->pattern = std::regex(std::string(route.pattern));
+    entry->handler = std::move(handler);
+    routes_.push_back(std::move(entry));
 }
 
 void HttpServer::on(const Route& route, httplib::Server::HandlerWithContentReader handler) {
-    const std::string pattern(route.pattern);
-    if (route.method == HttpMethod::Put)
-        server_->Put(pattern, std::move(handler));
-    else if (route.method == HttpMethod::Post)
-        server_->Post(pattern, std::move(handler));
-    else
+    if (route.method != HttpMethod::Put && route.method != HttpMethod::Post)
         throw Error(route.describe() + ": only PUT and POST take a streamed body");
+    auto entry = std::make_unique<RouteEntry>();
+    entry->method = route.method;
+    entry->pattern = std::regex(std::string(route.pattern));
+    entry->reader_handler = std::move(handler);
+    routes_.push_back(std::move(entry));
+}
+
+const HttpServer::RouteEntry* HttpServer::find_route(detail::Exchange& exchange) const {
+    auto& req = exchange.req;
+    const std::string_view method = req.method == "HEAD" ? "GET" : std::string_view(req.method);
+    for (const auto& route : routes_)
+        if (method == method_name(route->method) &&
+            std::regex_match(req.path, req.matches, route->pattern))
+            return route.get();
+    return nullptr;
 }
 
 std::string HttpServer::caller(const httplib::Request&) {
+    return t_caller.name;
+}
+
+const Caller& HttpServer::identity(const httplib::Request&) {
     return t_caller;
 }
 
 bool HttpServer::authorize(const httplib::Request& req, httplib::Response& res) {
-    t_caller.clear();
-    if (req.has_header(kVersionHeader)) {
-        int theirs = std::atoi(req.get_header_value(kVersionHeader).c_str());
-        std::string mismatch = protocol_mismatch(kProtocolVersion, theirs, true);
-        if (!mismatch.empty()) {
-            send_error(res, 426, "incompatible_version", mismatch);
-            return false;
-        }
-    }
-    res.set_header(kVersionHeader, std::to_string(kProtocolVersion));
-    if (req.path == routes::kHealth.pattern) return true;
-
-    const auto now = std::chrono::steady_clock::now();
-    {
-        std::lock_guard lock(failures_mutex_);
-        auto it = failures_.find(req.remote_addr);
-        if (it != failures_.end()) {
-            if (now - it->second.first > options_.auth_failure_window)
-                failures_.erase(it);
-            else if (static_cast<int>(it->second.wrong_tokens.size()) >=
-                     options_.max_auth_failures) {
-                auto wait = std::chrono::duration_cast<std::chrono::seconds>(
-                    options_.auth_failure_window - (now - it->second.first));
-                res.set_header("Retry-After", std::to_string(wait.count()));
-                send_error(res, 429, "too_many_failures",
-                           "too many failed logins from this address; retry in " +
-                               std::to_string(wait.count()) + " s");
-                return false;
-            }
-        }
-    }
-    std::string header = req.get_header_value("Authorization");
-    std::optional<std::string> who;
-    if (header.rfind("Bearer ", 0) == 0) who = tokens_->verify(header.substr(7));
-    if (!who) {
-        // Only distinct wrong tokens count towards the slow-down: a missing header is a client
-        // that is not set up yet, and the same wrong token again is a stale one, not a guess.
-        if (!header.empty()) {
-            const std::string hash = sha256_hex(header);
-            std::lock_guard lock(failures_mutex_);
-            auto& f = failures_[req.remote_addr];
-            if (f.wrong_tokens.empty()) f.first = now;
-            if (std::find(f.wrong_tokens.begin(), f.wrong_tokens.end(), hash) ==
-                f.wrong_tokens.end())
-                f.wrong_tokens.push_back(hash);
-        }
-        if (audit_) audit_("-", "auth_failed", req.remote_addr + " " + req.method + " " + req.path);
-        res.set_header("WWW-Authenticate", "Bearer");
-        send_error(res, 401, "unauthorized",
-                   header.empty() ? "missing 'Authorization: Bearer <token>' (create one with: "
-                                    "crucible agent token create)"
-                                  : "invalid token");
-        return false;
-    }
-    t_caller = *who;
+    t_caller = {};
+    auto caller = gate_.admit(req, res);
+    if (!caller) return false;
+    t_caller = *caller;
+    if (caller->name.empty()) return true;  // /v1/health
     last_authorized_ = unix_time_now();
-    if (audit_ && req.method != "GET" && req.method != "HEAD") audit_(*who, req.method, req.path);
     return true;
 }
 
 int HttpServer::start() {
-    if (options_.port == 0) {
-        port_ = server_->bind_to_any_port(options_.host.c_str());
-    } else {
-        port_ = server_->bind_to_port(options_.host.c_str(), options_.port) ? options_.port : -1;
-    }
-    if (port_ <= 0)
-        throw Error("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
-                    " (address in use or not available)");
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    if (!listener_) throw Error("the HTTP server was stopped; make a new one");
+    port_ = listener_->start();
     return port_;
 }
 
 void HttpServer::stop() {
-    if (server_) server_->stop();
-    if (thread_.joinable()) thread_.join();
+    // Ends every connection and frees the port now, not when the server is destroyed.
+    if (listener_) listener_->stop();
+    listener_.reset();
+}
+
+std::size_t HttpServer::connections() const {
+    return listener_ ? listener_->connections() : 0;
 }
 
 }  // namespace crucible::net

@@ -31,6 +31,13 @@ if(NOT TARGET httplib::httplib)
     pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
     add_library(httplib::httplib ALIAS PkgConfig::CPPHTTPLIB)
 endif()
+# Boost.Beast on Asio (header-only): the agent's HTTP server (core/net/http_listener.cpp,
+# http_connection.cpp). Debian's libboost-dev (1.74) and vcpkg's boost-beast both provide
+# Boost::headers.
+find_package(Boost 1.74 REQUIRED)
+# libcurl (7.75 or newer, for its SigV4 signing): the S3 client of the checkpoint mirror
+# (core/net/s3_client.cpp). Debian's libcurl4-openssl-dev, vcpkg's curl.
+find_package(CURL 7.75 REQUIRED)
 
 # LibTorch: only core/engine, plugins/, the worker and the CLI may link it (DESIGN.md layers).
 # CRUCIBLE_WITH_TORCH=OFF builds what a workstation needs, the studio and the agent, without it.

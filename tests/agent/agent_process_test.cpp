@@ -43,12 +43,22 @@ TEST(AgentProcess, KilledAgentResumesJobAndClientSeesEachEventOnce) {
             return false;
         }
     }));
+#ifndef _WIN32
+    // The data folder is the owner's alone, and so is every file the agent makes in it.
+    namespace fs = std::filesystem;
+    EXPECT_EQ(fs::status(data).permissions() & fs::perms::all, fs::perms::owner_all);
+    ASSERT_TRUE(fs::exists(data / "agent.log"));
+    EXPECT_EQ(fs::status(data / "agent.log").permissions() &
+                  (fs::perms::group_all | fs::perms::others_all),
+              fs::perms::none);
+#endif
     // Submit straight into the job folder layout the agent owns, then restart the agent so it
     // picks the job up.
     jobs::JobRegistry registry(data / "jobs");
     jobs::JobInfo rec;
     rec.task = "test.fake";
     rec.options = {{"steps", 60}, {"delay_ms", 40}};
+    rec.submitted_by = "tester";  // a user sees only the jobs they submitted
     std::string id = registry.add(rec).id;
     agent->kill();
     agent->wait();

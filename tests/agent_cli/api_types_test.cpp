@@ -109,8 +109,10 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     request.name = "模型";
     request.gpus = 1;
     request.gpu = 1;
+    request.run_id = "spot-1";
     const SubmitRequest read = SubmitRequest::from_json(request.to_json());
     EXPECT_EQ(read.to_json(), request.to_json());
+    EXPECT_EQ(read.run_id, "spot-1");
     // One chosen GPU implies one GPU.
     EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", 0}}).gpus, 1);
     EXPECT_FALSE(SubmitRequest::from_json({{"task", "t"}}).gpus.has_value());
@@ -120,6 +122,7 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     job.state = JobState::Running;
     job.gpu_ids = {1};
     EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").to_json(), job.to_json());
+    EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").run_id, "spot-1");
 
     FolderListing roots;
     roots.roots = {"/data", "/数据"};

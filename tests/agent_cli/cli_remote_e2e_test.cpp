@@ -126,6 +126,14 @@ TEST_F(CliRemoteE2E, AddPushSubmitJobsLogsDownloadCancel) {
     EXPECT_NE(ls.out.find("token stored"), std::string::npos) << ls.out;
     EXPECT_EQ(read_file_bytes(config / "remotes.json").find(tok), std::string::npos)
         << "the token must live in the secret store, not remotes.json";
+    // The token need not be on the command line, where other users of the machine see it.
+    const auto token_file = root / "token.txt";
+    std::ofstream(token_file) << tok << "\n";
+    CliRun from_file =
+        crucible({"remote", "add", "gpu-file", url(), "--token-file", path_to_utf8(token_file)});
+    ASSERT_EQ(from_file.code, 0) << from_file.out;
+    EXPECT_NE(from_file.out.find("Connected"), std::string::npos) << from_file.out;
+    ASSERT_EQ(crucible({"remote", "rm", "gpu-file"}).code, 0);
 
     // Push a small dataset folder (a Chinese file name included).
     auto folder = root / "my data";

@@ -8,6 +8,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/secret_store.h"
+#include "core/net/loopback.h"
 #include "core/net/remote_config.h"
 #include "tests/support/temp_dir.h"
 
@@ -183,4 +184,16 @@ TEST_F(RemoteConfigTest, TwoEntriesForOneUrlKeepTheirOwnTokens) {
     EXPECT_EQ(remote_token({"one", "http://127.0.0.1:9", ""}).value_or(""), "old-token");
     EXPECT_FALSE(secrets->get(legacy_remote_secret_key("http://127.0.0.1:9")).has_value());
     EXPECT_EQ(secrets->get("remote:one").value_or(""), "old-token");
+}
+
+// Plain HTTP is allowed, and sends tokens without a warning, only to these.
+TEST(Loopback, OnlyRealLoopbackAddressesCount) {
+    for (const char* host :
+         {"127.0.0.1", "127.1.2.3", "127.255.255.255", "localhost", "::1", "[::1]"})
+        EXPECT_TRUE(net::is_loopback_host(host)) << host;
+    for (const char* host :
+         {"127.evil.example", "127.0.0.1.nip.io", "127.0.0", "127.0.0.256", "0127.0.0.1",
+          "127..0.1", "128.0.0.1", "10.0.0.1", "", "localhost.evil.example", "::2", "[::1]:80",
+          "127.0.0.1 ", " 127.0.0.1", "127.0.0.1."})
+        EXPECT_FALSE(net::is_loopback_host(host)) << host;
 }

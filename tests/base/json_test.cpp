@@ -41,5 +41,13 @@ TEST(Json, BracketsInStringsDoNotCount) {
     EXPECT_THROW(parse_json("]]]]", "unbalanced"), InputError);
 }
 
+// A number too large for a double is bad input like any other (found by fuzz_job_options:
+// nlohmann's out_of_range escaped as an internal error).
+TEST(Json, NumberOverflowIsInputError) {
+    for (const char* text : {"1e999999", "[666666e66666666666666]", R"({"epochs": -1e400})"})
+        EXPECT_THROW(parse_json(text, "body"), InputError) << text;
+    EXPECT_EQ(parse_json("1e300", "body").get<double>(), 1e300);
+}
+
 }  // namespace
 }  // namespace crucible

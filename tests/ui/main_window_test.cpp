@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <QListWidget>
+#include <QMessageBox>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTest>
@@ -227,4 +228,19 @@ TEST(MainWindow, ShortcutsAreListedAndOpenTheirViews) {
     ASSERT_TRUE(QTest::qWaitForWindowActive(&window));
     QTest::keyClick(&window, Qt::Key_R, Qt::ControlModifier | Qt::ShiftModifier);
     EXPECT_NE(qobject_cast<RunTableView*>(window.tabs()->currentWidget()), nullptr);
+}
+
+// Plain HTTP to another machine sends the token in clear: the studio asks before storing it.
+TEST(MainWindowGui, PlainHttpToAnotherMachineIsConfirmedFirst) {
+    uitest::clear_server_registry();
+    MainWindow window;
+    uitest::answer_next_message_box(QMessageBox::No);
+    EXPECT_FALSE(window.add_server("far", "http://10.1.2.3:7443", "tok"));
+    EXPECT_FALSE(find_server("far"));
+    uitest::answer_next_message_box(QMessageBox::Yes);
+    EXPECT_TRUE(window.add_server("far", "http://10.1.2.3:7443", "tok"));
+    ASSERT_TRUE(find_server("far"));
+    // Loopback needs no question (nothing answers a message box here: it would time out).
+    EXPECT_TRUE(window.add_server("near", "http://127.0.0.1:7443", "tok"));
+    uitest::clear_server_registry();
 }
