@@ -9,11 +9,15 @@
 //   control.json   a stop request while it waits (job_control.h)
 //   inbox/         events the agent posts for the worker to append (event_inbox.h)
 //   job.json       the agent's record of the job (state, GPUs, process)
+//   mirror.json    the agent's record of what its checkpoint mirror has uploaded
 //   worker.log     the worker's log, and its stdout/stderr under the agent
 //   results.csv    one row per epoch
-//   checkpoints/   step checkpoints
+//   checkpoints/   step checkpoints, step-<step, 12 digits>.ckpt
 //   artifacts/     what the run made: weights/{last,best}.safetensors and the task's outputs
+#include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 namespace crucible {
 
@@ -29,6 +33,7 @@ struct JobFolder {
     std::filesystem::path control() const { return dir / "control.json"; }
     std::filesystem::path inbox() const { return dir / "inbox"; }
     std::filesystem::path record() const { return dir / "job.json"; }
+    std::filesystem::path mirror_state() const { return dir / "mirror.json"; }
     std::filesystem::path worker_log() const { return dir / "worker.log"; }
     std::filesystem::path results_csv() const { return dir / "results.csv"; }
     std::filesystem::path checkpoints() const { return dir / "checkpoints"; }
@@ -38,11 +43,17 @@ struct JobFolder {
         return artifacts() / kValidationReportArtifact;
     }
 
+    // The file name of the checkpoint at `step` in checkpoints/ ("step-000000000042.ckpt"),
+    // and back (nullopt for any other name: temp files, best.ckpt).
+    static std::string step_checkpoint_name(std::int64_t step);
+    static std::optional<std::int64_t> step_of_checkpoint(const std::string& file_name);
+
     // Creates the folder with checkpoints/ and artifacts/weights/.
     void create() const;
 
     // True for a file (relative to the folder) that is bookkeeping of the agent and the worker,
-    // not a result: job.json, control.json, inbox/ and files being written (*.tmp*). Clients
+    // not a result: job.json, control.json, mirror.json, inbox/ and files being written
+    // (*.tmp*). Clients
     // may download everything else.
     static bool is_bookkeeping(const std::filesystem::path& relative);
 };

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/sha256.h"
 #include "core/engine/fault.h"
 
@@ -19,8 +20,7 @@ namespace {
 std::atomic<long long> g_write_index{0};
 
 bool is_step_file(const std::filesystem::path& p) {
-    const std::string name = path_to_utf8(p.filename());
-    return name.size() == 5 + 12 + 5 && name.rfind("step-", 0) == 0 && p.extension() == ".ckpt";
+    return JobFolder::step_of_checkpoint(path_to_utf8(p.filename())).has_value();
 }
 
 }  // namespace
@@ -65,9 +65,7 @@ CheckpointStore::CheckpointStore(std::filesystem::path dir, int keep)
     : dir_(std::move(dir)), keep_(std::max(keep, 1)) {}
 
 std::string CheckpointStore::step_file_name(std::int64_t step) {
-    char name[40];
-    std::snprintf(name, sizeof name, "step-%012lld.ckpt", static_cast<long long>(step));
-    return name;
+    return JobFolder::step_checkpoint_name(step);
 }
 
 std::filesystem::path CheckpointStore::write_step(std::int64_t step, const std::string& bytes) {

@@ -111,20 +111,8 @@ std::string mirror_run_prefix(const MirrorConfig& config, const std::string& run
     return (config.prefix.empty() ? "" : config.prefix + "/") + run_id + "/";
 }
 
-std::optional<std::int64_t> step_of_checkpoint_name(const std::string& name) {
-    static const std::string head = "step-", tail = ".ckpt";
-    if (name.size() <= head.size() + tail.size() || name.rfind(head, 0) != 0 ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-        return std::nullopt;
-    const std::string digits = name.substr(head.size(), name.size() - head.size() - tail.size());
-    if (digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), [](char c) {
-            return std::isdigit(static_cast<unsigned char>(c)) != 0;
-        }))
-        return std::nullopt;
-    return std::stoll(digits);
-}
-
-// ---- per-job state (kMirrorStateFile) --------------------------------------------------------
+// ---- per-job state (JobFolder::mirror_state)
+// --------------------------------------------------------
 
 struct CheckpointMirror::JobState {
     struct File {
@@ -157,7 +145,7 @@ struct CheckpointMirror::JobState {
 
 CheckpointMirror::JobState CheckpointMirror::load(const JobInfo& job) const {
     JobState s;
-    const auto file = registry_.folder(job.id) / kMirrorStateFile;
+    const auto file = JobFolder{registry_.folder(job.id)}.mirror_state();
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) return s;
     try {
@@ -186,7 +174,7 @@ CheckpointMirror::JobState CheckpointMirror::load(const JobInfo& job) const {
 }
 
 void CheckpointMirror::save(const JobInfo& job, const JobState& state) const {
-    write_json_file(registry_.folder(job.id) / kMirrorStateFile, state.to_json());
+    write_json_file(JobFolder{registry_.folder(job.id)}.mirror_state(), state.to_json());
 }
 
 // ---- the mirror ------------------------------------------------------------------------------
@@ -359,7 +347,7 @@ void CheckpointMirror::restore(const JobInfo& job) {
         std::vector<std::pair<std::int64_t, net::S3Object>> steps;
         for (auto& o : client_->list(run + folder_name(folder.checkpoints()) + "/")) {
             const auto name = o.key.substr(o.key.rfind('/') + 1);
-            if (auto step = step_of_checkpoint_name(name)) steps.emplace_back(*step, o);
+            if (auto step = JobFolder::step_of_checkpoint(name)) steps.emplace_back(*step, o);
         }
         std::sort(steps.begin(), steps.end(),
                   [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -534,7 +522,7 @@ void CheckpointMirror::prune(const JobInfo& job, JobState& state) {
     const std::string run = mirror_run_prefix(config_, job.run_id);
     std::vector<std::pair<std::int64_t, std::string>> steps;
     for (const auto& o : client_->list(run + folder_name(JobFolder{""}.checkpoints()) + "/"))
-        if (auto step = step_of_checkpoint_name(o.key.substr(o.key.rfind('/') + 1)))
+        if (auto step = JobFolder::step_of_checkpoint(o.key.substr(o.key.rfind('/') + 1)))
             steps.emplace_back(*step, o.key);
     std::sort(steps.begin(), steps.end(), std::greater<>());
     for (std::size_t i = static_cast<std::size_t>(config_.keep); i < steps.size(); ++i) {
@@ -561,7 +549,7 @@ void CheckpointMirror::sync(const JobInfo& job) {
     // The newest `keep` step checkpoints, newest first: after a pause the newest matters most.
     std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
     for (const auto& e : std::filesystem::directory_iterator(folder.checkpoints(), ec))
-        if (auto step = step_of_checkpoint_name(e.path().filename().string()))
+        if (auto step = JobFolder::step_of_checkpoint(e.path().filename().string()))
             steps.emplace_back(*step, e.path().lexically_relative(dir));
     std::sort(steps.begin(), steps.end(), std::greater<>());
     if (steps.size() > static_cast<std::size_t>(config_.keep))

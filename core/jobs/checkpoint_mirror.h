@@ -63,16 +63,11 @@ struct MirrorConfig {
 std::filesystem::path agent_secrets_file(const std::filesystem::path& data_dir);
 inline constexpr const char* kMirrorAccessKeySecret = "mirror:access_key_id";
 inline constexpr const char* kMirrorSecretKeySecret = "mirror:secret_access_key";
-// The mirror's bookkeeping in a job folder.
-inline constexpr const char* kMirrorStateFile = "mirror.json";
 
 // Run ids name a run in the bucket: 1 to 64 letters, digits, '-' and '_'.
 bool is_valid_run_id(const std::string& id);
 // "<prefix>/<run id>/" (no leading slash; just "<run id>/" without a prefix).
 std::string mirror_run_prefix(const MirrorConfig& config, const std::string& run_id);
-// The step of a step checkpoint's file name ("step-000000000042.ckpt" -> 42), as
-// CheckpointStore::step_file_name writes it; nullopt for any other name (temp files, best.ckpt).
-std::optional<std::int64_t> step_of_checkpoint_name(const std::string& name);
 
 class CheckpointMirror {
   public:

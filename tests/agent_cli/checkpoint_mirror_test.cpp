@@ -181,7 +181,7 @@ struct CheckpointMirrorE2E : ::testing::Test {
     std::vector<std::int64_t> mirrored_steps(const std::string& run_id) {
         std::vector<std::int64_t> steps;
         for (const auto& o : bucket()->list("crucible/test/" + run_id + "/checkpoints/"))
-            if (auto s = jobs::step_of_checkpoint_name(o.key.substr(o.key.rfind('/') + 1)))
+            if (auto s = JobFolder::step_of_checkpoint(o.key.substr(o.key.rfind('/') + 1)))
                 steps.push_back(*s);
         std::sort(steps.rbegin(), steps.rend());
         return steps;
@@ -376,7 +376,7 @@ TEST_F(CheckpointMirrorE2E, UploadCutByAnAgentRestartGoesOnWithTheMissingParts) 
     r.options = {{"size_mb", 30}};
     r.run_id = "restart-1";
     const auto submitted = first.client().submit(r);
-    const fs::path state = first.job_dir(submitted.id) / jobs::kMirrorStateFile;
+    const fs::path state = JobFolder{first.job_dir(submitted.id)}.mirror_state();
     std::size_t parts_before = 0;
     const auto t0 = Clock::now();
     while (parts_before == 0 && seconds_since(t0) < 60) {

@@ -39,6 +39,7 @@ TEST_F(JobFolderTest, BookkeepingIsNeverAnArtifact) {
     const JobFolder rel{};
     EXPECT_TRUE(JobFolder::is_bookkeeping(rel.record()));
     EXPECT_TRUE(JobFolder::is_bookkeeping(rel.control()));
+    EXPECT_TRUE(JobFolder::is_bookkeeping(rel.mirror_state()));
     EXPECT_TRUE(JobFolder::is_bookkeeping(rel.inbox() / "0001.json"));
     EXPECT_TRUE(JobFolder::is_bookkeeping(rel.weights() / "last.safetensors.tmp"));
     EXPECT_FALSE(JobFolder::is_bookkeeping(rel.events()));
@@ -69,6 +70,19 @@ TEST_F(JobFolderTest, AnUnreadableRequestStillStopsSafely) {
         EXPECT_EQ(take_stop_request(job_), StopRequest::Checkpoint) << text;
         EXPECT_FALSE(std::filesystem::exists(job_.control()));
     }
+}
+
+// The checkpoint mirror and the checkpoint store read and write step file names the same way.
+TEST(JobFolderNames, StepCheckpointNamesRoundTrip) {
+    for (std::int64_t step : {0LL, 42LL, 999999999999LL, 123456789012345LL}) {
+        const std::string name = JobFolder::step_checkpoint_name(step);
+        EXPECT_EQ(JobFolder::step_of_checkpoint(name), step) << name;
+    }
+    EXPECT_EQ(JobFolder::step_checkpoint_name(42), "step-000000000042.ckpt");
+    for (const char* other :
+         {"best.ckpt", "step-42.ckpt", "step-000000000042.ckpt.tmp-1", "step-00000000004x.ckpt",
+          "step-.ckpt", "step-0000000000420000000.ckpt"})
+        EXPECT_FALSE(JobFolder::step_of_checkpoint(other)) << other;
 }
 
 }  // namespace
