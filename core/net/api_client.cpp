@@ -222,8 +222,8 @@ ApiErrorKind api_error_kind_for_status(int status) {
 Json ApiClient::check(int status, const std::string& body, const std::string& what) const {
     Json j;
     try {
-        j = body.empty() ? Json::object() : Json::parse(body);
-    } catch (const Json::exception&) {
+        j = body.empty() ? Json::object() : parse_json(body, what);
+    } catch (const InputError&) {
         j = Json{{"raw", body}};
     }
     if (status >= 400) {
@@ -574,7 +574,14 @@ std::int64_t ApiClient::follow_events(const std::string& job_id, std::int64_t af
                     if (d == std::string::npos) continue;  // keepalive comment
                     std::string payload = block.substr(d + 6);
                     payload = payload.substr(0, payload.find('\n'));
-                    Event e = event_from_json(Json::parse(payload), "event stream");
+                    // An agent is not trusted to send only good lines: a broken or hostile one
+                    // is skipped (depth-limited parse), never thrown out of the stream's reader.
+                    Event e;
+                    try {
+                        e = event_from_json(parse_json(payload, "event stream"), "event stream");
+                    } catch (const InputError&) {
+                        continue;
+                    }
                     if (e.seq <= last) continue;  // never deliver twice
                     last = e.seq;
                     backoff = std::chrono::milliseconds(250);
