@@ -43,7 +43,8 @@ void EventFollower::read_new(Take&& take) {
         std::string_view line(pending_.data() + start, nl - start);
         if (line.empty() || line.size() > kMaxLineBytes) continue;
         try {
-            Event e = event_from_json(parse_json(line, "events.jsonl"), file_.filename().string());
+            const std::string where = file_.filename().string();
+            Event e = event_from_json(parse_json(line, where), where);
             if (e.seq > last_seq_) {
                 last_seq_ = e.seq;
                 take(std::move(e), line);
