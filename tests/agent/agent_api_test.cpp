@@ -502,12 +502,7 @@ TEST_F(AgentFixture, AnExitCodeWithoutAFinalStatusIsStillAFailureNamedByTheCode)
 
 TEST(AgentTls, PinnedFingerprintIsRequired) {
     auto data = fresh_dir("tls");
-    auto config = fake_agent_config(data);
-    auto paths =
-        net::ensure_self_signed_certificate(net::self_signed_certificate_paths(data), "127.0.0.1");
-    config.cert_file = paths.cert;
-    config.key_file = paths.key;
-    jobs::AgentService agent(config);
+    jobs::AgentService agent(fake_tls_agent_config(data));
     std::string token = agent.tokens().create("t");
     int port = agent.start();
     std::string url = "https://127.0.0.1:" + std::to_string(port);

@@ -9,6 +9,7 @@
 
 #include "core/jobs/agent_service.h"
 #include "core/net/api_client.h"
+#include "core/net/tls.h"
 #include "tests/support/temp_dir.h"
 
 namespace crucible::test {
@@ -40,6 +41,16 @@ inline jobs::AgentConfig fake_agent_config(const std::filesystem::path& data) {
     c.task_schemas = fake_task_schemas();
     c.nvml_library = "/nonexistent/libnvidia-ml.so.1";
     c.threads = 16;
+    return c;
+}
+
+// The same agent serving TLS with a self-signed certificate made in `data`.
+inline jobs::AgentConfig fake_tls_agent_config(const std::filesystem::path& data) {
+    jobs::AgentConfig c = fake_agent_config(data);
+    auto paths =
+        net::ensure_self_signed_certificate(net::self_signed_certificate_paths(data), "127.0.0.1");
+    c.cert_file = paths.cert;
+    c.key_file = paths.key;
     return c;
 }
 
