@@ -18,6 +18,7 @@ packages=(
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
     libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev libboost-dev
+    libgloo-dev
     libsentencepiece-dev
 )
 if [ "$mode" = test ]; then

@@ -16,12 +16,15 @@
 #include "app/cli/command.h"
 #include "app/cli/new_run.h"
 #include "app/cli/schema_flags.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
 #include "core/base/json.h"
 #include "core/engine/job.h"
+#include "core/engine/stop_control.h"
 #include "core/engine/task.h"
+#include "core/jobs/rank_launcher.h"
 
 namespace crucible::cli {
 namespace {
@@ -111,6 +114,22 @@ const engine::TaskInfo* named_task(const std::vector<std::string>& words) {
     return nullptr;
 }
 
+// Runs the job in this process, or, when it asks for several ranks, starts crucible-worker once
+// per rank (core/jobs/rank_launcher.h) and watches them.
+int run_local_job(const std::filesystem::path& dir, bool resume) {
+    engine::JobOptions job;
+    job.resume = resume;
+    job.launch_ranks = [&](const RankPlan& plan) {
+        auto launch = jobs::worker_rank_launch(sibling_program("crucible-worker", "worker"), dir,
+                                               resume, plan);
+        launch.stop_requested = engine::signal_stop_pending;
+        const auto outcome = jobs::run_ranks(launch);
+        if (!outcome.reason.empty()) std::fprintf(stderr, "%s\n", outcome.reason.c_str());
+        return outcome.exit_code;
+    };
+    return engine::run_job(dir, job);
+}
+
 void merge_into(Json& target, const Json& source) {
     for (const auto& [k, v] : source.items())
         target[k] = v;
@@ -180,9 +199,7 @@ int run_train(const std::vector<std::string>& args) {
         spec["options"] = options;
         write_json_file(spec_path, spec);
         std::printf("resuming %s\n", resume.c_str());
-        engine::JobOptions job;
-        job.resume = true;
-        return engine::run_job(dir, job);
+        return run_local_job(dir, true);
     }
 
     if (task_name.empty())
@@ -194,7 +211,7 @@ int run_train(const std::vector<std::string>& args) {
     merge_into(options, schema.parse_key_values(words));
     const auto dir = prepare_new_run(info, options, std::filesystem::current_path());
     std::printf("run folder: %s\n", path_to_utf8(dir).c_str());
-    return engine::run_job(dir, {});
+    return run_local_job(dir, false);
 }
 
 RegisterCommand reg({"train", "train a task locally (crucible train detect data=... epochs=...)",

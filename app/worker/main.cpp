@@ -2,24 +2,33 @@
 // schema as JSON, so the agent can serve schemas without linking LibTorch.
 //   crucible-worker --job DIR [--resume]   exit 0 succeeded, 1 failed, 3 paused, 4 canceled,
 //                                          5 interrupted (checkpointed on SIGTERM / request)
+// A job asking for several ranks (device=0,1 or device=cpu ranks=2) makes this process their
+// launcher: it starts itself once per rank with the rank arguments (core/base/rank_plan.h).
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/engine/job.h"
+#include "core/engine/stop_control.h"
 #include "core/engine/task.h"
+#include "core/jobs/rank_launcher.h"
 
 namespace {
 
 int usage() {
-    std::fprintf(stderr, "usage: crucible-worker describe | --version | --job DIR [--resume]\n");
+    std::fprintf(stderr,
+                 "usage: crucible-worker describe | --version | --job DIR [--resume] "
+                 "[--rank R --world-size N --store HOST:PORT --rank-device D]\n");
     return 2;
 }
 
 int worker_main(int argc, char** argv) {
-    std::string first = argc > 1 ? argv[1] : "";
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    const std::string first = args.empty() ? "" : args[0];
     if (first == "--version") {
         std::printf("crucible-worker %s\n", CRUCIBLE_VERSION);
         return 0;
@@ -30,17 +39,24 @@ int worker_main(int argc, char** argv) {
     }
     std::string job;
     crucible::engine::JobOptions options;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--job" && i + 1 < argc)
-            job = argv[++i];
-        else if (arg == "--resume")
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--job" && i + 1 < args.size())
+            job = args[++i];
+        else if (args[i] == "--resume")
             options.resume = true;
-        else
+        else if (!crucible::take_rank_argument(args, i, options.rank))
             return usage();
     }
     if (job.empty()) return usage();
-    return crucible::engine::run_job(crucible::path_from_utf8(job), options);
+    const auto dir = crucible::path_from_utf8(job);
+    options.console = options.rank.rank == 0;  // other ranks write their own logs
+    options.launch_ranks = [&](const crucible::RankPlan& plan) {
+        auto launch = crucible::jobs::worker_rank_launch(crucible::this_executable(), dir,
+                                                         options.resume, plan);
+        launch.stop_requested = crucible::engine::signal_stop_pending;
+        return crucible::jobs::run_ranks(launch).exit_code;
+    };
+    return crucible::engine::run_job(dir, options);
 }
 
 }  // namespace

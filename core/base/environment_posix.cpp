@@ -14,5 +14,12 @@ void set_environment_variable(const std::string& name, const std::string& value,
         throw Error("cannot set " + name + ": " + std::strerror(errno));
 }
 
+std::filesystem::path this_executable() {
+    std::error_code ec;
+    auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) throw Error("cannot find this program's executable: " + ec.message());
+    return path;
+}
+
 }  // namespace crucible
 #endif

@@ -35,6 +35,10 @@ struct JobFolder {
     std::filesystem::path record() const { return dir / "job.json"; }
     std::filesystem::path mirror_state() const { return dir / "mirror.json"; }
     std::filesystem::path worker_log() const { return dir / "worker.log"; }
+    // The log of rank `rank` (> 0) of a data-parallel run; rank 0 logs to worker_log().
+    std::filesystem::path rank_log(int rank) const {
+        return dir / ("worker.rank" + std::to_string(rank) + ".log");
+    }
     std::filesystem::path results_csv() const { return dir / "results.csv"; }
     std::filesystem::path checkpoints() const { return dir / "checkpoints"; }
     std::filesystem::path artifacts() const { return dir / "artifacts"; }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 
 namespace crucible::engine {
 
@@ -14,6 +15,15 @@ FaultPlan parse_plan() {
     const char* env = std::getenv("CRUCIBLE_FAULT");
     if (!env || !*env) return plan;
     std::string text = env;
+    const auto at = text.find('@');
+    if (at != std::string::npos) {
+        try {
+            plan.rank = std::stoi(text.substr(at + 1));
+        } catch (...) {
+            plan.rank = -1;
+        }
+        text = text.substr(0, at);
+    }
     const auto colon = text.find(':');
     plan.point = text.substr(0, colon);
     if (colon != std::string::npos) {
@@ -25,6 +35,8 @@ FaultPlan parse_plan() {
     }
     return plan;
 }
+
+int g_fault_rank = 0;
 
 FaultPlan& plan_storage() {
     static FaultPlan plan = parse_plan();
@@ -41,9 +53,14 @@ void reload_fault_plan() {
     plan_storage() = parse_plan();
 }
 
+void set_fault_rank(int rank) {
+    g_fault_rank = rank;
+}
+
 bool fault_matches(const char* point, long long value, long long default_n) {
     const FaultPlan& plan = fault_plan();
     if (plan.point != point) return false;
+    if (plan.rank >= 0 && plan.rank != g_fault_rank) return false;
     return value == (plan.n >= 0 ? plan.n : default_n);
 }
 

@@ -9,6 +9,7 @@
 //   after_step[:n]            after global step n (default 1)
 //   disk_full[:k]             checkpoint writes from the k-th on (default 2) fail as if the
 //                             disk were full (ENOSPC); the process lives on
+// A suffix @r limits the fault to rank r of a data-parallel run (after_step:3@1).
 #include <string>
 
 namespace crucible::engine {
@@ -16,6 +17,7 @@ namespace crucible::engine {
 struct FaultPlan {
     std::string point;  // empty: no fault
     long long n = -1;   // -1: the point's default
+    int rank = -1;      // -1: any rank
     // Every point but disk_full kills the process.
     bool kills() const { return !point.empty() && point != "disk_full"; }
 };
@@ -24,6 +26,8 @@ struct FaultPlan {
 const FaultPlan& fault_plan();
 // Re-reads CRUCIBLE_FAULT (tests that set it in-process).
 void reload_fault_plan();
+// The rank of this process (run_job sets it), for plans with @r.
+void set_fault_rank(int rank);
 
 // True when the plan names `point` and `value` equals its n (or `default_n` when none given).
 bool fault_matches(const char* point, long long value, long long default_n);

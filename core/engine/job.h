@@ -5,8 +5,10 @@
 // worker.log and the console, events to events.jsonl, and the last status event says why the
 // job ended. Returns the worker exit code (trainer.h).
 #include <filesystem>
+#include <functional>
 
 #include "core/base/json.h"
+#include "core/base/rank_plan.h"
 
 namespace crucible::engine {
 
@@ -14,6 +16,11 @@ struct JobOptions {
     bool resume = false;
     bool console = true;          // log to the console too
     bool install_signals = true;  // SIGTERM/SIGINT → checkpoint and stop
+    RankAddress rank;             // a rank of a data-parallel run (rank_launcher starts them)
+    // Called instead of training when the job asks for several ranks (device=0,1 or ranks=2)
+    // and this process is not one of them: starts the ranks (core/jobs/rank_launcher.h),
+    // returns the run's exit code. Unset: such a job fails with a message saying so.
+    std::function<int(const RankPlan& plan)> launch_ranks;
 };
 
 int run_job(const std::filesystem::path& job_dir, const JobOptions& options = {});

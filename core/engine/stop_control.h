@@ -13,17 +13,23 @@ using crucible::StopRequest;
 
 class StopControl {
   public:
-    explicit StopControl(std::filesystem::path job_dir);
+    // `reads_folder` false: only the signal counts (ranks other than 0 of a distributed run,
+    // which leave the folder's request to rank 0 and agree on it through a collective).
+    explicit StopControl(std::filesystem::path job_dir, bool reads_folder = true);
     // Cheap (one stat) when there is nothing; consumes the request.
     StopRequest poll();
 
   private:
     JobFolder job_;
+    bool reads_folder_;
 };
 
 // SIGTERM / SIGINT set a flag that poll() reports as StopRequest::Checkpoint.
 void install_stop_signal_handlers();
 // Sets the flag as the handler does (tests) or clears it.
 void set_signal_stop_flag(bool value);
+// True once SIGTERM / SIGINT came (the flag is left set): a rank launcher's cue to ask its ranks
+// to checkpoint.
+bool signal_stop_pending();
 
 }  // namespace crucible::engine

@@ -61,6 +61,11 @@ struct TaskContext {
     std::filesystem::path artifacts_dir;
     std::int64_t seed = 0;
     int workers = 0;
+    // Data-parallel runs: this process is rank `rank` of `world_size`. Its training batches are
+    // its even slice of each global batch of `batch` items (the same global order and
+    // augmentations whatever the world size); rank 0 alone validates and writes files.
+    int rank = 0;
+    int world_size = 1;
     std::function<void(const std::string& level, const std::string& message)> log;
     // Events of the task's own (DESIGN.md `sample`, `artifact`), written in order with the
     // trainer's; the trainer adds the current step when the event has none. Call it from the

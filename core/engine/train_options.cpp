@@ -55,7 +55,18 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
     schema.add(integer_option("seed", 0, 0, 4294967295.0,
                               "random seed (data order, augmentation, initialization)", train));
     schema.add(text_option(
-        "device", "", "cpu, a GPU index such as 0, or empty for the first GPU (else CPU)", train));
+        "device", "",
+        "cpu, a GPU index such as 0, a list such as 0,1,2,3 (one data-parallel rank per GPU), or "
+        "empty for the first GPU (else CPU)",
+        train));
+    schema.add(integer_option("ranks", 1, 1, 64,
+                              "data-parallel worker processes with device=cpu (a GPU list "
+                              "gives one per GPU); batch stays the global batch, split evenly",
+                              train));
+    schema.add(integer_option("dist_timeout", 1800, 10, 86400,
+                              "seconds a rank waits for the others (rendezvous, every "
+                              "collective, rank 0's validation) before the run fails",
+                              train));
     schema.add(integer_option("workers", 0, 0, 1024,
                               "CPU threads for compute and data (0: all cores)", train));
     schema.add(boolean_option("val", true, "validate after every epoch", train));
@@ -81,7 +92,7 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
 
 bool is_location_option(const std::string& name) {
     return name == "project" || name == "name" || name == "exist_ok" || name == "log_steps" ||
-           name == "workers";
+           name == "workers" || name == "device" || name == "ranks" || name == "dist_timeout";
 }
 
 TrainOptions TrainOptions::from_config(const Json& c) {
@@ -120,6 +131,8 @@ TrainOptions TrainOptions::from_config(const Json& c) {
     if (c.contains("seed") && c["seed"].is_number()) o.seed = c["seed"].get<std::int64_t>();
     str("device", o.device);
     i32("workers", o.workers);
+    i32("ranks", o.ranks);
+    i32("dist_timeout", o.dist_timeout_s);
     i32("save_period", o.save_period);
     i32("checkpoint_steps", o.checkpoint_steps);
     i32("keep_checkpoints", o.keep_checkpoints);

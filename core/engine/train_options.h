@@ -48,6 +48,8 @@ struct TrainOptions {
     std::int64_t seed = 0;
     std::string device;
     int workers = 0;  // CPU threads for LibTorch (0: all cores)
+    int ranks = 1;    // data-parallel processes (core/base/rank_plan.h)
+    int dist_timeout_s = 1800;
     int save_period = -1;
     int checkpoint_steps = 500;  // also at every epoch end
     int keep_checkpoints = 3;

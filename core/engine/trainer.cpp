@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include "core/base/allocator.h"
 #include "core/base/error.h"
@@ -61,7 +62,7 @@ std::string config_hash(const Json& config) {
 }
 
 Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, JobFolder paths_,
-                    EventLogWriter& events_)
+                    EventLogWriter* events_, RankAddress rank_)
     : task(task_),
       info(info_),
       config(std::move(config_)),
@@ -69,26 +70,29 @@ Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, JobFolder 
       paths(std::move(paths_)),
       events(events_),
       config_sha(config_hash(config)),
+      rank(std::move(rank_)),
       store(paths.checkpoints(), opt.keep_checkpoints),
       // Runs that inject a kill at a named point write synchronously, so every checkpoint
       // before that point is on disk when the process dies, as the resume tests expect.
       writer(store, fault_plan().kills()),
-      control(paths.dir) {}
+      control(paths.dir, rank.rank == 0) {}
 
 Trainer::Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths,
-                 EventLogWriter& events)
-    : impl_(std::make_unique<Impl>(task, info, std::move(config), std::move(paths), events)) {}
+                 EventLogWriter* events, RankAddress rank)
+    : impl_(std::make_unique<Impl>(task, info, std::move(config), std::move(paths), events,
+                                   std::move(rank))) {}
 
 Trainer::~Trainer() = default;
 
 void Trainer::Impl::emit(Event event) {
-    events.append(std::move(event));
+    if (events) events->append(std::move(event));
 }
 
 void Trainer::Impl::drain_inbox() {
+    if (!events) return;
     // Events the agent posted while this worker owns events.jsonl (GPU alarms ...).
     try {
-        drain_job_inbox(paths.dir, events);
+        drain_job_inbox(paths.dir, *events);
     } catch (const std::exception& e) {
         log_warn(std::string("job inbox: ") + e.what());  // a full disk: the files wait for later
     }
@@ -119,6 +123,7 @@ std::map<std::string, std::string> Trainer::Impl::provenance() const {
 }
 
 void Trainer::Impl::save_weights(const std::string& name) {
+    if (!main_rank()) return;
     PhaseTimer timer("weights");
     auto meta = provenance();
     const Json extra = task.weights_metadata();
@@ -129,12 +134,35 @@ void Trainer::Impl::save_weights(const std::string& name) {
     save_module_safetensors(eval_model(), paths.weights() / (name + ".safetensors"), meta);
 }
 
+void Trainer::Impl::connect_ranks() {
+    const auto timeout = std::chrono::seconds(opt.dist_timeout_s);
+    collective = Collective::connect(rank, timeout);
+    std::vector<torch::Tensor> state;
+    for (const auto& p : model->parameters())
+        state.push_back(p);
+    for (const auto& b : model->buffers())
+        state.push_back(b);
+    collective->broadcast(state);
+}
+
+StopRequest Trainer::Impl::agreed_stop_request() {
+    const StopRequest mine = control.poll();
+    if (!collective) return mine;
+    // The enum's order ranks the requests: a checkpoint (SIGTERM on any rank) outranks a cancel,
+    // which outranks a pause.
+    return static_cast<StopRequest>(collective->max(static_cast<std::int64_t>(mine)));
+}
+
 void Trainer::Impl::setup(bool resume) {
     started = std::chrono::steady_clock::now();
-    threads = configure_cpu_threads(opt.workers);
+    const bool distributed = rank.world_size > 1;
+    // Ranks on one machine share its cores: each takes its part unless workers= says otherwise.
+    const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    threads = configure_cpu_threads(
+        opt.workers == 0 && distributed ? std::max(1, hardware / rank.world_size) : opt.workers);
     keep_freed_memory_for_reuse();
     configure_algorithms(opt.deterministic);  // before any CUDA work
-    device = choose_device(opt.device);
+    device = choose_device(distributed ? rank.device : opt.device);
     amp = training_autocast(opt.amp, opt.amp_dtype, device.device);
     // bf16 has fp32's exponent range: its gradients do not underflow, nothing to scale.
     scaler = DynamicLossScaler(amp.enabled && amp.dtype == torch::kFloat16);
@@ -148,6 +176,8 @@ void Trainer::Impl::setup(bool resume) {
     context.artifacts_dir = paths.artifacts();
     context.seed = opt.seed;
     context.workers = threads;
+    context.rank = rank.rank;
+    context.world_size = rank.world_size;
     context.log = [this](const std::string& level, const std::string& message) {
         log(level, message);
     };
@@ -174,6 +204,7 @@ void Trainer::Impl::setup(bool resume) {
                      ? ""
                      : ", " + std::to_string(report.missing.size()) + " not in the file"));
     }
+    if (distributed) connect_ranks();  // before the EMA copy, which starts from these weights
     if (opt.ema) {
         auto copy = task.build_model();
         copy->to(device.device);
@@ -190,6 +221,7 @@ void Trainer::Impl::setup(bool resume) {
     const int accumulate = accumulate_steps(opt.nbs, opt.batch);
     weight_decay = scaled_weight_decay(opt.weight_decay, opt.batch, accumulate, opt.nbs);
     optimizer = make_optimizer(choice, groups, weight_decay);
+    if (collective) grad_sync = collective->sync_gradients(params, 25 << 20);
 
     schedule.epochs = opt.epochs;
     schedule.batch = opt.batch;
@@ -223,12 +255,15 @@ void Trainer::Impl::setup(bool resume) {
                     "(lr=" + std::to_string(choice.lr) +
                     ", momentum=" + std::to_string(choice.momentum) + ") with " +
                     describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
-                    std::to_string(nb) + " batches per epoch");
+                    std::to_string(nb) + " batches per epoch" +
+                    (distributed ? "; rank " + std::to_string(rank.rank) + " of " +
+                                       std::to_string(rank.world_size) + " (Gloo)"
+                                 : std::string()));
     if (amp.enabled && amp.device == c10::DeviceType::CPU && !cpu_has_native_bf16())
         log("warning",
             "amp_dtype=bf16 on a CPU without bf16 instructions (AMX or AVX-512 BF16): LibTorch "
             "emulates bf16 there, slower than fp32; amp=false trains in fp32");
-    store.remove_stale_temp_files();
+    if (main_rank()) store.remove_stale_temp_files();
     if (resume) {
         if (!resume_from_checkpoint()) {
             log("warning", "resume: no valid checkpoint in " + path_to_utf8(paths.checkpoints()) +
@@ -236,7 +271,7 @@ void Trainer::Impl::setup(bool resume) {
             emit(make_rollback(0));
         }
     }
-    results.write(paths.results_csv());
+    if (main_rank()) results.write(paths.results_csv());
 }
 
 std::string Trainer::Impl::describe_groups() const {
@@ -290,11 +325,27 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
     }
     // Summed on the device; a non-finite loss is found when the sums are read (sync_losses).
     loss_sums.add(out.total, out.items, s.step);
+    const bool steps_now = ni - s.last_opt_step >= accumulate;
+    torch::Tensor total = out.total;
+    if (collective) {
+        // The reducer averages the ranks' gradients. A rank whose slice of the global batch is
+        // larger or smaller than the others' (a batch not divisible by the world size, the
+        // short last batch) weighs in by its share, so a per-item mean loss gets the gradient
+        // one process would get from the whole global batch.
+        const std::int64_t global_items = std::min<std::int64_t>(
+            opt.batch, std::max<std::int64_t>(data->items_per_epoch() - i * opt.batch, 1));
+        const double share = static_cast<double>(batch.size * collective->world_size()) /
+                             static_cast<double>(global_items);
+        if (share != 1.0) total = total * share;
+        // Only the micro-batch before an optimizer step averages gradients across ranks; the
+        // others accumulate locally (DDP's no_sync), as one process accumulates them.
+        if (steps_now) grad_sync->prepare({total});
+    }
     {
         PhaseTimer timer("backward");
-        scaler.scale_loss(out.total).backward();
+        scaler.scale_loss(total).backward();
     }
-    if (ni - s.last_opt_step >= accumulate) {
+    if (steps_now) {
         optimizer_step();
         s.last_opt_step = ni;
     }
@@ -304,7 +355,21 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
 }
 
 void Trainer::Impl::sync_losses() {
-    const auto bad = loss_sums.read(s.loss_sum);
+    auto bad = loss_sums.read(s.loss_sum);
+    if (collective) {
+        // The mean over the ranks (each summed its own shard's losses): one set of curves. A
+        // non-finite loss on any rank stops every rank at the same read.
+        std::vector<double> values = s.loss_sum;
+        values.push_back(bad ? 1.0 : 0.0);
+        values.push_back(bad ? static_cast<double>(bad->step) : 0.0);
+        values.push_back(bad ? bad->value : 0.0);
+        collective->sum(values);
+        const double world = static_cast<double>(collective->world_size());
+        for (std::size_t k = 0; k < s.loss_sum.size(); ++k)
+            s.loss_sum[k] = values[k] / world;
+        const double bad_ranks = values[s.loss_sum.size()];
+        if (!bad && bad_ranks > 0) bad = DeviceLossSums::NonFinite{s.step, std::nan("")};
+    }
     if (!bad) return;
     throw NonFiniteLoss("non-finite loss (" + std::to_string(bad->value) + ") at epoch " +
                         std::to_string(bad->step / std::max<std::int64_t>(nb, 1) + 1) + ", step " +
@@ -369,15 +434,22 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     for (double sum : s.loss_sum)
         loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(s.index, 1)));
     double fitness = 0;
-    if (validated) {
+    if (validated && main_rank()) {
         torch::NoGradGuard no_grad;
         eval_model().eval();
         PhaseTimer timer("val");
         eval = task.validate(eval_model());
         fitness = eval.fitness;
-    } else {
+    } else if (!validated) {
         for (double m : loss_means)
             fitness -= m;
+    }
+    if (collective && validated) {
+        // Rank 0 validated; the others wait here (up to dist_timeout) and take its fitness, so
+        // that best and early stopping are decided alike on every rank.
+        std::vector<double> shared = {main_rank() ? fitness : 0.0};
+        collective->sum(shared);
+        fitness = shared[0];
     }
     const bool improved = !s.has_best || fitness >= s.best_fitness;
     if (improved) {
@@ -399,7 +471,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     }
     row.insert(row.end(), s.lr.begin(), s.lr.end());
     results.add_row(row);
-    results.write(paths.results_csv());
+    if (main_rank()) results.write(paths.results_csv());
 
     Json train_values = Json::object();
     for (std::size_t k = 0; k < loss_names.size(); ++k)
@@ -420,7 +492,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     std::fill(s.loss_sum.begin(), s.loss_sum.end(), 0.0);
     loss_sums.reset(s.loss_sum, device.device);
     save_weights("last");
-    if (improved) {
+    if (improved && main_rank()) {
         // The same weights as last.safetensors: a second name, not a second write.
         PhaseTimer timer("weights");
         link_or_copy_atomically(paths.weights() / "last.safetensors",
@@ -481,7 +553,7 @@ TrainOutcome Trainer::Impl::loop() {
             if (s.index == std::max<std::int64_t>(nb / 2, 1)) fault_point("mid_epoch", s.epoch, 1);
             fault_point("after_step", s.step, 1);
             drain_inbox();
-            const StopRequest request = control.poll();
+            const StopRequest request = agreed_stop_request();
             if (request == StopRequest::Cancel)
                 return finish(JobState::Canceled, "canceled by request");
             if (request == StopRequest::Pause || request == StopRequest::Checkpoint) {
@@ -505,7 +577,7 @@ TrainOutcome Trainer::Impl::loop() {
                               " epochs (best epoch " + std::to_string(s.best_epoch + 1) + ")");
         }
     }
-    {
+    if (main_rank()) {
         auto best = task.build_model();
         best->to(device.device);
         const auto best_file = paths.weights() / "best.safetensors";

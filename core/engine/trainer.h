@@ -10,6 +10,7 @@
 #include "core/base/event.h"
 #include "core/base/job_state.h"
 #include "core/base/json.h"
+#include "core/base/rank_plan.h"
 #include "core/engine/run_folder.h"
 #include "core/engine/task.h"
 
@@ -25,8 +26,12 @@ struct TrainOutcome {
 
 class Trainer {
   public:
-    // `config` is resolved against the task's schema. `events` is the job's events.jsonl.
-    Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter& events);
+    // `config` is resolved against the task's schema. `events` is the job's events.jsonl. A
+    // rank of a data-parallel run (rank.world_size > 1) meets the others first; only rank 0
+    // writes events, results.csv, weights, checkpoints and artifacts: the other ranks pass no
+    // event writer (opening events.jsonl would cut rank 0's line being written).
+    Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter* events,
+            RankAddress rank = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;

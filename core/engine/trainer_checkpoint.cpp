@@ -99,6 +99,7 @@ std::string Trainer::Impl::encode_state() {
                  {"task", info.id},
                  {"config", config},
                  {"config_sha256", config_sha},
+                 {"world_size", rank.world_size},
                  {"epochs", opt.epochs},
                  {"epoch", s.epoch},
                  {"index", s.index},
@@ -117,7 +118,7 @@ std::string Trainer::Impl::encode_state() {
                  {"scaler", scaler.state()},
                  {"results_columns", results.columns()},
                  {"results_rows", results.rows_json()},
-                 {"last_event_seq", events.next_seq() - 1},
+                 {"last_event_seq", events->next_seq() - 1},
                  {"device", device.describe()}};
     data.blobs["model"] = module_to_bytes(*model);
     if (ema) data.blobs["ema"] = module_to_bytes(ema->module());
@@ -129,6 +130,17 @@ std::string Trainer::Impl::encode_state() {
 
 void Trainer::Impl::checkpoint(bool best) {
     PhaseTimer timer("checkpoint");
+    if (!main_rank()) {
+        // Rank 0 writes; the others take part in the loss read it makes (a collective) and
+        // count the step as checkpointed, as rank 0 does once its write is through.
+        try {
+            sync_losses();
+        } catch (const std::exception&) {
+            // Rank 0 reports it (as a checkpoint alarm); every rank saw the same read.
+        }
+        last_checkpoint_step = s.step;
+        return;
+    }
     std::string bytes;
     try {
         bytes = encode_state();
@@ -203,6 +215,14 @@ void Trainer::Impl::restore_state(const CheckpointData& data, const std::string&
                     !m.contains("param_groups"), where);
     if (s.index > nb)
         throw InputError(where, "checkpoint position lies beyond the epoch's batches");
+    // Positions count global batches, so a run resumes at the same sample on any number of
+    // ranks; the change is said where the person watching sees it.
+    const auto old_world = m.value("world_size", 1LL);
+    if (old_world != rank.world_size)
+        log("warning", "resume: the checkpoint was written by " + std::to_string(old_world) +
+                           " rank(s); this run has " + std::to_string(rank.world_size) +
+                           " (batch " + std::to_string(opt.batch) +
+                           " stays the global batch, the data position is kept)");
 
     const int old_epochs = static_cast<int>(get_integer(m, "epochs", where));
     if (old_epochs != opt.epochs) {

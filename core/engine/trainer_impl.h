@@ -16,6 +16,7 @@
 #include "core/engine/checkpoint_writer.h"
 #include "core/engine/device.h"
 #include "core/engine/device_loss_sums.h"
+#include "core/engine/distributed.h"
 #include "core/engine/ema.h"
 #include "core/engine/eta.h"
 #include "core/engine/loss_scaler.h"
@@ -45,15 +46,21 @@ struct LoopState {
 };
 
 struct Trainer::Impl {
-    Impl(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter& events);
+    Impl(Task& task, const TaskInfo& info, Json config, JobFolder paths, EventLogWriter* events,
+         RankAddress rank);
 
     Task& task;
     const TaskInfo& info;
     Json config;
     TrainOptions opt;
     JobFolder paths;
-    EventLogWriter& events;
+    EventLogWriter* events;  // null on ranks other than 0
     std::string config_sha;
+    RankAddress rank;
+    std::unique_ptr<Collective> collective;               // null for a single process
+    std::unique_ptr<Collective::GradientSync> grad_sync;  // with `collective`
+    // The rank that writes the run's files and events (the only one of a single process).
+    bool main_rank() const { return rank.rank == 0; }
 
     DeviceChoice device;
     AutocastMode amp;
@@ -95,6 +102,10 @@ struct Trainer::Impl {
     void emit(Event event);
     void drain_inbox();
     void setup(bool resume);
+    // Meets the other ranks and gives them rank 0's parameters (distributed runs only).
+    void connect_ranks();
+    // The stop request every rank agrees on (rank 0 reads the job folder's; any rank's signal).
+    StopRequest agreed_stop_request();
     TrainOutcome loop();
     void train_step(const Batch& batch, std::int64_t i);
     // Reads the loss sums from the device into s.loss_sum (one host read); throws when a step's

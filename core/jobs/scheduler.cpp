@@ -10,6 +10,7 @@
 #include "core/base/gpu_ref.h"
 #include "core/base/job_control.h"
 #include "core/jobs/job_events.h"
+#include "core/jobs/rank_launcher.h"
 
 namespace crucible::jobs {
 
@@ -221,9 +222,8 @@ bool Scheduler::start_job(const JobInfo& job, std::vector<int> gpus) {
     ChildOptions co;
     co.program = options_.worker_program;
     co.args = options_.worker_args;
-    co.args.push_back("--job");
-    co.args.push_back(path_to_utf8(dir));
-    if (job.resume) co.args.push_back("--resume");
+    for (auto& a : worker_job_arguments(dir, job.resume))
+        co.args.push_back(std::move(a));
     co.log_file = JobFolder{dir}.worker_log();
     co.working_dir = dir;
     std::string visible;

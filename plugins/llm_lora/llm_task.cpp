@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/rank_plan.h"
 #include "core/base/sha256.h"
 #include "core/data/augment/random.h"
 #include "core/data/chat_dataset.h"
@@ -42,8 +43,14 @@ using Samples = std::shared_ptr<const std::vector<TokenizedSample>>;
 
 class ChatSource : public BatchSource {
   public:
-    ChatSource(Samples samples, int batch, std::int64_t seed, std::int64_t pad)
-        : samples_(std::move(samples)), batch_(batch), seed_(seed), pad_(pad) {}
+    ChatSource(Samples samples, int batch, std::int64_t seed, std::int64_t pad, int rank,
+               int world_size)
+        : samples_(std::move(samples)),
+          batch_(batch),
+          seed_(seed),
+          pad_(pad),
+          rank_(rank),
+          world_size_(world_size) {}
     std::int64_t batches_per_epoch() const override {
         return (static_cast<std::int64_t>(samples_->size()) + batch_ - 1) / batch_;
     }
@@ -60,10 +67,13 @@ class ChatSource : public BatchSource {
     }
     std::optional<Batch> next() override {
         if (next_ >= batches_per_epoch()) return std::nullopt;
-        const std::size_t begin = static_cast<std::size_t>(next_ * batch_);
-        const std::size_t end = std::min(begin + static_cast<std::size_t>(batch_), order_.size());
+        const std::int64_t global_begin = next_ * batch_;
+        const std::int64_t global_end =
+            std::min<std::int64_t>(global_begin + batch_, static_cast<std::int64_t>(order_.size()));
+        // This rank's slice of the global batch (all of it for a single process).
+        const auto [begin, end] = shard_range(global_begin, global_end, rank_, world_size_);
         std::vector<const TokenizedSample*> picked;
-        for (std::size_t i = begin; i < end; ++i)
+        for (auto i = static_cast<std::size_t>(begin); i < static_cast<std::size_t>(end); ++i)
             picked.push_back(&(*samples_)[static_cast<std::size_t>(order_[i])]);
         ++next_;
         Batch b;
@@ -76,6 +86,7 @@ class ChatSource : public BatchSource {
     Samples samples_;
     int batch_;
     std::int64_t seed_, pad_;
+    int rank_, world_size_;
     std::vector<std::int64_t> order_;
     std::int64_t next_ = 0;
 };
@@ -280,7 +291,8 @@ class LlmLoraTask : public engine::Task {
     }
 
     std::unique_ptr<BatchSource> train_data() override {
-        return std::make_unique<ChatSource>(train_, batch_, ctx_.seed, pad_id_);
+        return std::make_unique<ChatSource>(train_, batch_, ctx_.seed, pad_id_, ctx_.rank,
+                                            ctx_.world_size);
     }
 
     std::shared_ptr<torch::nn::Module> build_model() override {

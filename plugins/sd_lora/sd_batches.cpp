@@ -7,6 +7,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/rank_plan.h"
 #include "core/base/sha256.h"
 #include "core/data/caption_image.h"
 #include "core/engine/safetensors_torch.h"
@@ -22,7 +23,8 @@ torch::Tensor image_to_tensor(const cv::Mat& rgb) {
 
 class SdBatchSource : public engine::BatchSource {
   public:
-    explicit SdBatchSource(const SdTrainingData& data) : data_(data) {
+    SdBatchSource(const SdTrainingData& data, int rank, int world_size)
+        : data_(data), rank_(rank), world_size_(world_size) {
         batches_ = data_.epoch_batches(0);
     }
     std::int64_t batches_per_epoch() const override {
@@ -37,15 +39,25 @@ class SdBatchSource : public engine::BatchSource {
     std::optional<engine::Batch> next() override {
         if (next_ >= batches_per_epoch()) return std::nullopt;
         const auto& entries = batches_[static_cast<std::size_t>(next_)];
-        engine::Batch b;
-        b.size = static_cast<std::int64_t>(entries.size());
-        b.data = data_.make_batch(entries, epoch_, next_);
+        SdBatch whole = data_.make_batch(entries, epoch_, next_);
         ++next_;
+        const auto [begin, end] =
+            shard_range(0, static_cast<std::int64_t>(entries.size()), rank_, world_size_);
+        if (end - begin != static_cast<std::int64_t>(entries.size())) {
+            whole.latent_mean = whole.latent_mean.slice(0, begin, end);
+            whole.latent_std = whole.latent_std.slice(0, begin, end);
+            whole.captions = std::vector<std::string>(whole.captions.begin() + begin,
+                                                      whole.captions.begin() + end);
+        }
+        engine::Batch b;
+        b.size = end - begin;
+        b.data = std::move(whole);
         return b;
     }
 
   private:
     const SdTrainingData& data_;
+    int rank_, world_size_;
     std::vector<std::vector<std::size_t>> batches_;
     int epoch_ = 0;
     std::int64_t next_ = 0;
@@ -166,8 +178,8 @@ SdBatch SdTrainingData::make_batch(const std::vector<std::size_t>& entries, int 
     return b;
 }
 
-std::unique_ptr<engine::BatchSource> SdTrainingData::batches() {
-    return std::make_unique<SdBatchSource>(*this);
+std::unique_ptr<engine::BatchSource> SdTrainingData::batches(int rank, int world_size) {
+    return std::make_unique<SdBatchSource>(*this, rank, world_size);
 }
 
 }  // namespace crucible::sd

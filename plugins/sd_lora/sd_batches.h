@@ -48,7 +48,10 @@ class SdTrainingData {
     double cache_latents(AutoencoderKLImpl& vae, torch::Device device,
                          const std::function<void(const std::string&)>& log = {});
 
-    std::unique_ptr<engine::BatchSource> batches();
+    // Training batches of rank `rank` of `world_size`: its slice of each global batch, with the
+    // flips and captions one process draws for those items. (The noise a rank draws from the
+    // batch's noise_seed is its own: SD runs are not bit-equal across world sizes.)
+    std::unique_ptr<engine::BatchSource> batches(int rank = 0, int world_size = 1);
     std::int64_t images() const { return static_cast<std::int64_t>(dataset_.items.size()); }
     std::int64_t items_per_epoch() const { return static_cast<std::int64_t>(entries_.size()); }
     const data::CaptionDataset& dataset() const { return dataset_; }

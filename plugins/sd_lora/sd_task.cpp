@@ -231,7 +231,9 @@ class SdLoraTask : public engine::Task {
         c.log("info", line.str());
     }
 
-    std::unique_ptr<engine::BatchSource> train_data() override { return data_->batches(); }
+    std::unique_ptr<engine::BatchSource> train_data() override {
+        return data_->batches(ctx_.rank, ctx_.world_size);
+    }
 
     std::shared_ptr<torch::nn::Module> build_model() override { return make_network().ptr(); }
 

@@ -219,6 +219,50 @@ TEST_F(Loader, ResumingAtADataPositionGivesTheRemainingBatches) {
     EXPECT_THROW(later.start_epoch({1, kImages + 1}), InputError);
 }
 
+TEST_F(Loader, RanksMakeDisjointSlicesOfTheSameGlobalBatches) {
+    // 14 images in global batches of 4 (the last holds 2), split over 3 ranks: each rank's
+    // images, in rank order, are byte for byte the images one process puts in that batch.
+    BatchLoader whole(*samples_, options(1));
+    whole.start_epoch({0, 0});
+    std::vector<Batch> global;
+    while (auto b = whole.next())
+        global.push_back(std::move(*b));
+    ASSERT_EQ(global.size(), 4u);
+    constexpr int kRanks = 3;
+    std::vector<std::vector<Batch>> shards(kRanks);
+    for (int r = 0; r < kRanks; ++r) {
+        LoaderOptions o = options(r % 2);
+        o.shard = r;
+        o.shards = kRanks;
+        BatchLoader rank(*samples_, o);
+        EXPECT_EQ(rank.batches_in_epoch(), 4);
+        rank.start_epoch({0, 0});
+        while (auto b = rank.next())
+            shards[static_cast<std::size_t>(r)].push_back(std::move(*b));
+        ASSERT_EQ(shards[static_cast<std::size_t>(r)].size(), 4u) << "rank " << r;
+    }
+    for (std::size_t k = 0; k < global.size(); ++k) {
+        PixelBuffer pixels;
+        std::vector<std::int64_t> ids;
+        for (const auto& rank : shards) {
+            const Batch& b = rank[k];
+            EXPECT_EQ(b.position, global[k].position);  // positions stay global
+            pixels.insert(pixels.end(), b.pixels.begin(), b.pixels.end());
+            ids.insert(ids.end(), b.sample_ids.begin(), b.sample_ids.end());
+        }
+        EXPECT_EQ(ids, global[k].sample_ids) << "batch " << k;
+        EXPECT_TRUE(pixels == global[k].pixels) << "batch " << k;
+    }
+    // 4 images over 3 ranks: 1, 1, 2; the last batch's 2 images: 0, 1, 1.
+    EXPECT_EQ(shards[0][0].size, 1);
+    EXPECT_EQ(shards[2][0].size, 2);
+    EXPECT_EQ(shards[0][3].size, 0);
+    LoaderOptions bad = options(0);
+    bad.shard = 3;
+    bad.shards = 3;
+    EXPECT_THROW(BatchLoader(*samples_, bad), InputError);
+}
+
 TEST_F(Loader, BadSamplesAreSkippedCountedAndReported) {
     std::vector<LoaderSample> samples = *samples_;
     const fs::path empty = *dir_ / "empty.jpg";

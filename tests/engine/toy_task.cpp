@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/base/rank_plan.h"
 #include "core/engine/autocast.h"
 #include "core/engine/task.h"
 #include "core/engine/train_options.h"
@@ -18,12 +19,17 @@ namespace {
 std::atomic<long long> g_cpu_bf16_steps{0};
 
 struct MlpImpl : torch::nn::Module {
-    MlpImpl(int dim, double dropout)
-        : fc1(register_module("fc1", torch::nn::Linear(dim, 16))),
+    MlpImpl(int dim, double dropout, bool batchnorm)
+        : use_bn(batchnorm),
+          fc1(register_module("fc1", torch::nn::Linear(dim, 16))),
           bn(register_module("bn", torch::nn::BatchNorm1d(16))),
           drop(register_module("drop", torch::nn::Dropout(dropout))),
           fc2(register_module("fc2", torch::nn::Linear(16, 1))) {}
-    torch::Tensor forward(torch::Tensor x) { return fc2(drop(torch::relu(bn(fc1(x))))); }
+    torch::Tensor forward(torch::Tensor x) {
+        torch::Tensor h = fc1(x);
+        return fc2(drop(torch::relu(use_bn ? bn(h) : h)));
+    }
+    bool use_bn;
     torch::nn::Linear fc1;
     torch::nn::BatchNorm1d bn;
     torch::nn::Dropout drop;
@@ -57,8 +63,12 @@ Data make_data(int n, int dim, std::uint64_t seed) {
 
 class ToySource : public BatchSource {
   public:
-    ToySource(Data data, int batch, std::int64_t seed)
-        : data_(std::move(data)), batch_(batch), seed_(seed) {}
+    ToySource(Data data, int batch, std::int64_t seed, int rank, int world_size)
+        : data_(std::move(data)),
+          batch_(batch),
+          seed_(seed),
+          rank_(rank),
+          world_size_(world_size) {}
     std::int64_t batches_per_epoch() const override {
         return (data_.x.size(0) + batch_ - 1) / batch_;
     }
@@ -73,8 +83,11 @@ class ToySource : public BatchSource {
     }
     std::optional<Batch> next() override {
         if (next_ >= batches_per_epoch()) return std::nullopt;
-        const std::int64_t begin = next_ * batch_;
-        const std::int64_t end = std::min<std::int64_t>(begin + batch_, data_.x.size(0));
+        const std::int64_t global_begin = next_ * batch_;
+        const std::int64_t global_end =
+            std::min<std::int64_t>(global_begin + batch_, data_.x.size(0));
+        // This rank's slice of the global batch (all of it for a single process).
+        const auto [begin, end] = shard_range(global_begin, global_end, rank_, world_size_);
         std::vector<std::int64_t> idx(order_.begin() + begin, order_.begin() + end);
         const auto index = torch::tensor(idx);
         ++next_;
@@ -88,6 +101,7 @@ class ToySource : public BatchSource {
     Data data_;
     int batch_;
     std::int64_t seed_;
+    int rank_, world_size_;
     std::vector<std::int64_t> order_;
     std::int64_t next_ = 0;
 };
@@ -124,6 +138,14 @@ class ToyTask : public Task {
                           {},
                           "ask the allocator for an impossible tensor at this step",
                           "test"};
+        OptionSpec batchnorm{"batchnorm",
+                             OptionType::Boolean,
+                             true,
+                             {},
+                             {},
+                             {},
+                             "BatchNorm1d after fc1 (per rank in a distributed run)",
+                             "model"};
         OptionSpec groups{"param_groups",
                           OptionType::Choice,
                           "default",
@@ -132,7 +154,8 @@ class ToyTask : public Task {
                           {"default", "body_head"},
                           "default: pg0/pg1/pg2; body_head: body (fc1, bn) and head (fc2, half lr)",
                           "test"};
-        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at).add(oom_at).add(groups);
+        s.add(samples).add(dim).add(dropout).add(fitness).add(nan_at).add(oom_at).add(groups).add(
+            batchnorm);
         return s;
     }
     void setup(const TaskContext& c) override {
@@ -152,10 +175,11 @@ class ToyTask : public Task {
         c.log("info", "toy task: " + std::to_string(n) + " samples");
     }
     std::unique_ptr<BatchSource> train_data() override {
-        return std::make_unique<ToySource>(train_, batch_, ctx_.seed);
+        return std::make_unique<ToySource>(train_, batch_, ctx_.seed, ctx_.rank, ctx_.world_size);
     }
     std::shared_ptr<torch::nn::Module> build_model() override {
-        return Mlp(dim_, ctx_.config["dropout"].get<double>()).ptr();
+        return Mlp(dim_, ctx_.config["dropout"].get<double>(), ctx_.config["batchnorm"].get<bool>())
+            .ptr();
     }
     std::vector<std::string> loss_names() const override { return {"mse_loss"}; }
     LossOutput compute_loss(torch::nn::Module& model, const Batch& batch) override {

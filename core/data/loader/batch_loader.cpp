@@ -9,6 +9,7 @@
 
 #include "core/base/allocator.h"
 #include "core/base/error.h"
+#include "core/base/rank_plan.h"
 
 namespace crucible::data {
 
@@ -34,6 +35,9 @@ BatchLoader::BatchLoader(std::vector<LoaderSample> samples, LoaderOptions option
       reported_(samples_.size()) {
     validate_augment_options(options_.augment_options);
     if (options_.batch_size < 1) throw InputError("batch", "must be at least 1");
+    if (options_.shards < 1 || options_.shard < 0 || options_.shard >= options_.shards)
+        throw InputError("shard", "rank " + std::to_string(options_.shard) + " of " +
+                                      std::to_string(options_.shards) + " ranks");
     if (options_.workers < 0 || options_.workers > 256)
         throw InputError("workers", "must be between 0 and 256");
     if (options_.prefetch < 1) throw InputError("prefetch", "must be at least 1");
@@ -187,11 +191,13 @@ Batch BatchLoader::make_batch(int epoch, std::int64_t first, const std::vector<s
                               std::int64_t batch_index) {
     const int s = options_.augment_options.imgsz;
     const std::int64_t n = static_cast<std::int64_t>(order.size());
-    const std::int64_t begin = first + batch_index * options_.batch_size;
-    const std::int64_t end = std::min(n, begin + options_.batch_size);
+    const std::int64_t global_begin = first + batch_index * options_.batch_size;
+    const std::int64_t global_end = std::min(n, global_begin + options_.batch_size);
+    const auto [begin, end] =
+        shard_range(global_begin, global_end, options_.shard, options_.shards);
     Batch batch;
     batch.imgsz = s;
-    batch.position = DataPosition{epoch, end};
+    batch.position = DataPosition{epoch, global_end};
     const std::size_t plane = static_cast<std::size_t>(s) * s;
     {
         std::lock_guard lock(pool_mutex_);

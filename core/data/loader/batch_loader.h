@@ -63,6 +63,12 @@ struct LoaderOptions {
     bool augment = true;  // training transform (mosaic, affine, HSV, flips); else letterbox
     bool shuffle = true;
     bool drop_last = false;
+    // Data-parallel ranks: batch_size is the global batch; rank `shard` of `shards` makes only
+    // its even slice of each global batch (positions begin + len*shard/shards up to the next
+    // rank's), with the augmentations one process would give those samples. Positions stay
+    // global, so a run resumes at the same sample whatever the number of ranks.
+    int shard = 0;
+    int shards = 1;
     bool cache = false;  // keep decoded, resized images in RAM
     int epochs = 100;    // for close_mosaic
     std::uint64_t seed = 0;

@@ -184,7 +184,9 @@ class DetectTask : public engine::Task {
 
     std::unique_ptr<engine::BatchSource> train_data() override {
         data::LoaderOptions lo;
-        lo.batch_size = batch_;
+        lo.batch_size = batch_;  // the global batch; this rank makes its slice of it
+        lo.shard = ctx_.rank;
+        lo.shards = ctx_.world_size;
         lo.workers = loader_threads_;
         lo.prefetch = std::max(2, loader_threads_ + 1);
         lo.augment = true;

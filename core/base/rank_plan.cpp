@@ -1,0 +1,121 @@
+#include "core/base/rank_plan.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "core/base/error.h"
+
+namespace crucible {
+namespace {
+
+std::string trimmed_lower(const std::string& raw) {
+    std::string text;
+    for (char c : raw)
+        if (!std::isspace(static_cast<unsigned char>(c)))
+            text += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return text;
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+        const std::size_t comma = text.find(',', start);
+        parts.push_back(text.substr(start, comma == std::string::npos ? comma : comma - start));
+        if (comma == std::string::npos) return parts;
+        start = comma + 1;
+    }
+}
+
+int parse_int(const std::string& flag, const std::string& text, int min, int max) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max)
+        throw InputError(flag, "'" + text + "' is not a whole number from " + std::to_string(min) +
+                                   " to " + std::to_string(max));
+    return value;
+}
+
+constexpr const char* kRank = "--rank";
+constexpr const char* kWorldSize = "--world-size";
+constexpr const char* kStore = "--store";
+constexpr const char* kRankDevice = "--rank-device";
+
+}  // namespace
+
+RankPlan plan_ranks(const std::string& device, int ranks) {
+    if (ranks < 1) throw InputError("ranks", "must be at least 1");
+    const std::string text = trimmed_lower(device);
+    RankPlan plan;
+    if (text.empty() || text == "auto" || text == "cpu") {
+        if (ranks > 1 && text != "cpu")
+            throw InputError("ranks", "ranks=" + std::to_string(ranks) +
+                                          " needs device=cpu, or a list of GPUs such as device=0,1 "
+                                          "(one rank per GPU)");
+        plan.devices.assign(static_cast<std::size_t>(ranks), text);
+        return plan;
+    }
+    const auto parts = split_commas(text);
+    for (const auto& part : parts) {
+        if (part.empty())
+            throw InputError("device", "'" + device + "' has an empty entry in its list");
+        if (std::count(parts.begin(), parts.end(), part) > 1)
+            throw InputError("device", "'" + device + "' names " + part + " twice");
+    }
+    if (parts.size() == 1 && ranks > 1)
+        throw InputError("ranks", "ranks=" + std::to_string(ranks) + " on one GPU (" + device +
+                                      "): data-parallel ranks need one device each; list the "
+                                      "GPUs instead, e.g. device=0,1");
+    if (parts.size() > 1 && ranks != 1 && ranks != static_cast<int>(parts.size()))
+        throw InputError("ranks", "ranks=" + std::to_string(ranks) + " but device=" + device +
+                                      " lists " + std::to_string(parts.size()) +
+                                      " GPUs: one rank per GPU (leave ranks out)");
+    plan.devices = parts;
+    return plan;
+}
+
+ShardRange shard_range(std::int64_t begin, std::int64_t end, int rank, int world_size) {
+    const std::int64_t length = end - begin;
+    return {begin + length * rank / world_size, begin + length * (rank + 1) / world_size};
+}
+
+std::vector<std::string> rank_arguments(const RankAddress& a) {
+    return {kRank,       std::to_string(a.rank),
+            kWorldSize,  std::to_string(a.world_size),
+            kStore,      a.store_host + ":" + std::to_string(a.store_port),
+            kRankDevice, a.device};
+}
+
+bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
+                        RankAddress& address) {
+    const std::string& flag = args[i];
+    if (flag != kRank && flag != kWorldSize && flag != kStore && flag != kRankDevice) return false;
+    if (i + 1 >= args.size()) throw InputError(flag, "needs a value");
+    const std::string& value = args[i + 1];
+    if (flag == kRank) {
+        address.rank = parse_int(flag, value, 0, 65535);
+    } else if (flag == kWorldSize) {
+        address.world_size = parse_int(flag, value, 1, 65536);
+    } else if (flag == kStore) {
+        const auto colon = value.rfind(':');
+        if (colon == std::string::npos || colon == 0)
+            throw InputError(flag, "'" + value + "' is not HOST:PORT");
+        address.store_host = value.substr(0, colon);
+        address.store_port = parse_int(flag, value.substr(colon + 1), 1, 65535);
+    } else {
+        address.device = value;
+    }
+    i += 1;
+    return true;
+}
+
+void check_rank_address(const RankAddress& a) {
+    if (a.rank >= a.world_size)
+        throw InputError(kRank, std::to_string(a.rank) + " is outside a world of " +
+                                    std::to_string(a.world_size) + " ranks");
+    if (a.world_size > 1 && a.store_port == 0)
+        throw InputError(kStore, "a distributed rank needs the rendezvous store's HOST:PORT");
+}
+
+}  // namespace crucible

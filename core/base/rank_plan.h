@@ -1,0 +1,52 @@
+#pragma once
+// Data-parallel runs (one worker process per device, DESIGN.md "Distributed training"): how the
+// `device` and `ranks` options become a list of ranks, and how a launcher tells one rank who it
+// is. No LibTorch here: the launcher (core/jobs, the CLI) and the engine both read this.
+//
+//   device=0,1,2,3        four ranks, one per GPU (the yolo habit); ranks may be 1 or 4
+//   device=cpu ranks=2    two CPU ranks (tests, CPU servers)
+//   device=0              one rank; ranks>1 on one device is refused
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crucible {
+
+struct RankPlan {
+    std::vector<std::string> devices;  // the device text each rank trains on, by rank
+    int world_size() const { return static_cast<int>(devices.size()); }
+    bool distributed() const { return devices.size() > 1; }
+};
+
+// Throws InputError("device" / "ranks", ...) for a list with an empty entry, a repeated GPU,
+// ranks < 1, or ranks that do not match the GPUs listed.
+RankPlan plan_ranks(const std::string& device, int ranks);
+
+// The positions of the global batch [begin, end) that rank `rank` of `world_size` trains on:
+// even slices in rank order (sizes differ by one at most; a short last batch may leave a rank
+// none). Every loader of every task slices with this.
+struct ShardRange {
+    std::int64_t begin = 0, end = 0;
+};
+ShardRange shard_range(std::int64_t begin, std::int64_t end, int rank, int world_size);
+
+// Who one rank is: passed on the worker's command line by the launcher.
+struct RankAddress {
+    int rank = 0;
+    int world_size = 1;
+    std::string store_host = "127.0.0.1";  // rank 0 serves the rendezvous store here
+    int store_port = 0;
+    std::string device;  // this rank's device, as plan_ranks gave it
+};
+
+// The worker arguments that carry `address` (the one place that spells them).
+std::vector<std::string> rank_arguments(const RankAddress& address);
+// Reads `args[i]` (and its value) when it is one of rank_arguments' flags: true and i advanced
+// past the value. Throws InputError naming the flag for a missing or malformed value.
+bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i, RankAddress& address);
+// Throws InputError when the address read from the arguments is inconsistent (rank outside the
+// world, no port for a distributed rank).
+void check_rank_address(const RankAddress& address);
+
+}  // namespace crucible

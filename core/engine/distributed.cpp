@@ -1,0 +1,139 @@
+// c10d's headers want USE_C10D_GLOO defined and pull in Gloo's own headers (Debian's
+// libgloo-dev; the LibTorch zip on Windows ships them): kept to this file.
+#define USE_C10D_GLOO 1
+#include "core/engine/distributed.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "core/base/error.h"
+
+namespace crucible::engine {
+namespace {
+
+using c10d::ProcessGroup;
+
+// 25 MiB buckets as PyTorch's DDP, with a small first one so that the last layers' gradients
+// (ready first in the backward pass) start travelling early.
+constexpr std::int64_t kFirstBucketBytes = 1 << 20;
+
+class ReducerSync : public Collective::GradientSync {
+  public:
+    ReducerSync(const c10::intrusive_ptr<ProcessGroup>& group, std::vector<torch::Tensor> params,
+                std::int64_t bucket_bytes) {
+        const std::vector<bool> sparse(params.size(), false);
+        const auto bytes = static_cast<std::size_t>(bucket_bytes);
+        auto [buckets, limits] = c10d::compute_bucket_assignment_by_size(
+            params, {kFirstBucketBytes, bytes}, sparse, {}, {});
+        // Buckets in the reverse order of the parameters: the order backward makes gradients.
+        std::reverse(buckets.begin(), buckets.end());
+        std::reverse(limits.begin(), limits.end());
+        std::vector<std::int64_t> limit_list(limits.begin(), limits.end());
+        reducer_ = std::make_shared<c10d::Reducer>(
+            std::move(params), std::move(buckets), group, sparse, bucket_bytes,
+            /*find_unused_parameters=*/true, /*gradient_as_bucket_view=*/false,
+            std::unordered_map<std::size_t, std::string>{}, kFirstBucketBytes,
+            /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+            std::move(limit_list));
+    }
+
+    void prepare(const std::vector<torch::Tensor>& outputs) override {
+        reducer_->prepare_for_forward();
+        reducer_->prepare_for_backward(outputs);
+    }
+
+  private:
+    std::shared_ptr<c10d::Reducer> reducer_;
+};
+
+class GlooCollective : public Collective {
+  public:
+    GlooCollective(const RankAddress& a, std::chrono::milliseconds timeout)
+        : rank_(a.rank), world_size_(a.world_size) {
+        c10d::TCPStoreOptions so;
+        so.port = static_cast<std::uint16_t>(a.store_port);
+        so.isServer = a.rank == 0;
+        so.numWorkers = a.world_size;
+        so.waitWorkers = true;
+        so.timeout = timeout;
+#ifdef _WIN32
+        so.useLibUV = false;  // LibTorch for Windows is built without libuv
+#endif
+        store_ = c10::make_intrusive<c10d::TCPStore>(a.store_host, so);
+        auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        auto gloo =
+            c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_size_, options);
+        group_ = c10::make_intrusive<ProcessGroup>(store_, rank_, world_size_);
+        group_->setDefaultBackend(ProcessGroup::BackendType::GLOO);
+        group_->setBackend(c10::DeviceType::CPU, ProcessGroup::BackendType::GLOO, gloo);
+        group_->setBackend(c10::DeviceType::CUDA, ProcessGroup::BackendType::GLOO, gloo);
+    }
+
+    int rank() const override {
+        return rank_;
+    }
+    int world_size() const override {
+        return world_size_;
+    }
+
+    void broadcast(std::vector<torch::Tensor> tensors) override {
+        torch::NoGradGuard no_grad;  // parameters are leaves that require grad
+        c10d::broadcast_coalesced(group_, tensors, 64u << 20, 0);
+    }
+
+    void sum(std::vector<double>& values) override {
+        if (values.empty()) return;
+        std::vector<torch::Tensor> t = {
+            torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))};
+        group_->allreduce(t)->wait();
+        const auto* p = t[0].data_ptr<double>();
+        std::copy(p, p + values.size(), values.begin());
+    }
+
+    std::int64_t max(std::int64_t value) override {
+        std::vector<torch::Tensor> t = {torch::tensor({value}, torch::kInt64)};
+        c10d::AllreduceOptions o;
+        o.reduceOp = c10d::ReduceOp::MAX;
+        group_->allreduce(t, o)->wait();
+        return t[0].item<std::int64_t>();
+    }
+
+    void barrier() override {
+        group_->barrier()->wait();
+    }
+
+    std::unique_ptr<GradientSync> sync_gradients(const std::vector<torch::Tensor>& params,
+                                                 std::int64_t bucket_bytes) override {
+        return std::make_unique<ReducerSync>(group_, params, bucket_bytes);
+    }
+
+  private:
+    int rank_, world_size_;
+    c10::intrusive_ptr<c10d::Store> store_;
+    c10::intrusive_ptr<ProcessGroup> group_;
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> Collective::connect(const RankAddress& address,
+                                                std::chrono::milliseconds timeout) {
+    check_rank_address(address);
+    try {
+        return std::make_unique<GlooCollective>(address, timeout);
+    } catch (const c10::Error& e) {
+        const std::string what = e.what();
+        throw Error("rank " + std::to_string(address.rank) + " of " +
+                    std::to_string(address.world_size) + " could not meet the others at " +
+                    address.store_host + ":" + std::to_string(address.store_port) + ": " +
+                    what.substr(0, what.find('\n')));
+    }
+}
+
+}  // namespace crucible::engine

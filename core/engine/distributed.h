@@ -1,0 +1,55 @@
+#pragma once
+// This rank's link to the other ranks of a data-parallel run (DESIGN.md "Distributed
+// training"): PyTorch's own c10d runtime, never a transport of ours. Rank 0 serves the TCPStore
+// the ranks meet at; collectives run on ProcessGroupGloo (CPU tensors, and the only backend on
+// Windows). Gradients are averaged by c10d's Reducer, the engine of PyTorch's DDP: buckets of
+// parameters are all-reduced from autograd hooks while the backward pass still runs.
+//
+// The c10d headers stay in distributed.cpp; the trainer sees only this interface. Every call
+// is a collective: all ranks make the same calls in the same order, or the run hangs until the
+// timeout ends it.
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/base/rank_plan.h"
+
+namespace crucible::engine {
+
+class Collective {
+  public:
+    // Meets the other ranks (rank 0 serves the store on address.store_port). `timeout` bounds
+    // the rendezvous and every later collective: a rank that died or hangs ends the others'
+    // wait with an Error naming what timed out.
+    static std::unique_ptr<Collective> connect(const RankAddress& address,
+                                               std::chrono::milliseconds timeout);
+    virtual ~Collective() = default;
+
+    virtual int rank() const = 0;
+    virtual int world_size() const = 0;
+
+    // Copies rank 0's values into every rank's tensors (parameters and buffers at the start).
+    virtual void broadcast(std::vector<torch::Tensor> tensors) = 0;
+    // Sums `values` over the ranks, in place (double, CPU).
+    virtual void sum(std::vector<double>& values) = 0;
+    // The largest `value` any rank holds (stop requests: one rank's is everyone's).
+    virtual std::int64_t max(std::int64_t value) = 0;
+    virtual void barrier() = 0;
+
+    // Gradient averaging for `params` (the optimized parameters, the same on every rank).
+    class GradientSync {
+      public:
+        virtual ~GradientSync() = default;
+        // Call between the forward and the backward pass whose gradients are to be averaged
+        // (the last micro-batch before an optimizer step); `outputs` (the loss) lets the reducer
+        // find parameters that step did not use. Backward passes without it accumulate locally.
+        virtual void prepare(const std::vector<torch::Tensor>& outputs) = 0;
+    };
+    virtual std::unique_ptr<GradientSync> sync_gradients(const std::vector<torch::Tensor>& params,
+                                                         std::int64_t bucket_bytes) = 0;
+};
+
+}  // namespace crucible::engine

@@ -1,0 +1,183 @@
+#include "core/jobs/rank_launcher.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "core/base/error.h"
+#include "core/base/event.h"
+#include "core/base/file_io.h"
+#include "core/base/gpu_ref.h"
+#include "core/base/job_control.h"
+#include "core/base/job_state.h"
+#include "core/jobs/child_process.h"
+
+namespace crucible::jobs {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr std::size_t kLogTailLines = 20;
+
+std::vector<std::string> last_lines(const std::filesystem::path& file, std::size_t count) {
+    std::ifstream in(file, std::ios::binary);
+    std::deque<std::string> lines;
+    std::string line;
+    while (std::getline(in, line)) {
+        lines.push_back(line);
+        if (lines.size() > count) lines.pop_front();
+    }
+    return {lines.begin(), lines.end()};
+}
+
+// An exit that the ranks agree on among themselves (succeeded, paused, canceled,
+// interrupted): every rank ends so at the same step. Anything else is one rank's failure.
+bool coordinated_exit(const ExitInfo& exit) {
+    if (exit.signal != 0) return false;
+    const auto state = state_of_exit_code(exit.code);
+    return state && *state != JobState::Failed;
+}
+
+struct RankProcess {
+    std::unique_ptr<ChildProcess> child;
+    std::optional<ExitInfo> exit;
+    std::chrono::steady_clock::time_point ended;
+};
+
+}  // namespace
+
+std::vector<std::string> worker_job_arguments(const std::filesystem::path& job_dir, bool resume) {
+    std::vector<std::string> args = {"--job", path_to_utf8(job_dir)};
+    if (resume) args.emplace_back("--resume");
+    return args;
+}
+
+RankLaunch worker_rank_launch(const std::filesystem::path& program,
+                              const std::filesystem::path& job_dir, bool resume, RankPlan plan) {
+    RankLaunch launch;
+    launch.program = program;
+    launch.args = worker_job_arguments(job_dir, resume);
+    launch.job = JobFolder{job_dir};
+    launch.plan = std::move(plan);
+    // GPU indices are NVML's (gpu_ref.h): CUDA must number the GPUs the same way.
+    launch.env[kCudaDeviceOrderVariable] = kCudaDeviceOrderPciBus;
+    return launch;
+}
+
+int free_tcp_port(const std::string& host) {
+    namespace asio = boost::asio;
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor(io);
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host), 0);
+    acceptor.open(endpoint.protocol());
+    acceptor.bind(endpoint);
+    return acceptor.local_endpoint().port();
+}
+
+RankLaunchOutcome run_ranks(const RankLaunch& launch) {
+    const int world = launch.plan.world_size();
+    if (world < 1) throw Error("a distributed run needs at least one rank");
+    RankAddress address;
+    address.world_size = world;
+    address.store_host = launch.store_host;
+    address.store_port = launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
+
+    std::vector<RankProcess> ranks(static_cast<std::size_t>(world));
+    const auto kill_all = [&ranks] {
+        for (auto& r : ranks)
+            if (r.child && !r.exit) r.child->kill();
+        for (auto& r : ranks)
+            if (r.child && !r.exit) r.exit = r.child->wait();
+    };
+    try {
+        for (int k = 0; k < world; ++k) {
+            address.rank = k;
+            address.device = launch.plan.devices[static_cast<std::size_t>(k)];
+            ChildOptions co;
+            co.program = launch.program;
+            co.args = launch.args;
+            for (auto& a : rank_arguments(address))
+                co.args.push_back(std::move(a));
+            co.env = launch.env;
+            co.working_dir = launch.job.dir;
+            // Rank 0 talks through the launcher's own output (worker.log under the agent, the
+            // terminal under `crucible train`); the others write their own logs.
+            if (k > 0) co.log_file = launch.job.rank_log(k);
+            ranks[static_cast<std::size_t>(k)].child = ChildProcess::start(co);
+        }
+    } catch (...) {
+        kill_all();
+        throw;
+    }
+
+    bool stop_forwarded = false;
+    std::optional<std::chrono::steady_clock::time_point> kill_at;
+    int failed = -1;
+    while (true) {
+        bool running = false;
+        for (int k = 0; k < world; ++k) {
+            auto& r = ranks[static_cast<std::size_t>(k)];
+            if (r.exit) continue;
+            r.exit = r.child->poll();
+            if (!r.exit) {
+                running = true;
+                continue;
+            }
+            r.ended = std::chrono::steady_clock::now();
+            if (coordinated_exit(*r.exit)) {
+                // Rank 0 ends last (it writes the artifacts); after it, a rank still running
+                // is stuck and gets only the grace time.
+                if (k == 0 && !kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
+                continue;
+            }
+            // The blame goes to a rank that crashed or was killed before one that only failed
+            // because its peer vanished from a collective.
+            const bool crashed = r.exit->signal != 0 || !state_of_exit_code(r.exit->code);
+            const auto& current = failed >= 0 ? ranks[static_cast<std::size_t>(failed)].exit
+                                              : std::optional<ExitInfo>{};
+            const bool current_crashed =
+                current && (current->signal != 0 || !state_of_exit_code(current->code));
+            if (failed < 0 || (crashed && !current_crashed)) failed = k;
+            if (!kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
+        }
+        if (!running) break;
+        if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+            kill_all();
+            break;
+        }
+        if (!stop_forwarded && launch.stop_requested && launch.stop_requested()) {
+            write_stop_request(launch.job, StopRequest::Checkpoint);
+            stop_forwarded = true;
+        }
+        std::this_thread::sleep_for(kPollInterval);
+    }
+
+    // The request was for these ranks; a later start of the job must not find it.
+    if (stop_forwarded) clear_stop_request(launch.job);
+    RankLaunchOutcome outcome;
+    const ExitInfo& first = *ranks[0].exit;
+    if (failed < 0) {
+        outcome.exit_code = first.signal == 0 ? first.code : worker_exit_code(JobState::Failed);
+        return outcome;
+    }
+    const ExitInfo& why = *ranks[static_cast<std::size_t>(failed)].exit;
+    const std::string device = launch.plan.devices[static_cast<std::size_t>(failed)];
+    outcome.exit_code = worker_exit_code(JobState::Failed);
+    outcome.failed_rank = failed;
+    outcome.reason = "rank " + std::to_string(failed) + " of " + std::to_string(world) +
+                     " (device " + (device.empty() ? std::string("auto") : device) +
+                     ") ended: " + why.describe() + "; the other ranks were stopped";
+    const auto log = failed == 0 ? launch.job.worker_log() : launch.job.rank_log(failed);
+    Event status = make_status(job_state_name(JobState::Failed), outcome.reason);
+    status.fields["rank"] = failed;
+    status.fields["device"] = device;
+    status.fields["log_tail"] = Json(last_lines(log, kLogTailLines));
+    EventLogWriter(launch.job.events()).append(std::move(status));
+    return outcome;
+}
+
+}  // namespace crucible::jobs

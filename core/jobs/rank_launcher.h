@@ -1,0 +1,58 @@
+#pragma once
+// Starts and watches the worker processes of a data-parallel run, one per rank (DESIGN.md
+// "Distributed training"). `crucible-worker --job DIR` becomes this launcher when the job asks
+// for several ranks, so the agent and `crucible train` start such a job as any other.
+//
+// Rank 0 serves the rendezvous store on a free port of this machine; each rank is told its
+// rank, the world size, the store and its device on the command line (rank_plan.h). When a rank
+// fails (crash, kill, out of memory, error), the others get `grace` to end on their own (they
+// see the broken collective) and are then killed; the job's last status event names the rank,
+// its device and its last log lines. No rank outlives the launcher's return.
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/base/job_folder.h"
+#include "core/base/rank_plan.h"
+
+namespace crucible::jobs {
+
+struct RankLaunch {
+    std::filesystem::path program;  // crucible-worker (or a test's worker)
+    std::vector<std::string> args;  // before the rank arguments: --job DIR [--resume]
+    JobFolder job;
+    RankPlan plan;
+    std::string store_host = "127.0.0.1";
+    int store_port = 0;  // 0: a free port of store_host
+    std::map<std::string, std::string> env;
+    std::chrono::milliseconds grace{10000};
+    // Polled while the ranks run; true once asks every rank to checkpoint and stop (the
+    // launcher's own SIGTERM or service stop), through the job folder's stop request.
+    std::function<bool()> stop_requested;
+};
+
+struct RankLaunchOutcome {
+    int exit_code = 1;  // the worker exit code of the run (job_state.h)
+    int failed_rank = -1;
+    std::string reason;  // empty when every rank ended as rank 0 did
+};
+
+RankLaunchOutcome run_ranks(const RankLaunch& launch);
+
+// crucible-worker's arguments for a job folder: --job DIR [--resume] (the agent's scheduler and
+// the rank launcher both start workers with them).
+std::vector<std::string> worker_job_arguments(const std::filesystem::path& job_dir, bool resume);
+
+// The launch of the ranks of the job in `job_dir`, each running `program` with
+// worker_job_arguments and its rank's arguments.
+RankLaunch worker_rank_launch(const std::filesystem::path& program,
+                              const std::filesystem::path& job_dir, bool resume, RankPlan plan);
+
+// A TCP port nobody listens on at `host` now (bound and released: another program may take it
+// before the store does, which then fails its rendezvous with a clear message).
+int free_tcp_port(const std::string& host);
+
+}  // namespace crucible::jobs

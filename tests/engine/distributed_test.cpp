@@ -1,0 +1,181 @@
+// Data-parallel training on c10d (issue [B2 6/8]): the toy worker launches 2 or 3 CPU ranks on
+// loopback (Gloo). N ranks with global batch B end with the weights one process reaches with
+// batch B (float32: within a tolerance, the all-reduce sums in another order); only rank 0
+// writes events and files; a rank killed mid-epoch ends the run with a status naming it and no
+// process left; the run resumes from its last checkpoint to the uninterrupted run's weights,
+// also on another number of ranks.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "core/base/file_io.h"
+#include "core/engine/safetensors_torch.h"
+#include "tests/engine/test_util.h"
+
+namespace crucible::engine {
+namespace {
+
+using namespace testing;
+
+// 64 samples / batch 8 = 8 steps per epoch, 2 epochs; nbs 16 -> gradients of 2 micro-batches
+// are accumulated before each optimizer step (and averaged across ranks only then). No dropout
+// and no BatchNorm: both depend on which rank sees which sample. Step checkpoints every 2 steps
+// fall on optimizer steps.
+Json options(int ranks) {
+    return {{"epochs", 2},       {"batch", 8},
+            {"samples", 64},     {"nbs", 16},
+            {"workers", 1},      {"seed", 5},
+            {"dropout", 0.0},    {"batchnorm", false},
+            {"log_steps", 1},    {"checkpoint_steps", 2},
+            {"device", "cpu"},   {"ranks", ranks},
+            {"dist_timeout", 60}};
+}
+
+std::map<std::string, torch::Tensor> weights(const std::filesystem::path& dir) {
+    return load_safetensors(dir / "artifacts" / "weights" / "last.safetensors");
+}
+
+// The largest absolute difference between two runs' final weights.
+double max_weight_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
+    const auto wa = weights(a), wb = weights(b);
+    EXPECT_EQ(wa.size(), wb.size());
+    double worst = 0;
+    for (const auto& [name, t] : wa) {
+        EXPECT_TRUE(wb.count(name)) << name;
+        if (!wb.count(name)) continue;
+        worst = std::max(worst, (t - wb.at(name)).abs().max().item<double>());
+    }
+    return worst;
+}
+
+// Processes whose command line names `dir` (a rank left behind).
+int processes_naming(const std::filesystem::path& dir) {
+    int found = 0;
+    const std::string needle = path_to_utf8(dir);
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (cmdline.find(needle) != std::string::npos) ++found;
+    }
+    return found;
+}
+
+Event last_status(const std::filesystem::path& dir) {
+    Event status;
+    for (const auto& e : events_of(dir))
+        if (e.kind == "status") status = e;
+    return status;
+}
+
+class Distributed : public ::testing::Test {
+  protected:
+    // One process with batch 8, and the same run on 2 ranks (batch 8 = 4 + 4).
+    static void SetUpTestSuite() {
+        single_ = new std::filesystem::path(fresh_dir("dist_single"));
+        write_toy_spec(*single_, options(1));
+        ASSERT_EQ(run_child(*single_, false, "").exit_code, 0);
+        two_ = new std::filesystem::path(fresh_dir("dist_two"));
+        write_toy_spec(*two_, options(2));
+        ASSERT_EQ(run_child(*two_, false, "").exit_code, 0);
+    }
+    static void TearDownTestSuite() {
+        std::filesystem::remove_all(*single_);
+        std::filesystem::remove_all(*two_);
+        delete single_;
+        delete two_;
+    }
+    static std::filesystem::path* single_;
+    static std::filesystem::path* two_;
+};
+
+std::filesystem::path* Distributed::single_ = nullptr;
+std::filesystem::path* Distributed::two_ = nullptr;
+
+TEST_F(Distributed, TwoRanksReachTheWeightsOfOneProcessWithTheGlobalBatch) {
+    // 16 optimizer steps of SGD in float32; the ranks' all-reduce adds in another order.
+    EXPECT_LT(max_weight_difference(*single_, *two_), 1e-5);
+    // Rank 0 alone wrote events: one metric point per step, one set of curves, with the mean
+    // loss over both ranks' halves (the single process's loss within float error).
+    std::vector<std::pair<std::int64_t, double>> one, two;
+    for (const auto& e : events_of(*single_))
+        if (e.kind == "metric" && e.fields["values"].contains("train/mse_loss"))
+            one.emplace_back(e.step(), e.fields["values"]["train/mse_loss"].get<double>());
+    for (const auto& e : events_of(*two_))
+        if (e.kind == "metric" && e.fields["values"].contains("train/mse_loss"))
+            two.emplace_back(e.step(), e.fields["values"]["train/mse_loss"].get<double>());
+    ASSERT_EQ(one.size(), two.size());
+    for (std::size_t k = 0; k < one.size(); ++k) {
+        EXPECT_EQ(one[k].first, two[k].first);
+        EXPECT_NEAR(one[k].second, two[k].second, 1e-4 * std::max(1.0, one[k].second)) << k;
+    }
+    EXPECT_EQ(last_status(*two_).fields["state"], "succeeded");
+    EXPECT_EQ(csv_of(*two_).size(), csv_of(*single_).size());
+    // Rank 1 kept its own log and wrote none of rank 0's files.
+    EXPECT_TRUE(std::filesystem::exists(*two_ / "worker.rank1.log"));
+    bool said_rank = false;
+    for (const auto& e : events_of(*two_))
+        if (e.kind == "log" &&
+            e.fields["message"].get<std::string>().find("rank 0 of 2") != std::string::npos)
+            said_rank = true;
+    EXPECT_TRUE(said_rank) << "the first log line says which rank of how many";
+}
+
+TEST_F(Distributed, ThreeRanksWithUnevenSlicesWeighTheirShare) {
+    // Batch 8 over 3 ranks: slices of 2, 3 and 3 samples.
+    const auto dir = fresh_dir("dist_three");
+    write_toy_spec(dir, options(3));
+    ASSERT_EQ(run_child(dir, false, "").exit_code, 0);
+    EXPECT_LT(max_weight_difference(*single_, dir), 1e-5);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(Distributed, AKilledRankEndsTheRunNamingItAndResumeMatchesTheUninterruptedRun) {
+    const auto dir = fresh_dir("dist_kill");
+    write_toy_spec(dir, options(2));
+    const auto start = std::chrono::steady_clock::now();
+    const auto killed = run_child(dir, false, "after_step:5@1");  // rank 1 dies after step 5
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(killed.exit_code, 1);
+    EXPECT_LT(seconds, 50.0) << "ended by the peer's broken connection, not the 60 s timeout";
+    EXPECT_EQ(processes_naming(dir), 0) << "no rank outlives the launcher";
+    const Event status = last_status(dir);
+    EXPECT_EQ(status.fields["state"], "failed");
+    EXPECT_EQ(status.fields["rank"], 1);
+    EXPECT_EQ(status.fields["device"], "cpu");
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("rank 1 of 2"), std::string::npos)
+        << status.fields.dump();
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("signal 9"), std::string::npos)
+        << status.fields.dump();
+    EXPECT_FALSE(status.fields["log_tail"].empty());
+
+    // Resume on 2 ranks from the step-4 checkpoint: the uninterrupted run's weights, exactly.
+    const auto resumed = run_child(dir, true, "");
+    ASSERT_EQ(resumed.exit_code, 0);
+    EXPECT_EQ(weights_sha(dir, "last"), weights_sha(*two_, "last"));
+    EXPECT_EQ(csv_of(dir), csv_of(*two_));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(Distributed, ARunCheckpointedOnTwoRanksResumesOnOne) {
+    const auto dir = fresh_dir("dist_world_change");
+    write_toy_spec(dir, options(2));
+    ASSERT_EQ(run_child(dir, false, "after_step:9@0").exit_code, 1);  // rank 0 dies in epoch 2
+    write_toy_spec(dir, options(1));
+    ASSERT_EQ(run_child(dir, true, "").exit_code, 0);
+    // The same global batches from the checkpoint's position on: one process's weights within
+    // float error of the 2-rank run, every epoch in results.csv once.
+    EXPECT_LT(max_weight_difference(*two_, dir), 1e-5);
+    EXPECT_EQ(csv_of(dir).size(), csv_of(*two_).size());
+    bool told = false;
+    for (const auto& e : events_of(dir))
+        if (e.kind == "log" && e.fields["message"].get<std::string>().find(
+                                   "written by 2 rank(s); this run has 1") != std::string::npos)
+            told = true;
+    EXPECT_TRUE(told) << "the change of world size is in the run's log";
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace crucible::engine
