@@ -90,11 +90,16 @@ class GlooCollective : public Collective {
 
     void sum(std::vector<double>& values) override {
         if (values.empty()) return;
-        std::vector<torch::Tensor> t = {
-            torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64))};
-        group_->allreduce(t)->wait();
-        const auto* p = t[0].data_ptr<double>();
+        const torch::Tensor t =
+            torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat64));
+        sum(t);
+        const auto* p = t.data_ptr<double>();
         std::copy(p, p + values.size(), values.begin());
+    }
+
+    void sum(torch::Tensor tensor) override {
+        std::vector<torch::Tensor> t = {std::move(tensor)};
+        group_->allreduce(t)->wait();
     }
 
     std::int64_t max(std::int64_t value) override {

@@ -35,6 +35,8 @@ class Collective {
     virtual void broadcast(std::vector<torch::Tensor> tensors) = 0;
     // Sums `values` over the ranks, in place (double, CPU).
     virtual void sum(std::vector<double>& values) = 0;
+    // Sums a tensor over the ranks, in place (what the reducer does to a gradient bucket).
+    virtual void sum(torch::Tensor tensor) = 0;
     // The largest `value` any rank holds (stop requests: one rank's is everyone's).
     virtual std::int64_t max(std::int64_t value) = 0;
     virtual void barrier() = 0;

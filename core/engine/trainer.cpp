@@ -332,10 +332,8 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
         // larger or smaller than the others' (a batch not divisible by the world size, the
         // short last batch) weighs in by its share, so a per-item mean loss gets the gradient
         // one process would get from the whole global batch.
-        const std::int64_t global_items = std::min<std::int64_t>(
-            opt.batch, std::max<std::int64_t>(data->items_per_epoch() - i * opt.batch, 1));
         const double share = static_cast<double>(batch.size * collective->world_size()) /
-                             static_cast<double>(global_items);
+                             static_cast<double>(global_batch_items(i));
         if (share != 1.0) total = total * share;
         // Only the micro-batch before an optimizer step averages gradients across ranks; the
         // others accumulate locally (DDP's no_sync), as one process accumulates them.
@@ -352,6 +350,11 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
     s.index = i + 1;
     s.step += 1;
     StepProfile::current().count_step();
+}
+
+std::int64_t Trainer::Impl::global_batch_items(std::int64_t i) const {
+    return std::min<std::int64_t>(
+        opt.batch, std::max<std::int64_t>(data->items_per_epoch() - i * opt.batch, 1));
 }
 
 void Trainer::Impl::sync_losses() {
@@ -546,7 +549,8 @@ TrainOutcome Trainer::Impl::loop() {
             }
             if (!batch) break;
             train_step(*batch, i);
-            report_step(batch->size);
+            // Speed is the run's: all ranks' items (rank 0 reports it).
+            report_step(collective ? global_batch_items(i) : batch->size);
             if (opt.checkpoint_steps > 0 && s.step % opt.checkpoint_steps == 0 && s.index != nb)
                 checkpoint(false);
             report_checkpoints(writer.take_finished());

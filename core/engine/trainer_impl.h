@@ -108,6 +108,8 @@ struct Trainer::Impl {
     StopRequest agreed_stop_request();
     TrainOutcome loop();
     void train_step(const Batch& batch, std::int64_t i);
+    // Items in global batch `i` of the epoch, over all ranks (the batch size of one process).
+    std::int64_t global_batch_items(std::int64_t i) const;
     // Reads the loss sums from the device into s.loss_sum (one host read); throws when a step's
     // loss was not finite. Called when the host needs them, never inside a step.
     void sync_losses();

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
@@ -167,6 +168,31 @@ TEST(DetectCli, BadOptionsAreNamed) {
     EXPECT_NE(wrong_nc.code, 0);
     EXPECT_NE(wrong_nc.out.find("has 4 classes but the dataset has 2"), std::string::npos)
         << wrong_nc.out;
+}
+
+// `crucible train ... device=cpu ranks=2` ([B2 6/8]): the CLI launches two crucible-worker
+// ranks over Gloo; the run folder is one run with one set of curves (one metric point per step,
+// written by rank 0) and rank 1's own log. A plan that cannot run is refused by name.
+TEST(DetectCli, TwoCpuRanksTrainOneRunWithOneSetOfCurves) {
+    const auto dir = test_support::scratch_dir("detect_cli_ranks");
+    const auto yaml = synth(dir / "data", 2, 64, 16, 4);
+    auto two = run(dir, "train detect data=" + shell_quote(yaml) +
+                            " model=yolov8n.yaml imgsz=64 epochs=2 batch=8 device=cpu ranks=2 "
+                            "amp=false log_steps=1 dist_timeout=120");
+    ASSERT_EQ(two.code, 0) << two.out;
+    EXPECT_NE(two.out.find("starting 2 ranks (cpu, cpu)"), std::string::npos) << two.out;
+    const fs::path run_dir = dir / "runs" / "detect" / "train";
+    EXPECT_TRUE(fs::exists(run_dir / "worker.rank1.log"));
+    EXPECT_EQ(test_support::read_results_csv(run_dir / "results.csv").rows.size(), 2u);
+    std::vector<std::int64_t> steps;
+    for (const auto& e : read_event_log(run_dir / "events.jsonl"))
+        if (e.kind == "metric" && e.fields["values"].contains("train/box_loss"))
+            steps.push_back(e.step());
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 3, 4})) << "2 epochs x 2 global batches";
+
+    auto one_gpu = run(dir, "train detect data=" + shell_quote(yaml) + " device=0 ranks=2");
+    EXPECT_NE(one_gpu.code, 0);
+    EXPECT_NE(one_gpu.out.find("one device each"), std::string::npos) << one_gpu.out;
 }
 
 // The headless demo runs end to end (one epoch here; its default of 75 reaches mAP50 about 0.4
