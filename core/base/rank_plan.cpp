@@ -41,6 +41,7 @@ constexpr const char* kRank = "--rank";
 constexpr const char* kWorldSize = "--world-size";
 constexpr const char* kStore = "--store";
 constexpr const char* kRankDevice = "--rank-device";
+constexpr const char* kLauncher = "--launcher";
 
 }  // namespace
 
@@ -81,16 +82,23 @@ ShardRange shard_range(std::int64_t begin, std::int64_t end, int rank, int world
 }
 
 std::vector<std::string> rank_arguments(const RankAddress& a) {
-    return {kRank,       std::to_string(a.rank),
-            kWorldSize,  std::to_string(a.world_size),
-            kStore,      a.store_host + ":" + std::to_string(a.store_port),
-            kRankDevice, a.device};
+    std::vector<std::string> args = {kRank,       std::to_string(a.rank),
+                                     kWorldSize,  std::to_string(a.world_size),
+                                     kStore,      a.store_host + ":" + std::to_string(a.store_port),
+                                     kRankDevice, a.device};
+    if (a.launcher_pid > 0) {
+        args.emplace_back(kLauncher);
+        args.push_back(std::to_string(a.launcher_pid) + ":" + a.launcher_token);
+    }
+    return args;
 }
 
 bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
                         RankAddress& address) {
     const std::string& flag = args[i];
-    if (flag != kRank && flag != kWorldSize && flag != kStore && flag != kRankDevice) return false;
+    if (flag != kRank && flag != kWorldSize && flag != kStore && flag != kRankDevice &&
+        flag != kLauncher)
+        return false;
     if (i + 1 >= args.size()) throw InputError(flag, "needs a value");
     const std::string& value = args[i + 1];
     if (flag == kRank) {
@@ -103,6 +111,15 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
             throw InputError(flag, "'" + value + "' is not HOST:PORT");
         address.store_host = value.substr(0, colon);
         address.store_port = parse_int(flag, value.substr(colon + 1), 1, 65535);
+    } else if (flag == kLauncher) {  // PID:TOKEN
+        const auto colon = value.find(':');
+        const std::string pid = value.substr(0, colon);
+        long parsed = 0;
+        const auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), parsed);
+        if (ec != std::errc() || end != pid.data() + pid.size() || parsed <= 0)
+            throw InputError(flag, "'" + value + "' is not PID:TOKEN");
+        address.launcher_pid = parsed;
+        address.launcher_token = colon == std::string::npos ? "" : value.substr(colon + 1);
     } else {
         address.device = value;
     }

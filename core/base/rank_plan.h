@@ -38,6 +38,10 @@ struct RankAddress {
     std::string store_host = "127.0.0.1";  // rank 0 serves the rendezvous store here
     int store_port = 0;
     std::string device;  // this rank's device, as plan_ranks gave it
+    // The launcher that watches the ranks (process_info.h): a rank whose launcher is gone
+    // checkpoints and stops, so none trains on headless. 0: none.
+    long launcher_pid = 0;
+    std::string launcher_token;  // its process_start_token
 };
 
 // The worker arguments that carry `address` (the one place that spells them).

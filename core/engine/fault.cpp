@@ -1,10 +1,12 @@
 #include "core/engine/fault.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace crucible::engine {
 
@@ -75,6 +77,12 @@ void die_now(const char* point) {
 
 void fault_point(const char* point, long long value, long long default_n) {
     if (fault_matches(point, value, default_n)) die_now(point);
+    if (std::string(point) == "after_step" && fault_matches("hang_after_step", value, default_n)) {
+        std::fprintf(stderr, "CRUCIBLE_FAULT: hanging at %s\n", point);
+        std::fflush(nullptr);
+        while (true)
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
 }
 
 }  // namespace crucible::engine

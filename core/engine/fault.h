@@ -9,6 +9,8 @@
 //   after_step[:n]            after global step n (default 1)
 //   disk_full[:k]             checkpoint writes from the k-th on (default 2) fail as if the
 //                             disk were full (ENOSPC); the process lives on
+//   hang_after_step[:n]       after global step n (default 1) the process stops making progress
+//                             (sleeps) until something kills it: a hung rank
 // A suffix @r limits the fault to rank r of a data-parallel run (after_step:3@1).
 #include <string>
 

@@ -9,6 +9,7 @@
 #include "core/base/event_inbox.h"
 #include "core/base/file_io.h"
 #include "core/base/log.h"
+#include "core/base/process_info.h"
 #include "core/base/sha256.h"
 #include "core/engine/algorithms.h"
 #include "core/engine/autocast.h"
@@ -146,8 +147,22 @@ void Trainer::Impl::connect_ranks() {
 }
 
 StopRequest Trainer::Impl::agreed_stop_request() {
-    const StopRequest mine = control.poll();
+    StopRequest mine = control.poll();
     if (!collective) return mine;
+    // A rank whose launcher died (killed with the agent's job, a closed console) would train on
+    // with nobody to collect it: it asks every rank to checkpoint and stop. Checked once a
+    // second (a /proc read, an OpenProcess).
+    const auto now = std::chrono::steady_clock::now();
+    if (rank.launcher_pid > 0 && !launcher_lost &&
+        now - launcher_checked >= std::chrono::seconds(1)) {
+        launcher_checked = now;
+        if (!is_same_process(rank.launcher_pid, rank.launcher_token)) {
+            launcher_lost = true;
+            log("warning", "the rank launcher (pid " + std::to_string(rank.launcher_pid) +
+                               ") is gone: checkpointing and stopping every rank");
+        }
+    }
+    if (launcher_lost) mine = StopRequest::Checkpoint;
     // The enum's order ranks the requests: a checkpoint (SIGTERM on any rank) outranks a cancel,
     // which outranks a pause.
     return static_cast<StopRequest>(collective->max(static_cast<std::int64_t>(mine)));

@@ -128,8 +128,23 @@ std::string Trainer::Impl::encode_state() {
     return encode_checkpoint(data);
 }
 
+void Trainer::Impl::average_accumulated_gradients() {
+    // Between optimizer steps each rank holds the gradients of its own slices. The checkpoint
+    // keeps one set, so they are averaged first: every rank resumes with the mean, and the mean
+    // of (mean + later slices) is the mean the uninterrupted run averages at its next step.
+    torch::NoGradGuard no_grad;
+    const double world = static_cast<double>(collective->world_size());
+    for (auto& p : params) {
+        torch::Tensor g = p.grad().defined() ? p.grad() : torch::zeros_like(p);
+        collective->sum(g);
+        g.div_(world);
+        if (!p.grad().defined()) p.mutable_grad() = g;
+    }
+}
+
 void Trainer::Impl::checkpoint(bool best) {
     PhaseTimer timer("checkpoint");
+    if (collective) average_accumulated_gradients();
     if (!main_rank()) {
         // Rank 0 writes; the others take part in the loss read it makes (a collective) and
         // count the step as checkpointed, as rank 0 does once its write is through.

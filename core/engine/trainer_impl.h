@@ -57,6 +57,8 @@ struct Trainer::Impl {
     EventLogWriter* events;  // null on ranks other than 0
     std::string config_sha;
     RankAddress rank;
+    std::chrono::steady_clock::time_point launcher_checked;
+    bool launcher_lost = false;
     std::unique_ptr<Collective> collective;               // null for a single process
     std::unique_ptr<Collective::GradientSync> grad_sync;  // with `collective`
     // The rank that writes the run's files and events (the only one of a single process).
@@ -136,6 +138,9 @@ struct Trainer::Impl {
     // Encodes the state of this step and hands it to the background writer (best.ckpt too when
     // `best`); the outcome is reported by report_checkpoints once the write has finished.
     void checkpoint(bool best);
+    // Distributed runs: the ranks' gradients accumulated since the last optimizer step, made
+    // their mean on every rank (a collective), so the checkpoint holds what all ranks hold.
+    void average_accumulated_gradients();
     // Emits the `checkpoint` events (or alarms) of finished background writes.
     void report_checkpoints(const std::vector<CheckpointWriter::Outcome>& outcomes);
     // Restores the newest valid checkpoint; false when there is none.

@@ -18,11 +18,4 @@ std::string ExitInfo::describe() const {
     return "exit code " + std::to_string(code);
 }
 
-bool is_same_process(long pid, const std::string& token) {
-    if (!process_alive(pid)) return false;
-    if (token.empty()) return true;
-    const std::string now = process_start_token(pid);
-    return now.empty() || now == token;
-}
-
 }  // namespace crucible::jobs

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/process_info.h"  // process_alive, kill_process, ... (by pid)
+
 namespace crucible::jobs {
 
 struct ExitInfo {
@@ -36,17 +38,5 @@ class ChildProcess {
     // Hard kill (SIGKILL / TerminateProcess).
     virtual void kill() = 0;
 };
-
-// True while a process with this id exists (used after an agent restart to find workers that
-// outlived it).
-bool process_alive(long pid);
-// An opaque text that differs between two processes that had the same pid (their start time);
-// "" when the process is gone or the system cannot tell.
-std::string process_start_token(long pid);
-// True when `pid` is alive and still the process whose start token was `token` ("" = unknown,
-// judged by the pid alone).
-bool is_same_process(long pid, const std::string& token);
-// Hard kill of a process this agent did not start itself (an orphaned worker).
-void kill_process(long pid);
 
 }  // namespace crucible::jobs

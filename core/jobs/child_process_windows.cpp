@@ -66,32 +66,6 @@ class WindowsChild final : public ChildProcess {
 
 }  // namespace
 
-bool process_alive(long pid) {
-    HANDLE h = OpenProcess(SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));
-    if (!h) return false;
-    bool alive = WaitForSingleObject(h, 0) == WAIT_TIMEOUT;
-    CloseHandle(h);
-    return alive;
-}
-
-std::string process_start_token(long pid) {
-    HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, static_cast<DWORD>(pid));
-    if (!h) return "";
-    FILETIME created{}, exited{}, kernel{}, user{};
-    const BOOL ok = GetProcessTimes(h, &created, &exited, &kernel, &user);
-    CloseHandle(h);
-    if (!ok) return "";
-    return std::to_string((static_cast<unsigned long long>(created.dwHighDateTime) << 32) |
-                          created.dwLowDateTime);
-}
-
-void kill_process(long pid) {
-    HANDLE h = OpenProcess(PROCESS_TERMINATE, FALSE, static_cast<DWORD>(pid));
-    if (!h) return;
-    TerminateProcess(h, 137);
-    CloseHandle(h);
-}
-
 std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     std::wstring cmd = quote_arg(o.program.wstring());
     for (const auto& a : o.args)

@@ -85,6 +85,8 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     address.world_size = world;
     address.store_host = launch.store_host;
     address.store_port = launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
+    address.launcher_pid = current_process_id();
+    address.launcher_token = process_start_token(address.launcher_pid);
 
     std::vector<RankProcess> ranks(static_cast<std::size_t>(world));
     const auto kill_all = [&ranks] {
@@ -117,6 +119,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     bool stop_forwarded = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
     int failed = -1;
+    std::vector<int> stuck;  // ranks still running when the grace ended (killed)
     while (true) {
         bool running = false;
         for (int k = 0; k < world; ++k) {
@@ -146,6 +149,8 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         }
         if (!running) break;
         if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+            for (int k = 0; k < world; ++k)
+                if (!ranks[static_cast<std::size_t>(k)].exit) stuck.push_back(k);
             kill_all();
             break;
         }
@@ -170,7 +175,16 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     outcome.failed_rank = failed;
     outcome.reason = "rank " + std::to_string(failed) + " of " + std::to_string(world) +
                      " (device " + (device.empty() ? std::string("auto") : device) +
-                     ") ended: " + why.describe() + "; the other ranks were stopped";
+                     ") ended: " + why.describe();
+    if (stuck.empty()) {
+        outcome.reason += "; the other ranks stopped";
+    } else {
+        std::string names;
+        for (int k : stuck)
+            names += (names.empty() ? "" : ", ") + std::to_string(k);
+        outcome.reason += "; rank(s) " + names + " did not end within " +
+                          std::to_string(launch.grace.count() / 1000) + " s and were killed";
+    }
     const auto log = failed == 0 ? launch.job.worker_log() : launch.job.rank_log(failed);
     Event status = make_status(job_state_name(JobState::Failed), outcome.reason);
     status.fields["rank"] = failed;

@@ -34,7 +34,7 @@ TEST(OrphanWorker, AgentServesAtOnceAndNeverDoublesTheWorker) {
     registry.update(id, [&](jobs::JobInfo& j) {
         j.state = JobState::Running;
         j.pid = orphan->pid();
-        j.worker_started = jobs::process_start_token(orphan->pid());
+        j.worker_started = process_start_token(orphan->pid());
     });
 
     auto config = fake_agent_config(data);
@@ -50,13 +50,13 @@ TEST(OrphanWorker, AgentServesAtOnceAndNeverDoublesTheWorker) {
 
     // While the old worker lives the job is not started again.
     std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-    EXPECT_TRUE(jobs::process_alive(orphan->pid()));
+    EXPECT_TRUE(process_alive(orphan->pid()));
     EXPECT_EQ(c.get("/v1/jobs/" + id)["state"], "interrupted");
 
     // After the grace period it is killed, and the job resumes with a worker of its own.
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "succeeded"; },
                            std::chrono::seconds(20)));
-    EXPECT_FALSE(jobs::process_alive(orphan->pid()));
+    EXPECT_FALSE(process_alive(orphan->pid()));
     EXPECT_NE(orphan->wait().signal, 0) << "the orphan should have been killed";
     agent.stop();
     std::filesystem::remove_all(data);

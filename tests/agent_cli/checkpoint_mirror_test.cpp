@@ -253,8 +253,8 @@ TEST_F(CheckpointMirrorE2E, SpotMachineLostMidEpochResumesElsewhereBitIdentical)
     first.agent->kill();
     first.agent->wait();
     first.agent.reset();
-    if (before.pid > 0) jobs::kill_process(before.pid);
-    for (int i = 0; i < 100 && before.pid > 0 && jobs::process_alive(before.pid); ++i)
+    if (before.pid > 0) kill_process(before.pid);
+    for (int i = 0; i < 100 && before.pid > 0 && process_alive(before.pid); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     fs::remove_all(first.data);
     const auto at_loss = mirrored_steps(run);

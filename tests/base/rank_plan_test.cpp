@@ -44,7 +44,8 @@ TEST(RankPlan, RefusesPlansThatCannotRunWithAMessageNamingTheOption) {
 
 TEST(RankPlan, RankArgumentsRoundTripAndBadValuesAreRefused) {
     // (Built whole: GCC 12 at -O3 warns falsely about assigning a literal to store_host.)
-    const RankAddress a{2, 4, std::string("10.0.0.7"), 29500, std::string("3")};
+    const RankAddress a{
+        2, 4, std::string("10.0.0.7"), 29500, std::string("3"), 4242, std::string("1234567")};
     const auto args = rank_arguments(a);
     RankAddress b;
     for (std::size_t i = 0; i < args.size(); ++i)
@@ -54,6 +55,8 @@ TEST(RankPlan, RankArgumentsRoundTripAndBadValuesAreRefused) {
     EXPECT_EQ(b.store_host, "10.0.0.7");
     EXPECT_EQ(b.store_port, 29500);
     EXPECT_EQ(b.device, "3");
+    EXPECT_EQ(b.launcher_pid, 4242);
+    EXPECT_EQ(b.launcher_token, "1234567");
     EXPECT_NO_THROW(check_rank_address(b));
 
     std::size_t i = 0;
@@ -69,7 +72,10 @@ TEST(RankPlan, RankArgumentsRoundTripAndBadValuesAreRefused) {
                                                            {"--store", "h:99999"},
                                                            {"--store", "h:"},
                                                            {"--world-size", ""},
-                                                           {"--rank", "99999999999999999999"}};
+                                                           {"--rank", "99999999999999999999"},
+                                                           {"--launcher", "abc:1"},
+                                                           {"--launcher", "-5"},
+                                                           {"--launcher", ":7"}};
     for (const auto& [flag, value] : hostile) {
         std::vector<std::string> words{flag};
         if (value) words.emplace_back(value);

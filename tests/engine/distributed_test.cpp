@@ -6,10 +6,16 @@
 // also on another number of ranks.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "core/base/file_io.h"
+#include "core/base/job_control.h"
 #include "core/engine/safetensors_torch.h"
 #include "tests/engine/test_util.h"
 
@@ -59,6 +65,30 @@ int processes_naming(const std::filesystem::path& dir) {
         if (cmdline.find(needle) != std::string::npos) ++found;
     }
     return found;
+}
+
+// The toy worker started without waiting for it (the launcher of a distributed job).
+pid_t start_child(const std::filesystem::path& dir) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::unsetenv("CRUCIBLE_FAULT");
+        const std::string job = dir.string();
+        ::execl(ENGINE_TOY_WORKER, ENGINE_TOY_WORKER, "--job", job.c_str(),
+                static_cast<char*>(nullptr));
+        std::_Exit(127);
+    }
+    return pid;
+}
+
+// Waits up to `seconds` for `done`; false when it never came.
+template <class F>
+bool wait_for(double seconds, F done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+        if (done()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return done();
 }
 
 Event last_status(const std::filesystem::path& dir) {
@@ -155,6 +185,69 @@ TEST_F(Distributed, AKilledRankEndsTheRunNamingItAndResumeMatchesTheUninterrupte
     ASSERT_EQ(resumed.exit_code, 0);
     EXPECT_EQ(weights_sha(dir, "last"), weights_sha(*two_, "last"));
     EXPECT_EQ(csv_of(dir), csv_of(*two_));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(Distributed, AStopRequestStopsEveryRankAtOneStepAndTheRunResumes) {
+    // Waiting before the start: rank 0 takes it after step 1, inside an accumulation window, so
+    // the checkpoint holds the ranks' averaged partial gradients.
+    const auto dir = fresh_dir("dist_stop");
+    write_toy_spec(dir, options(2));
+    write_stop_request(JobFolder{dir}, StopRequest::Checkpoint);
+    EXPECT_EQ(run_child(dir, false, "").exit_code, 5);  // interrupted, checkpointed
+    EXPECT_EQ(last_status(dir).fields["state"], "interrupted");
+    EXPECT_EQ(last_status(dir).fields["step"], 1);
+    EXPECT_EQ(processes_naming(dir), 0);
+    ASSERT_EQ(run_child(dir, true, "").exit_code, 0);
+    EXPECT_LT(max_weight_difference(*two_, dir), 1e-5);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(Distributed, AHungRankEndsTheRunAtTheCollectiveTimeout) {
+    const auto dir = fresh_dir("dist_hang");
+    Json o = options(2);
+    o["dist_timeout"] = 10;
+    write_toy_spec(dir, o);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(run_child(dir, false, "hang_after_step:3@1").exit_code, 1);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 45.0) << "10 s timeout + 5 s grace";
+    EXPECT_EQ(processes_naming(dir), 0);
+    const std::string reason = last_status(dir).fields["reason"].get<std::string>();
+    EXPECT_NE(reason.find("rank(s) 1 did not end"), std::string::npos) << reason;
+    std::filesystem::remove_all(dir);
+}
+
+TEST_F(Distributed, RanksWhoseLauncherDiesCheckpointAndStop) {
+    const auto dir = fresh_dir("dist_orphan");
+    Json o = options(2);
+    o["epochs"] = 5000;  // minutes: it must be running when its launcher is killed
+    o["log_steps"] = 20;
+    o["checkpoint_steps"] = 0;
+    o["val"] = false;
+    write_toy_spec(dir, o);
+    const pid_t launcher = start_child(dir);
+    const bool training = wait_for(60, [&] {
+        if (!std::filesystem::exists(dir / "events.jsonl")) return false;
+        for (const auto& e : events_of(dir))
+            if (e.kind == "metric") return true;
+        return false;
+    });
+    ::kill(launcher, SIGKILL);
+    int status = 0;
+    ::waitpid(launcher, &status, 0);
+    ASSERT_TRUE(training) << "the ranks never reported a step";
+    EXPECT_TRUE(wait_for(20, [&] { return processes_naming(dir) == 0; }))
+        << "ranks outlived their launcher";
+    const Event last = last_status(dir);
+    EXPECT_EQ(last.fields["state"], "interrupted") << last.fields.dump();
+    bool warned = false;
+    for (const auto& e : events_of(dir))
+        if (e.kind == "log" &&
+            e.fields["message"].get<std::string>().find("rank launcher") != std::string::npos)
+            warned = true;
+    EXPECT_TRUE(warned);
     std::filesystem::remove_all(dir);
 }
 
