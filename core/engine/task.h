@@ -44,6 +44,10 @@ class BatchSource {
 struct LossOutput {
     torch::Tensor total;  // scalar that backward() sees
     torch::Tensor items;  // 1-D, detached, one value per Task::loss_names() entry
+    // What `total` is the mean of (tokens with a label, for a language model), when that is not
+    // the batch's items. A data-parallel rank's gradient counts by its share of the global
+    // batch's count, so the ranks together get one process's gradient. 0: the items.
+    double count = 0;
 };
 
 struct EvalResult {

@@ -347,8 +347,16 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
         // larger or smaller than the others' (a batch not divisible by the world size, the
         // short last batch) weighs in by its share, so a per-item mean loss gets the gradient
         // one process would get from the whole global batch.
-        const double share = static_cast<double>(batch.size * collective->world_size()) /
-                             static_cast<double>(global_batch_items(i));
+        double local = static_cast<double>(batch.size);
+        double global = static_cast<double>(global_batch_items(i));
+        if (out.count > 0) {  // the task's own count: the global one is summed over the ranks
+            std::vector<double> counts = {out.count};
+            collective->sum(counts);
+            local = out.count;
+            global = counts[0];
+        }
+        const double share =
+            global > 0 ? local * static_cast<double>(collective->world_size()) / global : 0.0;
         if (share != 1.0) total = total * share;
         // Only the micro-batch before an optimizer step averages gradients across ranks; the
         // others accumulate locally (DDP's no_sync), as one process accumulates them.

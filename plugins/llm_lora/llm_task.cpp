@@ -316,7 +316,13 @@ class LlmLoraTask : public engine::Task {
         auto& m = dynamic_cast<LlamaForCausalLmImpl&>(model);
         const auto& b = std::any_cast<const TokenBatch&>(batch.data);
         const torch::Tensor loss = m.loss(b.tokens.to(ctx_.device), b.labels.to(ctx_.device));
-        return {loss, loss.detach().to(torch::kFloat32).reshape({1}).to(torch::kCPU)};
+        engine::LossOutput out{loss,
+                               loss.detach().to(torch::kFloat32).reshape({1}).to(torch::kCPU)};
+        // The loss is the mean over the tokens that have a label (the next token's): ranks of a
+        // distributed run weigh in by their share of those.
+        const auto time = b.labels.size(1);
+        out.count = (b.labels.narrow(1, 1, time - 1) != -100).sum().item<double>();
+        return out;
     }
 
     std::vector<std::string> eval_columns() const override {

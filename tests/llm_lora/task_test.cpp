@@ -20,6 +20,7 @@
 #include "plugins/llm_lora/llm_task.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
@@ -193,6 +194,67 @@ TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
     EXPECT_TRUE(sample_event);
     fs::remove_all(dir);
 }
+
+#ifndef _WIN32  // the worker runs through the shell
+// [B2 6/8]: two Gloo ranks (crucible-worker, device=cpu ranks=2) with global batch 8 train the
+// adapters one process trains with batch 8. The answers differ in length, so the ranks' halves
+// hold different numbers of labelled tokens: each rank's loss (a mean over its tokens) weighs
+// in by its share of the batch's tokens. Only the adapters' gradients are all-reduced.
+TEST(LlmTask, TwoRanksTrainTheAdaptersOneProcessTrains) {
+    ensure_llm_task_registered();
+    const auto dir = fresh("ranks");
+    write_random_model(dir / "model");
+    write_data(dir / "qa.jsonl");
+    Json options = {{"model", path_to_utf8(dir / "model")},
+                    {"data", path_to_utf8(dir / "qa.jsonl")},
+                    {"val_split", 0.0},
+                    {"epochs", 4},
+                    {"batch", 8},
+                    {"nbs", 8},
+                    {"lr0", 0.005},
+                    {"optimizer", "SGD"},
+                    {"lora_r", 4},
+                    {"lora_alpha", 8},
+                    {"lora_dropout", 0.0},
+                    {"workers", 1},
+                    {"checkpoint_steps", 0},
+                    {"sample_prompts", ""},
+                    {"device", "cpu"}};
+    write_json_file(dir / "one" / "spec.json", {{"task", "llm.lora"}, {"options", options}});
+    engine::JobOptions jo;
+    jo.console = false;
+    jo.install_signals = false;
+    ASSERT_EQ(engine::run_job(dir / "one", jo), 0) << read_file_bytes(dir / "one" / "worker.log");
+    options["ranks"] = 2;
+    write_json_file(dir / "two" / "spec.json", {{"task", "llm.lora"}, {"options", options}});
+    const auto two =
+        test_support::run_command(test_support::shell_quote(CRUCIBLE_WORKER_EXE) + " --job " +
+                                  test_support::shell_quote(dir / "two") + " 2>&1");
+    ASSERT_EQ(two.code, 0) << two.out << read_file_bytes(dir / "two" / "worker.log");
+    EXPECT_NE(read_file_bytes(dir / "two" / "worker.log").find("rank 0 of 2"), std::string::npos);
+
+    const auto adapter = [&](const char* run) {
+        return SafetensorsFile::open(dir / run / "artifacts" / "adapter" /
+                                     "adapter_model.safetensors");
+    };
+    const auto a = adapter("one"), b = adapter("two");
+    ASSERT_EQ(a.names(), b.names());
+    double worst = 0, largest = 0;
+    for (const auto& t : a.tensors()) {
+        const auto x = a.data(t), y = b.data(b.at(t.name));
+        ASSERT_EQ(x.size(), y.size());
+        const auto* fx = reinterpret_cast<const float*>(x.data());
+        const auto* fy = reinterpret_cast<const float*>(y.data());
+        for (std::size_t k = 0; k < x.size() / sizeof(float); ++k) {
+            worst = std::max(worst, static_cast<double>(std::abs(fx[k] - fy[k])));
+            largest = std::max(largest, static_cast<double>(std::abs(fx[k])));
+        }
+    }
+    EXPECT_GT(largest, 1e-3) << "the adapters trained";
+    EXPECT_LT(worst, 1e-5) << "largest weight " << largest;
+    fs::remove_all(dir);
+}
+#endif
 
 TEST(LlmTask, BadOptionsAreRefusedNamingTheOption) {
     ASSERT_TRUE(fs::exists(fixture("tiny_llama2c_v0.bin"))) << "fixtures/llama absent";
