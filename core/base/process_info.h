@@ -16,7 +16,6 @@ std::string process_start_token(long pid);
 bool is_same_process(long pid, const std::string& token);
 // Hard kill of a process this program did not start itself (an orphaned worker).
 void kill_process(long pid);
-// This process's id.
-long current_process_id();
+// (This process's own id is platform::process_id() in file_io.h.)
 
 }  // namespace crucible

@@ -1,7 +1,6 @@
 // POSIX half of process_info.h. The Windows twin is process_info_windows.cpp.
 #ifndef _WIN32
 #include <signal.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -50,10 +49,6 @@ std::string process_start_token(long pid) {
 
 void kill_process(long pid) {
     if (pid > 0) ::kill(static_cast<pid_t>(pid), SIGKILL);
-}
-
-long current_process_id() {
-    return static_cast<long>(::getpid());
 }
 
 }  // namespace crucible

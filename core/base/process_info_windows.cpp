@@ -32,9 +32,5 @@ void kill_process(long pid) {
     CloseHandle(h);
 }
 
-long current_process_id() {
-    return static_cast<long>(GetCurrentProcessId());
-}
-
 }  // namespace crucible
 #endif

@@ -85,7 +85,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     address.world_size = world;
     address.store_host = launch.store_host;
     address.store_port = launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
-    address.launcher_pid = current_process_id();
+    address.launcher_pid = platform::process_id();
     address.launcher_token = process_start_token(address.launcher_pid);
 
     std::vector<RankProcess> ranks(static_cast<std::size_t>(world));

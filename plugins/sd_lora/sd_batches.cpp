@@ -48,6 +48,8 @@ class SdBatchSource : public engine::BatchSource {
             whole.latent_std = whole.latent_std.slice(0, begin, end);
             whole.captions = std::vector<std::string>(whole.captions.begin() + begin,
                                                       whole.captions.begin() + end);
+            whole.first = begin;
+            whole.global_rows = static_cast<std::int64_t>(entries.size());
         }
         engine::Batch b;
         b.size = end - begin;

@@ -28,6 +28,10 @@ struct SdBatch {
     torch::Tensor latent_mean, latent_std;  // [B, 4, h, w] on the task's device (unscaled)
     std::vector<std::string> captions;
     std::uint64_t noise_seed = 0;  // noise / timesteps / posterior sample for this batch
+    // A data-parallel rank's rows [first, first + rows) of a global batch of `global_rows`: the
+    // noise is drawn for the whole global batch and sliced, as one process draws it. 0: whole.
+    std::int64_t first = 0;
+    std::int64_t global_rows = 0;
 };
 
 struct SdDataOptions {
@@ -49,8 +53,7 @@ class SdTrainingData {
                          const std::function<void(const std::string&)>& log = {});
 
     // Training batches of rank `rank` of `world_size`: its slice of each global batch, with the
-    // flips and captions one process draws for those items. (The noise a rank draws from the
-    // batch's noise_seed is its own: SD runs are not bit-equal across world sizes.)
+    // flips, captions and noise one process draws for those items (SdBatch::first).
     std::unique_ptr<engine::BatchSource> batches(int rank = 0, int world_size = 1);
     std::int64_t images() const { return static_cast<std::int64_t>(dataset_.items.size()); }
     std::int64_t items_per_epoch() const { return static_cast<std::int64_t>(entries_.size()); }

@@ -388,17 +388,21 @@ class SdLoraTask : public engine::Task {
         const auto cpu = torch::TensorOptions().dtype(torch::kFloat32);
         const auto shape = b.latent_mean.sizes();
         const auto bsz = shape[0];
-        const torch::Tensor z = torch::randn(shape, gen, cpu).to(ctx_.device);
+        // Drawn for the whole global batch, in one process's order; a rank keeps its rows.
+        std::vector<std::int64_t> global = shape.vec();
+        global[0] = b.global_rows > 0 ? b.global_rows : bsz;
+        const auto mine = [&](const torch::Tensor& t) { return t.narrow(0, b.first, bsz); };
+        const torch::Tensor z = mine(torch::randn(global, gen, cpu)).to(ctx_.device);
         const torch::Tensor latents =
             (b.latent_mean + b.latent_std * z) * vae_->config.scaling_factor;
-        torch::Tensor noise = torch::randn(shape, gen, cpu);
+        torch::Tensor noise = torch::randn(global, gen, cpu);
         if (noise_offset_ > 0)
-            noise = noise + noise_offset_ * torch::randn({bsz, shape[1], 1, 1}, gen, cpu);
-        noise = noise.to(ctx_.device);
+            noise = noise + noise_offset_ * torch::randn({global[0], shape[1], 1, 1}, gen, cpu);
+        noise = mine(noise).to(ctx_.device);
         torch::Tensor t = timesteps.defined()
                               ? timesteps
-                              : torch::randint(0, schedule_.steps(), {bsz}, gen,
-                                               torch::TensorOptions().dtype(torch::kLong));
+                              : mine(torch::randint(0, schedule_.steps(), {global[0]}, gen,
+                                                    torch::TensorOptions().dtype(torch::kLong)));
         t = t.to(ctx_.device);
         const torch::Tensor noisy = schedule_.add_noise(latents, noise, t);
         const torch::Tensor context = encode_text(b.captions);

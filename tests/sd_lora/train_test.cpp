@@ -31,6 +31,7 @@
 #include "plugins/sd_lora/sd_task.h"
 #include "tests/sd_lora/sd_test_util.h"
 #include "tests/support/results_csv.h"
+#include "tests/support/run_command.h"
 
 namespace crucible::sd {
 namespace {
@@ -203,6 +204,59 @@ TEST(SdLoraTask, ExtendingAFinishedRunEqualsTheLongerRun) {
     ASSERT_FALSE(names.empty());
     fs::remove_all(dir);
 }
+
+#ifndef _WIN32  // the worker runs through the shell
+// [B2 6/8]: two Gloo ranks (crucible-worker, device=cpu ranks=2) with global batch 4 train the
+// LoRA one process trains with batch 4: flips, shuffled captions, the posterior sample, noise and
+// timesteps are drawn for the global batch and each rank keeps its rows.
+TEST(SdLoraTask, TwoRanksTrainTheLoraOneProcessTrains) {
+    ensure_sd_lora_registered();
+    const fs::path dir = testing::fresh_dir("ranks");
+    testing::write_tiny_model_folder(dir / "model", 5);
+    write_shapes(dir / "data", 8);
+    Json options = {{"data", path_to_utf8(dir / "data")},
+                    {"model", path_to_utf8(dir / "model")},
+                    {"resolution", 32},
+                    {"min_bucket_reso", 32},
+                    {"max_bucket_reso", 64},
+                    {"bucket_reso_steps", 32},
+                    {"epochs", 2},
+                    {"batch", 4},
+                    {"nbs", 4},
+                    {"lr0", 1e-3},
+                    {"network_dim", 4},
+                    {"network_alpha", 4},
+                    {"network_dropout", 0.0},
+                    {"flip_aug", true},
+                    {"shuffle_caption", true},
+                    {"checkpoint_steps", 0},
+                    {"device", "cpu"},
+                    {"workers", 1},
+                    {"seed", 8}};
+    ASSERT_EQ(run(dir / "one", options, false), 0);
+    options["ranks"] = 2;
+    fs::create_directories(dir / "two");
+    write_json_file(dir / "two" / "spec.json", Json{{"task", kSdLoraTaskId}, {"options", options}});
+    const auto two =
+        test_support::run_command(test_support::shell_quote(CRUCIBLE_WORKER_EXE) + " --job " +
+                                  test_support::shell_quote(dir / "two") + " 2>&1");
+    ASSERT_EQ(two.code, 0) << two.out << read_file_bytes(dir / "two" / "worker.log");
+    const auto a =
+        engine::load_safetensors(dir / "one" / "artifacts" / "weights" / "last.safetensors");
+    const auto b =
+        engine::load_safetensors(dir / "two" / "artifacts" / "weights" / "last.safetensors");
+    ASSERT_EQ(a.size(), b.size());
+    double worst = 0;
+    for (const auto& [name, t] : a) {
+        ASSERT_TRUE(b.count(name)) << name;
+        worst = std::max(
+            worst,
+            (t.to(torch::kFloat64) - b.at(name).to(torch::kFloat64)).abs().max().item<double>());
+    }
+    EXPECT_LT(worst, 1e-5);
+    fs::remove_all(dir);
+}
+#endif
 
 Json text_encoder_options(const fs::path& dir) {
     return {{"data", path_to_utf8(dir / "data")},
