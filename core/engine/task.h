@@ -21,11 +21,16 @@
 
 namespace crucible::engine {
 
+class Collective;  // distributed.h
+
 // One batch as the task's loader produced it. The engine only needs the item count (for img/s
 // and the out-of-memory message); the payload is the task's own type.
 struct Batch {
     std::int64_t size = 0;
     std::any data;
+    // Items of the global batch this one is a rank's slice of (set by the trainer before
+    // compute_loss; equal to `size` in a single process).
+    std::int64_t global_size = 0;
 };
 
 // Training batches of one epoch. The order depends only on (seed, epoch), so a run resumed at
@@ -48,6 +53,9 @@ struct LossOutput {
     // the batch's items. A data-parallel rank's gradient counts by its share of the global
     // batch's count, so the ranks together get one process's gradient. 0: the items.
     double count = 0;
+    // The least the global count is taken to be (a loss that divides by max(count, 1) says 1,
+    // and divides by its own count unclamped in a distributed run).
+    double count_floor = 0;
 };
 
 struct EvalResult {
@@ -70,6 +78,9 @@ struct TaskContext {
     // augmentations whatever the world size); rank 0 alone validates and writes files.
     int rank = 0;
     int world_size = 1;
+    // The link to the other ranks (null in a single process), for a task's own collectives
+    // (SyncBatchNorm); valid for the whole run.
+    Collective* collective = nullptr;
     std::function<void(const std::string& level, const std::string& message)> log;
     // Events of the task's own (DESIGN.md `sample`, `artifact`), written in order with the
     // trainer's; the trainer adds the current step when the event has none. Call it from the

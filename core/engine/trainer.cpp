@@ -136,8 +136,10 @@ void Trainer::Impl::save_weights(const std::string& name) {
 }
 
 void Trainer::Impl::connect_ranks() {
-    const auto timeout = std::chrono::seconds(opt.dist_timeout_s);
-    collective = Collective::connect(rank, timeout);
+    collective = Collective::connect(rank, std::chrono::seconds(opt.dist_timeout_s));
+}
+
+void Trainer::Impl::share_initial_weights() {
     std::vector<torch::Tensor> state;
     for (const auto& p : model->parameters())
         state.push_back(p);
@@ -156,16 +158,18 @@ StopRequest Trainer::Impl::agreed_stop_request() {
     if (rank.launcher_pid > 0 && !launcher_lost &&
         now - launcher_checked >= std::chrono::seconds(1)) {
         launcher_checked = now;
-        if (!is_same_process(rank.launcher_pid, rank.launcher_token)) {
-            launcher_lost = true;
-            log("warning", "the rank launcher (pid " + std::to_string(rank.launcher_pid) +
-                               ") is gone: checkpointing and stopping every rank");
-        }
+        launcher_lost = !is_same_process(rank.launcher_pid, rank.launcher_token);
     }
-    if (launcher_lost) mine = StopRequest::Checkpoint;
     // The enum's order ranks the requests: a checkpoint (SIGTERM on any rank) outranks a cancel,
-    // which outranks a pause.
-    return static_cast<StopRequest>(collective->max(static_cast<std::int64_t>(mine)));
+    // which outranks a pause; a lost launcher, one above them all, is a checkpoint that every
+    // rank (rank 0 in the run's log) names.
+    const std::int64_t lost = static_cast<std::int64_t>(StopRequest::Checkpoint) + 1;
+    const std::int64_t agreed =
+        collective->max(launcher_lost ? lost : static_cast<std::int64_t>(mine));
+    if (agreed != lost) return static_cast<StopRequest>(agreed);
+    log("warning", "the rank launcher (pid " + std::to_string(rank.launcher_pid) +
+                       ") is gone: checkpointing and stopping every rank");
+    return StopRequest::Checkpoint;
 }
 
 void Trainer::Impl::setup(bool resume) {
@@ -178,6 +182,7 @@ void Trainer::Impl::setup(bool resume) {
     keep_freed_memory_for_reuse();
     configure_algorithms(opt.deterministic);  // before any CUDA work
     device = choose_device(distributed ? rank.device : opt.device);
+    if (distributed) connect_ranks();
     amp = training_autocast(opt.amp, opt.amp_dtype, device.device);
     // bf16 has fp32's exponent range: its gradients do not underflow, nothing to scale.
     scaler = DynamicLossScaler(amp.enabled && amp.dtype == torch::kFloat16);
@@ -193,6 +198,7 @@ void Trainer::Impl::setup(bool resume) {
     context.workers = threads;
     context.rank = rank.rank;
     context.world_size = rank.world_size;
+    context.collective = collective.get();
     context.log = [this](const std::string& level, const std::string& message) {
         log(level, message);
     };
@@ -219,7 +225,7 @@ void Trainer::Impl::setup(bool resume) {
                      ? ""
                      : ", " + std::to_string(report.missing.size()) + " not in the file"));
     }
-    if (distributed) connect_ranks();  // before the EMA copy, which starts from these weights
+    if (distributed) share_initial_weights();  // before the EMA copy, which starts from them
     if (opt.ema) {
         auto copy = task.build_model();
         copy->to(device.device);
@@ -338,30 +344,35 @@ void Trainer::Impl::train_step(const Batch& batch, std::int64_t i) {
         AutocastGuard autocast(amp);
         out = task.compute_loss(*model, batch);
     }
-    // Summed on the device; a non-finite loss is found when the sums are read (sync_losses).
-    loss_sums.add(out.total, out.items, s.step);
     const bool steps_now = ni - s.last_opt_step >= accumulate;
     torch::Tensor total = out.total;
+    torch::Tensor items = out.items;
     if (collective) {
         // The reducer averages the ranks' gradients. A rank whose slice of the global batch is
         // larger or smaller than the others' (a batch not divisible by the world size, the
-        // short last batch) weighs in by its share, so a per-item mean loss gets the gradient
-        // one process would get from the whole global batch.
+        // short last batch, fewer labelled tokens) weighs in by its share, so the ranks' mean
+        // is one process's loss on the whole global batch; the loss items, averaged over the
+        // ranks when they are read, get the same weights.
         double local = static_cast<double>(batch.size);
-        double global = static_cast<double>(global_batch_items(i));
+        double global = static_cast<double>(batch.global_size);
         if (out.count > 0) {  // the task's own count: the global one is summed over the ranks
             std::vector<double> counts = {out.count};
             collective->sum(counts);
             local = out.count;
-            global = counts[0];
+            global = std::max(counts[0], out.count_floor);
         }
         const double share =
             global > 0 ? local * static_cast<double>(collective->world_size()) / global : 0.0;
-        if (share != 1.0) total = total * share;
+        if (share != 1.0) {
+            total = total * share;
+            items = items * share;
+        }
         // Only the micro-batch before an optimizer step averages gradients across ranks; the
         // others accumulate locally (DDP's no_sync), as one process accumulates them.
         if (steps_now) grad_sync->prepare({total});
     }
+    // Summed on the device; a non-finite loss is found when the sums are read (sync_losses).
+    loss_sums.add(total, items, s.step);
     {
         PhaseTimer timer("backward");
         scaler.scale_loss(total).backward();
@@ -571,9 +582,10 @@ TrainOutcome Trainer::Impl::loop() {
                 batch = data->next();
             }
             if (!batch) break;
+            batch->global_size = collective ? global_batch_items(i) : batch->size;
             train_step(*batch, i);
             // Speed is the run's: all ranks' items (rank 0 reports it).
-            report_step(collective ? global_batch_items(i) : batch->size);
+            report_step(batch->global_size);
             if (opt.checkpoint_steps > 0 && s.step % opt.checkpoint_steps == 0 && s.index != nb)
                 checkpoint(false);
             report_checkpoints(writer.take_finished());

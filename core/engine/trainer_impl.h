@@ -104,8 +104,10 @@ struct Trainer::Impl {
     void emit(Event event);
     void drain_inbox();
     void setup(bool resume);
-    // Meets the other ranks and gives them rank 0's parameters (distributed runs only).
+    // Meets the other ranks (distributed runs only), before the task's setup.
     void connect_ranks();
+    // Gives every rank rank 0's parameters and buffers.
+    void share_initial_weights();
     // The stop request every rank agrees on (rank 0 reads the job folder's; any rank's signal).
     StopRequest agreed_stop_request();
     TrainOutcome loop();

@@ -117,7 +117,8 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
         assigner_.assign(pred_scores.detach().sigmoid(), pred_boxes.detach() * anchors.strides,
                          anchors.points * anchors.strides, gt.labels, gt.boxes, gt.mask);
 
-    auto target_scores_sum = assignment.target_scores.sum().clamp_min(1.0);
+    auto target_scores_sum =
+        assignment.target_scores.sum().clamp_min(options_.min_target_scores_sum());
 
     auto loss_cls = F::binary_cross_entropy_with_logits(
                         pred_scores, assignment.target_scores,
@@ -162,6 +163,7 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
     result.total = (loss_box + loss_cls + loss_dfl) * static_cast<double>(b);
     result.items = torch::stack({loss_box, loss_cls, loss_dfl}).detach();
     result.foreground = n_fg;
+    result.target_scores_sum = target_scores_sum.item<double>();
     return result;
 }
 

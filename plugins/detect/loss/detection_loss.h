@@ -26,6 +26,9 @@ struct DetectionLossOptions {
     TORCH_ARG(int64_t, topk) = 10;
     TORCH_ARG(double, alpha) = 0.5;
     TORCH_ARG(double, beta) = 6.0;
+    // The losses are divided by max(target-score sum, this). A data-parallel rank divides by its
+    // own sum nearly unclamped; the trainer then applies the clamp of 1 to the global sum.
+    TORCH_ARG(double, min_target_scores_sum) = 1.0;
 };
 
 // Ground truth of a batch, one row per box (the Ultralytics collate layout).
@@ -36,9 +39,10 @@ struct DetectionTargets {
 };
 
 struct DetectionLossResult {
-    torch::Tensor total;     // scalar (box + cls + dfl) * batch size, differentiable
-    torch::Tensor items;     // [3] detached: box, cls, dfl (after gains)
-    int64_t foreground = 0;  // number of positive anchors (for logs)
+    torch::Tensor total;           // scalar (box + cls + dfl) * batch size, differentiable
+    torch::Tensor items;           // [3] detached: box, cls, dfl (after gains)
+    int64_t foreground = 0;        // number of positive anchors (for logs)
+    double target_scores_sum = 1;  // what the losses were divided by (at least 1)
 };
 
 class DetectionLoss {

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "core/engine/sync_batch_norm.h"
+
 namespace crucible::detect {
 
 namespace F = torch::nn::functional;
@@ -19,7 +21,13 @@ ConvImpl::ConvImpl(const ConvOptions& opts) : options(opts) {
 }
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
-    return torch::silu(bn->forward(conv->forward(x)));
+    const torch::Tensor y = conv->forward(x);
+    return torch::silu(sync_bn ? engine::sync_batch_norm(y, *bn, *sync_bn) : bn->forward(y));
+}
+
+void enable_sync_batch_norm(torch::nn::Module& model, engine::Collective* collective) {
+    for (const auto& m : model.modules())
+        if (auto* conv = dynamic_cast<ConvImpl*>(m.get())) conv->sync_bn = collective;
 }
 
 BottleneckImpl::BottleneckImpl(const BottleneckOptions& opts) : options(opts) {

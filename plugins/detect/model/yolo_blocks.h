@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/engine/distributed.h"
+
 namespace crucible::detect {
 
 // Conv2d (no bias, padding k/2) + BatchNorm2d (eps 1e-3, momentum 0.03) + SiLU.
@@ -30,8 +32,14 @@ class ConvImpl : public torch::nn::Module {
     ConvOptions options;
     torch::nn::Conv2d conv{nullptr};
     torch::nn::BatchNorm2d bn{nullptr};
+    // Set by enable_sync_batch_norm: `bn` then uses the global batch's statistics in training.
+    engine::Collective* sync_bn = nullptr;
 };
 TORCH_MODULE(Conv);
+
+// SyncBatchNorm for every Conv block of `model` (a data-parallel run's sync_bn=true): the same
+// parameters and buffers, batch statistics over all ranks' images.
+void enable_sync_batch_norm(torch::nn::Module& model, engine::Collective* collective);
 
 // Two 3x3 Convs c -> c (expansion 1.0 as used inside C2f), residual when `shortcut`.
 struct BottleneckOptions {

@@ -30,6 +30,11 @@ OptionSchema detect_task_schema() {
 
     engine::TrainDefaults d;  // SPECS.md YOLOv8 defaults
     engine::add_training_options(s, d);
+    s.add(boolean_option("sync_bn", false,
+                         "with several ranks, BatchNorm statistics over all ranks' images "
+                         "(SyncBatchNorm: one process's result, two all-reduces per BatchNorm "
+                         "layer and step); off: each rank's own",
+                         "train"));
 
     add_augment_options(s);
     add_nms_options(s, 0.001, "val");

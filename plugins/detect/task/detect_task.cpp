@@ -174,7 +174,8 @@ class DetectTask : public engine::Task {
                 .strides(loaded_.model->strides())
                 .box_gain(vo.box_gain)
                 .cls_gain(vo.cls_gain)
-                .dfl_gain(vo.dfl_gain));
+                .dfl_gain(vo.dfl_gain)
+                .min_target_scores_sum(c.world_size > 1 ? 1e-9 : 1.0));
         c.log("info", "data: " + std::to_string(train_count) + " train / " +
                           std::to_string(validator_->image_count()) + " val images, " +
                           std::to_string(names.size()) + " classes, imgsz " +
@@ -211,6 +212,8 @@ class DetectTask : public engine::Task {
         // are fastest with it, and the batches arrive in it.
         model->set_memory_format(torch::MemoryFormat::ChannelsLast);
         model->to(ctx_.device);
+        if (ctx_.collective && ctx_.config["sync_bn"].get<bool>())
+            enable_sync_batch_norm(*model, ctx_.collective);
         return model.ptr();
     }
 
@@ -228,7 +231,18 @@ class DetectTask : public engine::Task {
         }
         engine::PhaseTimer timer("loss");
         const auto result = (*loss_)(levels, b.targets);
-        return {result.total, result.items};
+        engine::LossOutput out{result.total, result.items};
+        if (ctx_.world_size > 1) {
+            // The loss is (batch size) x (sums / the batch's target-score sum, at least 1). A
+            // rank scales it to the global batch's size and divides by its own sum (unclamped:
+            // the loss options above), by whose share of the global sum (clamped at 1 there)
+            // the trainer weighs it: the ranks then average to one process's loss.
+            out.total = result.total * (static_cast<double>(batch.global_size) /
+                                        static_cast<double>(std::max<std::int64_t>(batch.size, 1)));
+            out.count = result.target_scores_sum;
+            out.count_floor = 1.0;
+        }
+        return out;
     }
 
     std::vector<std::string> eval_columns() const override {
