@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/data/synth/synth.h"
@@ -295,6 +296,69 @@ TEST_F(CliRemoteE2E, RealYoloJobFollowedToTheEndAndBestDownloaded) {
     ASSERT_GT(bytes.size(), 1000000u);  // YOLOv8n: about 3 M parameters
     EXPECT_EQ(bytes[8], '{');           // a safetensors header follows the 8-byte length
     EXPECT_NE(bytes.find("crucible_yolo_scale"), std::string::npos);
+#endif
+}
+
+// [B2 6/8] A job asking for two CPU ranks, through the agent (what the studio's run form
+// sends): crucible-worker becomes the ranks' launcher, the run is one job with one set of
+// curves, and a cancel from the command line ends every rank.
+TEST_F(CliRemoteE2E, TwoRankJobsRunAsOneJobAndCancelEndsEveryRank) {
+#ifndef CRUCIBLE_REAL_WORKER
+    GTEST_SKIP() << "crucible-worker is not part of this build";
+#else
+    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
+    start_agent(CRUCIBLE_REAL_WORKER);
+    ASSERT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+    data::SynthOptions so;
+    so.train = 8;
+    so.val = 4;
+    so.classes = 2;
+    so.imgsz = 64;
+    const fs::path yaml = data::write_synth_dataset(root / "shapes", so);
+    const std::vector<std::string> common = {"data=" + path_to_utf8(yaml),
+                                             "model=yolov8n",
+                                             "imgsz=64",
+                                             "batch=4",
+                                             "device=cpu",
+                                             "ranks=2",
+                                             "workers=1",
+                                             "log_steps=1"};
+    std::vector<std::string> args = {"remote", "submit", "gpu", "detect.yolo", "epochs=2"};
+    args.insert(args.end(), common.begin(), common.end());
+    CliRun submit = crucible(args);
+    ASSERT_EQ(submit.code, 0) << submit.out;
+    const std::string job = last_line(submit.out);
+    CliRun logs = crucible({"remote", "logs", "gpu", job, "-f"});
+    ASSERT_EQ(logs.code, 0) << logs.out;
+    EXPECT_NE(logs.out.find("job " + job + ": succeeded"), std::string::npos) << logs.out;
+    const fs::path folder = data / "jobs" / job;
+    EXPECT_TRUE(fs::exists(folder / "worker.rank1.log"));
+    std::vector<std::int64_t> steps;
+    for (const auto& e : read_event_log(folder / "events.jsonl"))
+        if (e.kind == "metric" && e.fields["values"].contains("train/box_loss"))
+            steps.push_back(e.step());
+    EXPECT_EQ(steps, (std::vector<std::int64_t>{1, 2, 3, 4})) << "one point per global step";
+
+    args = {"remote", "submit", "gpu", "detect.yolo", "epochs=500"};
+    args.insert(args.end(), common.begin(), common.end());
+    CliRun slow = crucible(args);
+    ASSERT_EQ(slow.code, 0) << slow.out;
+    const std::string slow_job = last_line(slow.out);
+    const fs::path slow_folder = data / "jobs" / slow_job;
+    for (int i = 0; i < 600 && !fs::exists(slow_folder / "worker.rank1.log"); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(crucible({"remote", "cancel", "gpu", slow_job}).code, 0);
+    CliRun follow = crucible({"remote", "logs", "gpu", slow_job, "-f"});
+    EXPECT_NE(follow.out.find("job " + slow_job + ": canceled"), std::string::npos) << follow.out;
+    // No rank is left: nothing running names the job's folder.
+    int left = 0;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+        const std::string cmdline((std::istreambuf_iterator<char>(in)),
+                                  std::istreambuf_iterator<char>());
+        left += cmdline.find(path_to_utf8(slow_folder)) != std::string::npos;
+    }
+    EXPECT_EQ(left, 0);
 #endif
 }
 
