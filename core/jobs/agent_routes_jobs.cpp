@@ -9,6 +9,7 @@
 #include "core/base/job_folder.h"
 #include "core/jobs/agent_service.h"
 #include "core/jobs/event_follower.h"
+#include "core/jobs/gpu_ranks.h"
 
 namespace crucible::jobs {
 namespace {
@@ -99,6 +100,7 @@ void AgentService::add_job_routes() {
                                            : " (see GET /v1/gpus)");
             throw InputError("gpu", message);
         }
+        plan_gpu_ranks(job, gpu_ids, config_.scheduler.mig_gpus);
         job.options = resolve_job_options(job.task, job.options, caller);
         job.submitted_by = caller.name;
         JobInfo stored = registry_.add(job);

@@ -10,6 +10,7 @@
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
 #include "core/base/options_schema.h"
+#include "core/jobs/gpu_ranks.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
 #include "core/net/job_inputs.h"
@@ -77,9 +78,11 @@ Json describe_tasks(const std::filesystem::path& worker) {
 
 // GPUs the scheduler may hand out: all that NVML reports, unless the configuration names them.
 static AgentConfig with_gpu_ids(AgentConfig config) {
+    const auto report = GpuInventory::open(config.nvml_library)->read();
     if (config.scheduler.gpu_ids.empty())
-        for (const auto& g : GpuInventory::open(config.nvml_library)->read().gpus)
+        for (const auto& g : report.gpus)
             config.scheduler.gpu_ids.push_back(g.index);
+    config.scheduler.mig_gpus = mig_gpus(report);
     return config;
 }
 

@@ -194,7 +194,9 @@ void Scheduler::start_ready_jobs() {
             int want = std::max(job.gpus, 1);
             for (int g : options_.gpu_ids) {
                 const bool asked = !job.requested_gpu || *job.requested_gpu == g;
-                if (asked && !busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want)
+                // Several ranks need whole GPUs (gpu_ranks.h); a MIG slice takes 1-GPU jobs.
+                const bool fits = want == 1 || !options_.mig_gpus.count(g);
+                if (asked && fits && !busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want)
                     gpus.push_back(g);
             }
             if (static_cast<int>(gpus.size()) < want) break;  // keep priority order: wait for GPUs

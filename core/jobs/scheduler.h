@@ -25,6 +25,7 @@ struct SchedulerOptions {
     std::vector<std::string> worker_args;  // extra leading args (tests use a fake worker script)
     int max_cpu_jobs = 1;                  // jobs at once when there is no GPU
     std::vector<int> gpu_ids;              // GPUs this agent may hand out
+    std::set<int> mig_gpus;                // of those, split into MIG slices: 1-GPU jobs only
     std::uint64_t min_free_disk_bytes = 512ull << 20;
     std::chrono::milliseconds tick{100};
 };

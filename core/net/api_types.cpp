@@ -213,11 +213,7 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
         const Json& g = body["gpus"];
         if (!g.is_number_integer() || g.get<long long>() < 0)
             throw InputError("gpus", "expected a non-negative integer");
-        if (g.get<long long>() > 1)
-            throw InputError(
-                "gpus",
-                "a job can use one GPU for now: training on several GPUs needs distributed "
-                "training, which this version does not have yet");
+        if (g.get<long long>() > 64) throw InputError("gpus", "at most 64 (one rank per GPU)");
         r.gpus = g.get<int>();
     }
     if (field(body, "gpu")) {

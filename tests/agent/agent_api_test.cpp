@@ -223,7 +223,7 @@ TEST_F(AgentFixture, HostileRequestsGetClearAnswers) {
     auto two_gpus =
         cli.Post("/v1/jobs", auth, R"({"task":"test.fake","gpus":2})", "application/json");
     EXPECT_EQ(two_gpus->status, 400);
-    EXPECT_NE(two_gpus->body.find("distributed"), std::string::npos);
+    EXPECT_NE(two_gpus->body.find("this agent has 0 GPU(s)"), std::string::npos) << two_gpus->body;
     EXPECT_EQ(cli.Get("/v1/jobs/..%2F..%2Fetc", auth)->status, 404);
     EXPECT_EQ(cli.Get("/v1/jobs/bad.id", auth)->status, 400);
     EXPECT_EQ(cli.Get("/v1/jobs/j-missing", auth)->status, 404);
@@ -545,6 +545,68 @@ TEST(AgentGpus, FakeNvmlTwoGpusOneMigSplit) {
     EXPECT_FALSE(none.nvml);
     EXPECT_TRUE(none.gpus.empty());
     EXPECT_FALSE(none.note.empty());
+}
+
+// [B2 6/8] A job asking for several GPUs gets a whole set at once, one rank per GPU: its device
+// option names them as the worker sees them, the worker sees only them, a 1-GPU job waits while
+// they are taken, and what cannot run is refused at submit by name.
+TEST(AgentGpus, SeveralGpusAreOneSetWithOneRankEach) {
+    struct NoMig {  // two whole GPUs, for this test only
+        NoMig() { setenv("FAKE_NVML_NO_MIG", "1", 1); }
+        ~NoMig() { unsetenv("FAKE_NVML_NO_MIG"); }
+    } no_mig;
+    auto data = fresh_dir("gpu_set");
+    auto config = fake_agent_config(data);
+    config.nvml_library = CRUCIBLE_FAKE_NVML;
+    jobs::AgentService agent(config);
+    const std::string token = agent.tokens().create("tester");
+    const int port = agent.start();
+    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    const Json slow = {{"steps", 400}, {"delay_ms", 20}};
+    const std::string both =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpus", 2}, {"options", slow}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + both)["state"] == "running"; }));
+    EXPECT_EQ(c.get("/v1/jobs/" + both)["gpu_ids"], Json::array({0, 1}));
+    EXPECT_EQ(c.get("/v1/jobs/" + both)["options"]["device"], "cuda:0,cuda:1");
+    const auto gpu_env = data / "jobs" / both / "gpu_env";
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpu_env); }));
+    EXPECT_EQ(read_file_bytes(gpu_env), "CUDA_VISIBLE_DEVICES=0,1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    const std::string one = c.post("/v1/jobs", {{"task", "test.fake"}, {"options", slow}})["id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_EQ(c.get("/v1/jobs/" + one)["state"], "queued") << "both GPUs are the first job's";
+    const auto refused = [&](const Json& body, const std::string& says) {
+        try {
+            c.post("/v1/jobs", body);
+            ADD_FAILURE() << body.dump() << " was accepted";
+        } catch (const net::ApiError& e) {
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    };
+    refused({{"task", "test.fake"}, {"gpus", 3}}, "this agent has 2 GPU(s)");
+    refused({{"task", "test.fake"}, {"options", {{"device", "0,1"}}}}, "ask for a number of GPUs");
+    for (const auto& id : {both, one})
+        c.post("/v1/jobs/" + id + "/cancel", Json::object());
+    agent.stop();
+    std::filesystem::remove_all(data);
+}
+
+// MIG slices have no peer collectives: a job on several GPUs is refused, saying why.
+TEST(AgentGpus, SeveralGpusAreRefusedOnMigSlices) {
+    auto data = fresh_dir("gpu_mig");
+    auto config = fake_agent_config(data);
+    config.nvml_library = CRUCIBLE_FAKE_NVML;  // GPU 1 is split into MIG instances
+    jobs::AgentService agent(config);
+    const std::string token = agent.tokens().create("tester");
+    const int port = agent.start();
+    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    try {
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpus", 2}});
+        ADD_FAILURE() << "2 GPUs with one split into MIG slices were accepted";
+    } catch (const net::ApiError& e) {
+        EXPECT_NE(std::string(e.what()).find("MIG slices"), std::string::npos) << e.what();
+    }
+    agent.stop();
+    std::filesystem::remove_all(data);
 }
 
 // A job may ask for one GPU by the agent's index ("gpu"): it waits for that GPU even while

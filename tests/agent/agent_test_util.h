@@ -28,7 +28,8 @@ inline Json fake_task_schemas() {
            Json::array({{{"name", "steps"}, {"type", "integer"}, {"default", 20}, {"min", 1}},
                         {{"name", "delay_ms"}, {"type", "integer"}, {"default", 30}, {"min", 0}},
                         {{"name", "data"}, {"type", "path"}, {"default", ""}},
-                        {{"name", "model"}, {"type", "path"}, {"default", ""}}})}}});
+                        {{"name", "model"}, {"type", "path"}, {"default", ""}},
+                        {{"name", "device"}, {"type", "string"}, {"default", ""}}})}}});
 }
 
 inline jobs::AgentConfig fake_agent_config(const std::filesystem::path& data) {

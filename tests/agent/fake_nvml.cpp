@@ -90,7 +90,9 @@ int nvmlDeviceGetComputeRunningProcesses_v3(void* h, unsigned* n, Proc* p) {
     return 0;
 }
 int nvmlDeviceGetMigMode(void* h, unsigned* cur, unsigned* pend) {
-    *cur = *pend = index_of(h) == 1 ? 1 : 0;
+    // FAKE_NVML_NO_MIG=1: two whole GPUs (the multi-GPU scheduling tests).
+    const char* no_mig = std::getenv("FAKE_NVML_NO_MIG");
+    *cur = *pend = index_of(h) == 1 && !(no_mig && *no_mig == '1') ? 1 : 0;
     return 0;
 }
 int nvmlDeviceGetMaxMigDeviceCount(void*, unsigned* n) {
