@@ -62,7 +62,7 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
         {
             {"no task", {{"options", Json::object()}}, "task"},
             {"options a list", {{"task", "t"}, {"options", {1, 2}}}, "options"},
-            {"two gpus", {{"task", "t"}, {"gpus", 2}}, "gpus"},
+            {"65 gpus", {{"task", "t"}, {"gpus", 65}}, "gpus"},
             {"negative gpu", {{"task", "t"}, {"gpu", -1}}, "gpu"},
             {"long name", {{"task", "t"}, {"name", std::string(201, 'x')}}, "name"},
             {"priority as text", {{"task", "t"}, {"priority", "high"}}, "priority"},
