@@ -7,6 +7,7 @@
 #include <QStandardItemModel>
 #include <QTimer>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "core/base/error.h"
 #include "ui/background.h"
@@ -16,6 +17,8 @@ namespace crucible::ui {
 namespace {
 
 enum ChoiceIndex { kGpu = 0, kCpu = 1 };
+// Item data of the "K GPUs" entries (the "GPU <n> only" entries keep the index as their data).
+constexpr int kCountRole = Qt::UserRole + 1;
 
 QString gib(std::uint64_t bytes) {
     return QString::number(static_cast<double>(bytes) / (1ull << 30), 'f', 1);
@@ -59,7 +62,12 @@ GpuPicker::GpuPicker(QWidget* parent, int refresh_ms) : QWidget(parent) {
     connect(choice_, &QComboBox::activated, this, [this](int index) {
         cpu_chosen_ = index == kCpu;
         pinned_gpu_.reset();
-        if (index > kCpu) pinned_gpu_ = choice_->itemData(index).toInt();
+        gpu_count_ = 1;
+        const QVariant count = choice_->itemData(index, kCountRole);
+        if (count.isValid())
+            gpu_count_ = count.toInt();
+        else if (index > kCpu)
+            pinned_gpu_ = choice_->itemData(index).toInt();
         emit choice_changed();
     });
     show_listing();
@@ -149,6 +157,16 @@ void GpuPicker::show_listing() {
     // (driver reset, MIG change) falls back to "a free GPU".
     while (choice_->count() > kCpu + 1)
         choice_->removeItem(choice_->count() - 1);
+    // Several GPUs, one rank each: all the whole GPUs first, then smaller counts.
+    const int whole = whole_gpus();
+    if (gpu_count_ > std::max(whole, 1)) gpu_count_ = 1;
+    int count_entry = -1;
+    for (int k = whole; k >= 2; --k) {
+        choice_->addItem(k == whole ? tr("All %1 GPUs (one rank each)").arg(k)
+                                    : tr("%1 free GPUs (one rank each)").arg(k));
+        choice_->setItemData(choice_->count() - 1, k, kCountRole);
+        if (gpu_count_ == k) count_entry = choice_->count() - 1;
+    }
     int pinned_entry = -1;
     for (const auto& g : listing_.gpus) {
         choice_->addItem(tr("GPU %1 only (%2)").arg(g.index).arg(QString::fromStdString(g.name)),
@@ -159,6 +177,7 @@ void GpuPicker::show_listing() {
     // Only a server that answered without GPUs is "CPU only"; unknown keeps both choices.
     choice_->setCurrentIndex(cpu_chosen_ || (known_ && !gpus) ? kCpu
                              : pinned_entry >= 0              ? pinned_entry
+                             : count_entry >= 0               ? count_entry
                                                               : kGpu);
     if (auto* model = qobject_cast<QStandardItemModel*>(choice_->model()))
         if (auto* item = model->item(kGpu)) item->setEnabled(!known_ || gpus);
@@ -204,8 +223,25 @@ void GpuPicker::choose_cpu(bool cpu) {
 
 void GpuPicker::choose_gpu(std::optional<int> index) {
     pinned_gpu_ = index;
-    if (index) cpu_chosen_ = false;
+    if (index) {
+        cpu_chosen_ = false;
+        gpu_count_ = 1;
+    }
     show_listing();
+}
+
+void GpuPicker::choose_gpu_count(int count) {
+    gpu_count_ = std::max(count, 1);
+    cpu_chosen_ = false;
+    pinned_gpu_.reset();
+    show_listing();
+}
+
+int GpuPicker::whole_gpus() const {
+    int n = 0;
+    for (const auto& g : listing_.gpus)
+        n += !g.mig_enabled && g.mig.empty();
+    return n;
 }
 
 std::optional<int> GpuPicker::submit_gpu() const {
@@ -215,7 +251,7 @@ std::optional<int> GpuPicker::submit_gpu() const {
 
 std::optional<int> GpuPicker::submit_gpus() const {
     if (!known_) return std::nullopt;
-    return use_gpu() ? 1 : 0;
+    return use_gpu() ? (pinned_gpu_ ? 1 : gpu_count_) : 0;
 }
 
 void GpuPicker::showEvent(QShowEvent* event) {

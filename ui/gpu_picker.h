@@ -4,7 +4,9 @@
 // picker is visible, never on the GUI thread) and the choice between a GPU and the CPU.
 //
 // The choice is "a free GPU" (the agent's scheduler assigns one and sets CUDA_VISIBLE_DEVICES),
-// one particular GPU (the submit's `gpu`: the job waits for that one), or "CPU"; the list shows
+// several (all the server's whole GPUs, or a count: the submit's `gpus`, one data-parallel rank
+// per GPU, MIG-split GPUs not counted), one particular GPU (the submit's `gpu`: the job waits
+// for that one), or "CPU"; the list shows
 // which GPUs there are and how much memory each has free now. A server without GPUs (no NVIDIA
 // driver, or none installed: a normal state) shows "CPU only".
 #include <QString>
@@ -48,8 +50,13 @@ class GpuPicker : public QWidget {
     // The person's choice of the CPU (a server without GPUs uses the CPU without it).
     bool cpu_chosen() const { return cpu_chosen_; }
     void choose_cpu(bool cpu);
-    // The `gpus` count for the job submit: 1 for a GPU, 0 for the CPU; none while unknown.
+    // The `gpus` count for the job submit: 1 for a GPU, N for N GPUs, 0 for the CPU; none while
+    // unknown.
     std::optional<int> submit_gpus() const;
+    // Chooses `count` GPUs (1: a free GPU); more than the server's whole GPUs falls back to 1.
+    void choose_gpu_count(int count);
+    // How many of the listed GPUs are whole (not split into MIG slices).
+    int whole_gpus() const;
     // The one GPU (agent index) chosen for the job, if the person picked one.
     std::optional<int> submit_gpu() const;
     // Picks GPU `index` of the listing (as choosing "GPU <index> only" in the list does).
@@ -78,6 +85,7 @@ class GpuPicker : public QWidget {
     bool refused_ = false;
     bool cpu_chosen_ = false;        // the person's choice; "CPU only" servers show CPU regardless
     std::optional<int> pinned_gpu_;  // "GPU <n> only", while that GPU is listed
+    int gpu_count_ = 1;              // "All N GPUs" / "K GPUs": ranks, one per GPU
     net::GpuReport listing_;
     QComboBox* choice_ = nullptr;
     QListWidget* list_ = nullptr;

@@ -177,6 +177,46 @@ TEST(GpuPicker, ListsTheServersGpusWithLiveFreeMemory) {
     EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
 }
 
+// [B2 6/8] A server with several whole GPUs offers all of them or a count, one rank per GPU;
+// MIG-split GPUs are not counted (the report above has one whole GPU: no such entries).
+TEST(GpuPicker, OffersAllGpusOrACountForOneRunWithOneRankEach) {
+    Json report = gpu_report(0);
+    Json third = report["gpus"][0];
+    third["index"] = 2;
+    report["gpus"][1]["mig_enabled"] = false;
+    report["gpus"][1]["mig"] = Json::array();
+    report["gpus"].push_back(third);
+    FakeAgent agent(report);
+    GpuPicker picker(nullptr, 100);
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
+    picker.show();
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }));
+    EXPECT_EQ(picker.whole_gpus(), 3);
+    auto* combo = picker.findChild<QComboBox*>(QStringLiteral("device"));
+    ASSERT_NE(combo, nullptr);
+    QStringList entries;
+    for (int i = 0; i < combo->count(); ++i)
+        entries << combo->itemText(i);
+    EXPECT_TRUE(entries.contains("All 3 GPUs (one rank each)")) << entries.join("|").toStdString();
+    EXPECT_TRUE(entries.contains("2 free GPUs (one rank each)")) << entries.join("|").toStdString();
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);  // the default: a free GPU
+    picker.choose_gpu_count(3);
+    EXPECT_EQ(combo->currentText(), "All 3 GPUs (one rank each)");
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 3);
+    EXPECT_FALSE(picker.submit_gpu().has_value());
+    picker.choose_gpu(2);  // one particular GPU again
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
+    EXPECT_EQ(picker.submit_gpu().value_or(-1), 2);
+    // The server loses a GPU (MIG turned on): a count it no longer has falls back to one GPU.
+    picker.choose_gpu_count(3);
+    report["gpus"][1]["mig_enabled"] = true;
+    agent.set_report(report);
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.whole_gpus() == 2; }));
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
+    picker.choose_cpu(true);
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
+}
+
 // A wrong token is said as such, and not sent again on every refresh (each try would count
 // against the address at the agent); another token asks again. A slowed-down address is told
 // apart from a wrong token.
