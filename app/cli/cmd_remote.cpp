@@ -258,7 +258,8 @@ int run_submit(const std::vector<std::string>& words) {
     app.add_option("TASK", request.task, "the task (see the agent's task list)")->required();
     app.add_option("--name", request.name, "job name");
     app.add_option("--priority", request.priority, "queue priority")->capture_default_str();
-    const CLI::Option* gpus_given = app.add_option("--gpus", gpus, "GPUs the job needs");
+    const CLI::Option* gpus_given = app.add_option(
+        "--gpus", gpus, "GPUs the job needs (more than 1: one data-parallel rank per GPU)");
     app.add_option("--run-id", request.run_id,
                    "keep the run in the agent's checkpoint mirror under this name; the same id "
                    "on another agent with that mirror goes on from its newest checkpoint");

@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 
 #include "core/base/error.h"
@@ -112,6 +113,32 @@ class GlooCollective : public Collective {
 
     void barrier() override {
         group_->barrier()->wait();
+    }
+
+    std::vector<std::string> all_gather(const std::string& mine) override {
+        // Sizes first, then one buffer where each rank fills its own stretch and leaves the
+        // others zero: their sum is every rank's bytes side by side.
+        std::vector<double> sizes(static_cast<std::size_t>(world_size_), 0.0);
+        sizes[static_cast<std::size_t>(rank_)] = static_cast<double>(mine.size());
+        sum(sizes);
+        std::int64_t total = 0, offset = 0;
+        for (int r = 0; r < world_size_; ++r) {
+            if (r == rank_) offset = total;
+            total += static_cast<std::int64_t>(sizes[static_cast<std::size_t>(r)]);
+        }
+        torch::Tensor buffer = torch::zeros({std::max<std::int64_t>(total, 1)}, torch::kUInt8);
+        if (!mine.empty())
+            std::memcpy(buffer.data_ptr<std::uint8_t>() + offset, mine.data(), mine.size());
+        sum(buffer);
+        std::vector<std::string> out;
+        const auto* bytes = reinterpret_cast<const char*>(buffer.data_ptr<std::uint8_t>());
+        std::int64_t at = 0;
+        for (int r = 0; r < world_size_; ++r) {
+            const auto n = static_cast<std::int64_t>(sizes[static_cast<std::size_t>(r)]);
+            out.emplace_back(bytes + at, static_cast<std::size_t>(n));
+            at += n;
+        }
+        return out;
     }
 
     std::unique_ptr<GradientSync> sync_gradients(const std::vector<torch::Tensor>& params,

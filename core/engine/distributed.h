@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/base/rank_plan.h"
@@ -39,6 +40,8 @@ class Collective {
     virtual void sum(torch::Tensor tensor) = 0;
     // The largest `value` any rank holds (stop requests: one rank's is everyone's).
     virtual std::int64_t max(std::int64_t value) = 0;
+    // Every rank's bytes, by rank (results gathered for rank 0: sharded validation's matches).
+    virtual std::vector<std::string> all_gather(const std::string& mine) = 0;
     virtual void barrier() = 0;
 
     // Gradient averaging for `params` (the optimized parameters, the same on every rank).

@@ -113,6 +113,10 @@ class Task {
     // Column names validate() returns, in results.csv order.
     virtual std::vector<std::string> eval_columns() const = 0;
     virtual EvalResult validate(torch::nn::Module& model) = 0;
+    // True when every rank of a data-parallel run calls validate(), each on its share of the
+    // validation set, and rank 0's result covers all of it (the task gathers through
+    // TaskContext::collective). False: rank 0 validates alone while the others wait.
+    virtual bool validates_in_shards() const { return false; }
 
     // The optimizer's parameter groups of `model` (param_groups.h): name, parameters, weight
     // decay, learning-rate factor and warm-up of each. The engine runs any number of them and

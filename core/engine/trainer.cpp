@@ -471,7 +471,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     for (double sum : s.loss_sum)
         loss_means.push_back(sum / static_cast<double>(std::max<std::int64_t>(s.index, 1)));
     double fitness = 0;
-    if (validated && main_rank()) {
+    if (validated && (main_rank() || task.validates_in_shards())) {
         torch::NoGradGuard no_grad;
         eval_model().eval();
         PhaseTimer timer("val");
@@ -482,8 +482,9 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
             fitness -= m;
     }
     if (collective && validated) {
-        // Rank 0 validated; the others wait here (up to dist_timeout) and take its fitness, so
-        // that best and early stopping are decided alike on every rank.
+        // Rank 0 validated (alone, or gathering the others' shares); every rank takes its
+        // fitness (waiting here up to dist_timeout), so that best and early stopping are
+        // decided alike on every rank.
         std::vector<double> shared = {main_rank() ? fitness : 0.0};
         collective->sum(shared);
         fitness = shared[0];

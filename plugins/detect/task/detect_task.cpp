@@ -163,6 +163,8 @@ class DetectTask : public engine::Task {
         vo.workers = loader_threads_;
         vo.cache = cfg["cache"].get<bool>();
         vo.seed = static_cast<std::uint64_t>(c.seed);
+        vo.rank = c.rank;  // every rank validates its share (validates_in_shards)
+        vo.world_size = c.world_size;
         vo.nms = nms_options_from(cfg);
         vo.box_gain = cfg["box"].get<double>();
         vo.cls_gain = cfg["cls"].get<double>();
@@ -253,7 +255,7 @@ class DetectTask : public engine::Task {
 
     engine::EvalResult validate(torch::nn::Module& model) override {
         auto& yolo = dynamic_cast<DetectionModelImpl&>(model);
-        const ValidationResult r = validator_->run(yolo);
+        const ValidationResult r = validator_->run(yolo, ctx_.collective);
         for (const auto& bad : r.bad)
             log_bad(bad);
         const DetectionMetrics& m = r.metrics;
@@ -269,9 +271,11 @@ class DetectTask : public engine::Task {
                       "val: %d images, %d instances  P %.3f  R %.3f  mAP50 %.3f  mAP50-95 %.3f  "
                       "(%.1fs)",
                       m.images, m.instances, m.precision, m.recall, m.map50, m.map50_95, r.seconds);
-        ctx_.log("info", line);
+        if (ctx_.rank == 0) ctx_.log("info", line);  // the others hold no metrics of their own
         return out;
     }
+
+    bool validates_in_shards() const override { return true; }
 
     int num_classes() const override { return static_cast<int>(dataset_.class_names.size()); }
 

@@ -13,6 +13,7 @@
 
 #include "core/data/detection_types.h"
 #include "core/data/loader/batch_loader.h"
+#include "core/engine/distributed.h"
 #include "plugins/detect/loss/detection_loss.h"
 #include "plugins/detect/metrics/detection_metrics.h"
 #include "plugins/detect/metrics/nms.h"
@@ -32,6 +33,9 @@ struct ValidatorOptions {
     double confusion_conf = 0.25;
     double confusion_iou = 0.45;
     data::ImageLimits limits;  // larger images are bad samples (left out, reported)
+    // Sharded validation in a data-parallel run: this rank's slice of each batch of `batch`.
+    int rank = 0;
+    int world_size = 1;
 };
 
 struct ValidationResult {
@@ -50,7 +54,12 @@ class DetectionValidator {
                        ValidatorOptions options);
 
     // Runs the model (its device; eval mode is set here, the caller restores train mode).
-    ValidationResult run(DetectionModelImpl& model);
+    // With `collective` (the options' world_size ranks all calling run), each rank validates
+    // its slices and rank 0's result holds the metrics of the whole split, equal to one
+    // process's: the images' boxes and predictions are gathered and matched there in the
+    // split's order, and the losses normalized by each batch's global target-score sum. The
+    // other ranks' results hold only the losses.
+    ValidationResult run(DetectionModelImpl& model, engine::Collective* collective = nullptr);
 
     std::int64_t image_count() const;
 
