@@ -119,14 +119,8 @@ const engine::TaskInfo* named_task(const std::vector<std::string>& words) {
 int run_local_job(const std::filesystem::path& dir, bool resume) {
     engine::JobOptions job;
     job.resume = resume;
-    job.launch_ranks = [&](const RankPlan& plan) {
-        auto launch = jobs::worker_rank_launch(sibling_program("crucible-worker", "worker"), dir,
-                                               resume, plan);
-        launch.stop_requested = engine::signal_stop_pending;
-        const auto outcome = jobs::run_ranks(launch);
-        if (!outcome.reason.empty()) std::fprintf(stderr, "%s\n", outcome.reason.c_str());
-        return outcome.exit_code;
-    };
+    job.launch_ranks = jobs::rank_launcher(sibling_program("crucible-worker", "worker"), dir,
+                                           resume, engine::signal_stop_pending);
     return engine::run_job(dir, job);
 }
 

@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include <cstdio>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -66,6 +67,18 @@ RankLaunch worker_rank_launch(const std::filesystem::path& program,
     // GPU indices are NVML's (gpu_ref.h): CUDA must number the GPUs the same way.
     launch.env[kCudaDeviceOrderVariable] = kCudaDeviceOrderPciBus;
     return launch;
+}
+
+std::function<int(const RankPlan&)> rank_launcher(std::filesystem::path program,
+                                                  std::filesystem::path job_dir, bool resume,
+                                                  std::function<bool()> stop_requested) {
+    return [=](const RankPlan& plan) {
+        RankLaunch launch = worker_rank_launch(program, job_dir, resume, plan);
+        launch.stop_requested = stop_requested;
+        const RankLaunchOutcome outcome = run_ranks(launch);
+        if (!outcome.reason.empty()) std::fprintf(stderr, "%s\n", outcome.reason.c_str());
+        return outcome.exit_code;
+    };
 }
 
 int free_tcp_port(const std::string& host) {

@@ -51,6 +51,14 @@ std::vector<std::string> worker_job_arguments(const std::filesystem::path& job_d
 RankLaunch worker_rank_launch(const std::filesystem::path& program,
                               const std::filesystem::path& job_dir, bool resume, RankPlan plan);
 
+// What a worker program gives engine::run_job as JobOptions::launch_ranks: runs the plan's ranks
+// of `job_dir` with `program` (itself, or crucible-worker beside the CLI), asks them to
+// checkpoint once `stop_requested` says so, prints why a failed run failed on stderr, and
+// returns the run's exit code.
+std::function<int(const RankPlan&)> rank_launcher(std::filesystem::path program,
+                                                  std::filesystem::path job_dir, bool resume,
+                                                  std::function<bool()> stop_requested);
+
 // A TCP port nobody listens on at `host` now (bound and released: another program may take it
 // before the store does, which then fails its rendezvous with a clear message).
 int free_tcp_port(const std::string& host);

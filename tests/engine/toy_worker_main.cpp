@@ -30,13 +30,8 @@ int toy_main(int argc, char** argv) {
     }
     if (job.empty()) return 2;
     const auto dir = crucible::path_from_utf8(job);
-    options.launch_ranks = [&](const crucible::RankPlan& plan) {
-        auto launch = crucible::jobs::worker_rank_launch(crucible::this_executable(), dir,
-                                                         options.resume, plan);
-        launch.stop_requested = crucible::engine::signal_stop_pending;
-        launch.grace = std::chrono::seconds(5);
-        return crucible::jobs::run_ranks(launch).exit_code;
-    };
+    options.launch_ranks = crucible::jobs::rank_launcher(
+        crucible::this_executable(), dir, options.resume, crucible::engine::signal_stop_pending);
     return crucible::engine::run_job(dir, options);
 }
 

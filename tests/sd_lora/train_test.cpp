@@ -169,30 +169,36 @@ int run(const fs::path& job, const Json& options, bool resume) {
     return engine::run_job(job, o);
 }
 
+// Two epochs of batch 4 with flips and shuffled captions (what a resume or a rank must draw
+// exactly as one uninterrupted process does), no dropout.
+Json flips_and_shuffled_captions(const fs::path& dir) {
+    return {{"data", path_to_utf8(dir / "data")},
+            {"model", path_to_utf8(dir / "model")},
+            {"resolution", 32},
+            {"min_bucket_reso", 32},
+            {"max_bucket_reso", 64},
+            {"bucket_reso_steps", 32},
+            {"epochs", 2},
+            {"batch", 4},
+            {"nbs", 4},
+            {"lr0", 1e-3},
+            {"network_dim", 4},
+            {"network_alpha", 4},
+            {"network_dropout", 0.0},
+            {"flip_aug", true},
+            {"shuffle_caption", true},
+            {"checkpoint_steps", 0},
+            {"device", "cpu"},
+            {"workers", 1},
+            {"seed", 8}};
+}
+
 TEST(SdLoraTask, ExtendingAFinishedRunEqualsTheLongerRun) {
     ensure_sd_lora_registered();
     const fs::path dir = testing::fresh_dir("resume");
     testing::write_tiny_model_folder(dir / "model", 5);
     write_shapes(dir / "data", 8);
-    Json options = {{"data", path_to_utf8(dir / "data")},
-                    {"model", path_to_utf8(dir / "model")},
-                    {"resolution", 32},
-                    {"min_bucket_reso", 32},
-                    {"max_bucket_reso", 64},
-                    {"bucket_reso_steps", 32},
-                    {"epochs", 2},
-                    {"batch", 4},
-                    {"nbs", 4},
-                    {"lr0", 1e-3},
-                    {"network_dim", 4},
-                    {"network_alpha", 4},
-                    {"network_dropout", 0.0},
-                    {"flip_aug", true},
-                    {"shuffle_caption", true},
-                    {"checkpoint_steps", 0},
-                    {"device", "cpu"},
-                    {"workers", 1},
-                    {"seed", 8}};
+    Json options = flips_and_shuffled_captions(dir);
     ASSERT_EQ(run(dir / "whole", options, false), 0);
     options["epochs"] = 1;
     ASSERT_EQ(run(dir / "split", options, false), 0);
@@ -214,25 +220,7 @@ TEST(SdLoraTask, TwoRanksTrainTheLoraOneProcessTrains) {
     const fs::path dir = testing::fresh_dir("ranks");
     testing::write_tiny_model_folder(dir / "model", 5);
     write_shapes(dir / "data", 8);
-    Json options = {{"data", path_to_utf8(dir / "data")},
-                    {"model", path_to_utf8(dir / "model")},
-                    {"resolution", 32},
-                    {"min_bucket_reso", 32},
-                    {"max_bucket_reso", 64},
-                    {"bucket_reso_steps", 32},
-                    {"epochs", 2},
-                    {"batch", 4},
-                    {"nbs", 4},
-                    {"lr0", 1e-3},
-                    {"network_dim", 4},
-                    {"network_alpha", 4},
-                    {"network_dropout", 0.0},
-                    {"flip_aug", true},
-                    {"shuffle_caption", true},
-                    {"checkpoint_steps", 0},
-                    {"device", "cpu"},
-                    {"workers", 1},
-                    {"seed", 8}};
+    Json options = flips_and_shuffled_captions(dir);
     ASSERT_EQ(run(dir / "one", options, false), 0);
     options["ranks"] = 2;
     fs::create_directories(dir / "two");
@@ -259,27 +247,14 @@ TEST(SdLoraTask, TwoRanksTrainTheLoraOneProcessTrains) {
 #endif
 
 Json text_encoder_options(const fs::path& dir) {
-    return {{"data", path_to_utf8(dir / "data")},
-            {"model", path_to_utf8(dir / "model")},
-            {"resolution", 32},
-            {"min_bucket_reso", 32},
-            {"max_bucket_reso", 64},
-            {"bucket_reso_steps", 32},
-            {"epochs", 2},
-            {"batch", 4},
-            {"nbs", 4},
-            {"lr0", 1e-3},
-            {"train_text_encoder", true},
-            {"text_encoder_lr", 2.5e-4},
-            {"network_dim", 4},
-            {"network_alpha", 4},
-            {"network_dropout", 0.1},
-            {"shuffle_caption", true},
-            {"caption_dropout_rate", 0.25},
-            {"checkpoint_steps", 0},
-            {"device", "cpu"},
-            {"workers", 1},
-            {"seed", 6}};
+    Json o = flips_and_shuffled_captions(dir);
+    o.erase("flip_aug");
+    o["train_text_encoder"] = true;
+    o["text_encoder_lr"] = 2.5e-4;
+    o["network_dropout"] = 0.1;
+    o["caption_dropout_rate"] = 0.25;
+    o["seed"] = 6;
+    return o;
 }
 
 void write_tagged_shapes(const fs::path& folder, int count) {
