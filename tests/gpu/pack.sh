@@ -16,7 +16,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build}"
 bundle="$root/.gpu-bundle"
-targets=(gpu_tests bench_train_detect bench_llm_step bench_sd_lora crucible)
+# crucible-worker beside crucible: `crucible train ... device=0,1` starts it once per rank.
+targets=(gpu_tests bench_train_detect bench_llm_step bench_sd_lora crucible crucible-worker)
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/fixtures/yolov8" "$bundle/wheels"

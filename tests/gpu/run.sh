@@ -10,7 +10,8 @@
 # GPU half: gpu_tests (golden YOLO loss on CUDA vs CPU, autocast, fused attention, optimizer
 # state across devices, device order vs NVML, out-of-memory by type), detection training at 640
 # with AMP fp16 and bf16 beside Ultralytics on the same GPU, LLM LoRA bf16 tokens/s, SD LoRA fp16
-# it/s, kill and resume on CUDA with deterministic algorithms (bit-identical weights).
+# it/s, kill and resume on CUDA with deterministic algorithms (bit-identical weights), and with two
+# or more GPUs the data-parallel scaling of yolov8s at 640 (efficiency against linear).
 # CPU half (always, also here without a GPU, from build/): kill and resume on the CPU and a short
 # detection step benchmark, so the plumbing is checked; the table then says the GPU half did not
 # run. Budget: under 8 minutes on one H200.
@@ -172,6 +173,28 @@ if [ "$gpu" = 1 ]; then
     row "SD 1.5 LoRA fp16 it/s (512 px)" "$(field "$ours" it_s)" "" "" \
         "$([ -n "$ours" ] && echo ok || echo FAIL)"
     kill_resume 0 cuda
+    # Data-parallel scaling ([B2 6/8]): yolov8s at 640 on every GPU (one rank each, global batch
+    # 16 per GPU) against one GPU with batch 16; Gloo collectives, NCCL is not wired in yet.
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+    if [ "${gpus:-0}" -ge 2 ] && [ -x "$bin/crucible-worker" ]; then
+        "$bin/crucible" dataset synth "$work/scaling/data" --train 512 --val 16 --imgsz 640 \
+            >"$work/scaling.log" 2>&1
+        scaling_run() {  # NAME DEVICE BATCH: the mean items/s of the last epoch's progress events
+            (cd "$work/scaling" && "$bin/crucible" train detect data=data/data.yaml \
+                model=yolov8s.yaml imgsz=640 epochs=2 batch="$3" device="$2" amp=true val=false \
+                name="$1" >>"$work/scaling.log" 2>&1)
+            "$python" -c "import json,sys; e=[json.loads(l) for l in open(sys.argv[1])]; \
+p=[x['items_per_s'] for x in e if x.get('kind')=='progress' and x.get('epoch')==2]; \
+print(round(sum(p)/len(p),1) if p else '')" "$work/scaling/runs/detect/$1/events.jsonl"
+        }
+        one=$(scaling_run one 0 16)
+        all=$(scaling_run all "$(seq -s, 0 $((gpus - 1)))" $((16 * gpus)))
+        eff=$("$python" -c "import sys; a,o,n=sys.argv[1:4]; print('%.0f %%' % (100*float(a)/(float(o)*int(n))) if a and o else '')" "$all" "$one" "$gpus")
+        row "yolov8s 640 img/s: $gpus GPUs (Gloo) / 1 GPU" "$all" "$one" "$eff" \
+            "$([ -n "$all" ] && echo ok || echo FAIL)"
+    else
+        row "multi-GPU scaling" "not run: this machine has ${gpus:-0} GPU" "" "" "skipped"
+    fi
 else
     row "GPU half" "not run: no CUDA device on this machine" "" "" "skipped"
 fi
