@@ -210,6 +210,20 @@ void Trainer::Impl::setup(bool resume) {
 
     data = task.train_data();
     nb = data->batches_per_epoch();
+    if (distributed) {
+        // Every rank must step with every global batch: one whose slice would be empty cannot.
+        if (opt.batch < rank.world_size)
+            throw InputError("batch", std::to_string(opt.batch) + " is the global batch: " +
+                                          std::to_string(rank.world_size) +
+                                          " ranks need at least one item each");
+        const std::int64_t last = data->items_per_epoch() - (nb - 1) * opt.batch;
+        if (nb > 1 && last > 0 && last < rank.world_size) {
+            nb -= 1;
+            log("warning", "the last batch of each epoch (" + std::to_string(last) +
+                               " item(s)) is left out: fewer than the " +
+                               std::to_string(rank.world_size) + " ranks");
+        }
+    }
     if (nb <= 0) throw InputError("data", "the training set yields no batches");
 
     model = task.build_model();

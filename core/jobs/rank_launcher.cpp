@@ -199,10 +199,18 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
                           std::to_string(launch.grace.count() / 1000) + " s and were killed";
     }
     const auto log = failed == 0 ? launch.job.worker_log() : launch.job.rank_log(failed);
+    const auto tail = last_lines(log, kLogTailLines);
+    // The rank's own words, when it said why (its last error line, without the time stamp).
+    for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+        const auto at = it->find(" error ");
+        if (at == std::string::npos) continue;
+        outcome.reason += "; its last error: " + it->substr(at + 7);
+        break;
+    }
     Event status = make_status(job_state_name(JobState::Failed), outcome.reason);
     status.fields["rank"] = failed;
     status.fields["device"] = device;
-    status.fields["log_tail"] = Json(last_lines(log, kLogTailLines));
+    status.fields["log_tail"] = Json(tail);
     EventLogWriter(launch.job.events()).append(std::move(status));
     return outcome;
 }

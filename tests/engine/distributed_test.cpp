@@ -160,6 +160,37 @@ TEST_F(Distributed, ThreeRanksWithUnevenSlicesWeighTheirShare) {
     std::filesystem::remove_all(dir);
 }
 
+TEST_F(Distributed, ALastBatchTooShortForEveryRankIsLeftOutAndABatchBelowTheRanksRefused) {
+    // 65 samples in batches of 8: the 9th batch holds 1 sample, which 3 ranks cannot share.
+    const auto dir = fresh_dir("dist_short");
+    Json o = options(3);
+    o["samples"] = 65;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_child(dir, false, "").exit_code, 0);
+    std::int64_t last_step = 0;
+    bool warned = false;
+    for (const auto& e : events_of(dir)) {
+        if (e.kind == "metric") last_step = std::max(last_step, e.step());
+        if (e.kind == "log" &&
+            e.fields["message"].get<std::string>().find("is left out") != std::string::npos)
+            warned = true;
+    }
+    EXPECT_EQ(last_step, 16) << "8 batches in each of 2 epochs";
+    EXPECT_TRUE(warned);
+    std::filesystem::remove_all(dir);
+
+    const auto small = fresh_dir("dist_small_batch");
+    o = options(3);
+    o["batch"] = 2;
+    write_toy_spec(small, o);
+    EXPECT_EQ(run_child(small, false, "").exit_code, 1);
+    EXPECT_NE(last_status(small).fields["reason"].get<std::string>().find("at least one item each"),
+              std::string::npos)
+        << last_status(small).fields.dump();
+    EXPECT_EQ(processes_naming(small), 0);
+    std::filesystem::remove_all(small);
+}
+
 TEST_F(Distributed, AKilledRankEndsTheRunNamingItAndResumeMatchesTheUninterruptedRun) {
     const auto dir = fresh_dir("dist_kill");
     write_toy_spec(dir, options(2));
