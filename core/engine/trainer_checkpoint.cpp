@@ -132,13 +132,27 @@ void Trainer::Impl::average_accumulated_gradients() {
     // Between optimizer steps each rank holds the gradients of its own slices. The checkpoint
     // keeps one set, so they are averaged first: every rank resumes with the mean, and the mean
     // of (mean + later slices) is the mean the uninterrupted run averages at its next step.
+    // Right after an optimizer step nothing is pending (every rank's gradients are zero): the
+    // usual case, since checkpoints at epoch ends and every checkpoint_steps mostly fall there.
+    const std::int64_t last_done = nb * s.epoch + s.index - 1;
+    if (last_done == s.last_opt_step) return;
     torch::NoGradGuard no_grad;
-    const double world = static_cast<double>(collective->world_size());
+    // One all-reduce of every gradient side by side, not one per parameter.
+    std::vector<torch::Tensor> flat;
+    for (auto& p : params)
+        flat.push_back(p.grad().defined() ? p.grad().reshape(-1)
+                                          : torch::zeros({p.numel()}, p.options()));
+    torch::Tensor all = torch::cat(flat);
+    collective->sum(all);
+    all.div_(static_cast<double>(collective->world_size()));
+    std::int64_t at = 0;
     for (auto& p : params) {
-        torch::Tensor g = p.grad().defined() ? p.grad() : torch::zeros_like(p);
-        collective->sum(g);
-        g.div_(world);
-        if (!p.grad().defined()) p.mutable_grad() = g;
+        const torch::Tensor mean = all.narrow(0, at, p.numel()).view_as(p);
+        at += p.numel();
+        if (p.grad().defined())
+            p.mutable_grad().copy_(mean);
+        else
+            p.mutable_grad() = mean.clone();
     }
 }
 

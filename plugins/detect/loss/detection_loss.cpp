@@ -163,7 +163,7 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
     result.total = (loss_box + loss_cls + loss_dfl) * static_cast<double>(b);
     result.items = torch::stack({loss_box, loss_cls, loss_dfl}).detach();
     result.foreground = n_fg;
-    result.target_scores_sum = target_scores_sum.item<double>();
+    result.target_scores_sum = target_scores_sum.detach();
     return result;
 }
 

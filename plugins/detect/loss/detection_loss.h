@@ -39,10 +39,10 @@ struct DetectionTargets {
 };
 
 struct DetectionLossResult {
-    torch::Tensor total;           // scalar (box + cls + dfl) * batch size, differentiable
-    torch::Tensor items;           // [3] detached: box, cls, dfl (after gains)
-    int64_t foreground = 0;        // number of positive anchors (for logs)
-    double target_scores_sum = 1;  // what the losses were divided by (at least 1)
+    torch::Tensor total;              // scalar (box + cls + dfl) * batch size, differentiable
+    torch::Tensor items;              // [3] detached: box, cls, dfl (after gains)
+    int64_t foreground = 0;           // number of positive anchors (for logs)
+    torch::Tensor target_scores_sum;  // scalar: what the losses were divided by (on the device)
 };
 
 class DetectionLoss {

@@ -177,7 +177,7 @@ class DetectTask : public engine::Task {
                 .box_gain(vo.box_gain)
                 .cls_gain(vo.cls_gain)
                 .dfl_gain(vo.dfl_gain)
-                .min_target_scores_sum(c.world_size > 1 ? 1e-9 : 1.0));
+                .min_target_scores_sum(exact_ranks() ? 1e-9 : 1.0));
         c.log("info", "data: " + std::to_string(train_count) + " train / " +
                           std::to_string(validator_->image_count()) + " val images, " +
                           std::to_string(names.size()) + " classes, imgsz " +
@@ -234,14 +234,17 @@ class DetectTask : public engine::Task {
         engine::PhaseTimer timer("loss");
         const auto result = (*loss_)(levels, b.targets);
         engine::LossOutput out{result.total, result.items};
-        if (ctx_.world_size > 1) {
+        if (exact_ranks()) {
             // The loss is (batch size) x (sums / the batch's target-score sum, at least 1). A
             // rank scales it to the global batch's size and divides by its own sum (unclamped:
             // the loss options above), by whose share of the global sum (clamped at 1 there)
-            // the trainer weighs it: the ranks then average to one process's loss.
+            // the trainer weighs it: the ranks then average to one process's loss. That costs
+            // an all-reduce (and a device read) before each backward pass, so only with
+            // sync_bn, where the ranks are meant to train what one process trains; otherwise
+            // each rank's loss is its own, as in Ultralytics' DDP.
             out.total = result.total * (static_cast<double>(batch.global_size) /
                                         static_cast<double>(std::max<std::int64_t>(batch.size, 1)));
-            out.count = result.target_scores_sum;
+            out.count = result.target_scores_sum.item<double>();
             out.count_floor = 1.0;
         }
         return out;
@@ -276,6 +279,9 @@ class DetectTask : public engine::Task {
     }
 
     bool validates_in_shards() const override { return true; }
+
+    // Ranks that together train exactly what one process trains (sync_bn=true).
+    bool exact_ranks() const { return ctx_.world_size > 1 && ctx_.config["sync_bn"].get<bool>(); }
 
     int num_classes() const override { return static_cast<int>(dataset_.class_names.size()); }
 

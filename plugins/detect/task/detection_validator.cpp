@@ -165,7 +165,7 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model,
         const auto batch_loss = loss(out.levels, batch_targets(*batch, device));
         const auto losses = batch_loss.items.to(torch::kCPU, torch::kDouble);
         if (sharded) {
-            const double t_local = batch_loss.target_scores_sum;
+            const double t_local = batch_loss.target_scores_sum.item<double>();
             for (int k = 0; k < 3; ++k)
                 sums[static_cast<std::size_t>(k)] = losses[k].item<double>() * t_local;
             sums[3] = t_local;
