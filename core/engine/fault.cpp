@@ -8,6 +8,8 @@
 #include <string>
 #include <thread>
 
+#include "core/base/error.h"
+
 namespace crucible::engine {
 
 namespace {
@@ -77,6 +79,8 @@ void die_now(const char* point) {
 
 void fault_point(const char* point, long long value, long long default_n) {
     if (fault_matches(point, value, default_n)) die_now(point);
+    if (std::string(point) == "after_step" && fault_matches("fail_after_step", value, default_n))
+        throw Error("CRUCIBLE_FAULT: an injected failure after step " + std::to_string(value));
     if (std::string(point) == "after_step" && fault_matches("hang_after_step", value, default_n)) {
         std::fprintf(stderr, "CRUCIBLE_FAULT: hanging at %s\n", point);
         std::fflush(nullptr);

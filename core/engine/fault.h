@@ -11,6 +11,8 @@
 //                             disk were full (ENOSPC); the process lives on
 //   hang_after_step[:n]       after global step n (default 1) the process stops making progress
 //                             (sleeps) until something kills it: a hung rank
+//   fail_after_step[:n]       after global step n (default 1) the run fails with an error of its
+//                             own (as out of memory would), the process exits normally
 // A suffix @r limits the fault to rank r of a data-parallel run (after_step:3@1).
 #include <string>
 

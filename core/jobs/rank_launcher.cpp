@@ -35,6 +35,24 @@ std::vector<std::string> last_lines(const std::filesystem::path& file, std::size
     return {lines.begin(), lines.end()};
 }
 
+// The last error a rank logged, without its time stamp.
+std::optional<std::string> last_error_line(const std::vector<std::string>& tail) {
+    for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
+        const auto at = it->find(" error ");
+        if (at != std::string::npos) return it->substr(at + 7);
+    }
+    return std::nullopt;
+}
+
+// An error that says a peer vanished (Gloo's broken or timed-out connections, a rendezvous
+// that did not complete) rather than what went wrong on the rank itself.
+bool peer_failure(const std::string& error) {
+    for (const char* sign : {"Connection closed", "Connection reset", "Broken pipe", "Timed out",
+                             "timed out", "gloo/transport", "could not meet the others"})
+        if (error.find(sign) != std::string::npos) return true;
+    return false;
+}
+
 // An exit that the ranks agree on among themselves (succeeded, paused, canceled,
 // interrupted): every rank ends so at the same step. Anything else is one rank's failure.
 bool coordinated_exit(const ExitInfo& exit) {
@@ -131,8 +149,8 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
 
     bool stop_forwarded = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
-    int failed = -1;
-    std::vector<int> stuck;  // ranks still running when the grace ended (killed)
+    std::vector<int> failures;  // ranks that failed on their own, in the order seen
+    std::vector<int> stuck;     // ranks still running when the grace ended (killed)
     while (true) {
         bool running = false;
         for (int k = 0; k < world; ++k) {
@@ -150,14 +168,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
                 if (k == 0 && !kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
                 continue;
             }
-            // The blame goes to a rank that crashed or was killed before one that only failed
-            // because its peer vanished from a collective.
-            const bool crashed = r.exit->signal != 0 || !state_of_exit_code(r.exit->code);
-            const auto& current = failed >= 0 ? ranks[static_cast<std::size_t>(failed)].exit
-                                              : std::optional<ExitInfo>{};
-            const bool current_crashed =
-                current && (current->signal != 0 || !state_of_exit_code(current->code));
-            if (failed < 0 || (crashed && !current_crashed)) failed = k;
+            failures.push_back(k);
             if (!kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
         }
         if (!running) break;
@@ -178,6 +189,23 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     if (stop_forwarded) clear_stop_request(launch.job);
     RankLaunchOutcome outcome;
     const ExitInfo& first = *ranks[0].exit;
+    const auto log_of = [&](int k) {
+        return k == 0 ? launch.job.worker_log() : launch.job.rank_log(k);
+    };
+    // The blame goes to a rank that crashed or was killed, then to one that failed with an
+    // error of its own (out of memory, bad data), before one that failed only because a peer
+    // vanished from a collective; among equals, the first seen.
+    int failed = -1, best = -1;
+    for (int k : failures) {
+        const ExitInfo& e = *ranks[static_cast<std::size_t>(k)].exit;
+        const bool crashed = e.signal != 0 || !state_of_exit_code(e.code);
+        const auto error = last_error_line(last_lines(log_of(k), kLogTailLines));
+        const int score = crashed ? 2 : (error && !peer_failure(*error)) ? 1 : 0;
+        if (score > best) {
+            best = score;
+            failed = k;
+        }
+    }
     if (failed < 0) {
         outcome.exit_code = first.signal == 0 ? first.code : worker_exit_code(JobState::Failed);
         return outcome;
@@ -198,15 +226,9 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         outcome.reason += "; rank(s) " + names + " did not end within " +
                           std::to_string(launch.grace.count() / 1000) + " s and were killed";
     }
-    const auto log = failed == 0 ? launch.job.worker_log() : launch.job.rank_log(failed);
-    const auto tail = last_lines(log, kLogTailLines);
-    // The rank's own words, when it said why (its last error line, without the time stamp).
-    for (auto it = tail.rbegin(); it != tail.rend(); ++it) {
-        const auto at = it->find(" error ");
-        if (at == std::string::npos) continue;
-        outcome.reason += "; its last error: " + it->substr(at + 7);
-        break;
-    }
+    const auto tail = last_lines(log_of(failed), kLogTailLines);
+    // The rank's own words, when it said why.
+    if (const auto error = last_error_line(tail)) outcome.reason += "; its last error: " + *error;
     Event status = make_status(job_state_name(JobState::Failed), outcome.reason);
     status.fields["rank"] = failed;
     status.fields["device"] = device;

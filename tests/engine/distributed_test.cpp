@@ -219,6 +219,21 @@ TEST_F(Distributed, AKilledRankEndsTheRunNamingItAndResumeMatchesTheUninterrupte
     std::filesystem::remove_all(dir);
 }
 
+TEST_F(Distributed, ARankFailingWithItsOwnErrorIsNamedRatherThanItsPeer) {
+    // Rank 1 fails with an error of its own (as out of memory would); rank 0 then fails only
+    // because rank 1 left the collective. The status names rank 1 and quotes its error.
+    const auto dir = fresh_dir("dist_fail");
+    write_toy_spec(dir, options(2));
+    EXPECT_EQ(run_child(dir, false, "fail_after_step:3@1").exit_code, 1);
+    const Event status = last_status(dir);
+    EXPECT_EQ(status.fields["rank"], 1) << status.fields.dump();
+    EXPECT_NE(status.fields["reason"].get<std::string>().find("an injected failure after step 3"),
+              std::string::npos)
+        << status.fields.dump();
+    EXPECT_EQ(processes_naming(dir), 0);
+    std::filesystem::remove_all(dir);
+}
+
 TEST_F(Distributed, AStopRequestStopsEveryRankAtOneStepAndTheRunResumes) {
     // Waiting before the start: rank 0 takes it after step 1, inside an accumulation window, so
     // the checkpoint holds the ranks' averaged partial gradients.
