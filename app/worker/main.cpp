@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
+#include "core/base/worker_arguments.h"
 #include "core/engine/job.h"
 #include "core/engine/stop_control.h"
 #include "core/engine/task.h"
@@ -37,18 +38,17 @@ int worker_main(int argc, char** argv) {
         std::printf("%s\n", crucible::engine::describe_tasks().dump(2).c_str());
         return 0;
     }
-    std::string job;
-    crucible::engine::JobOptions options;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--job" && i + 1 < args.size())
-            job = args[++i];
-        else if (args[i] == "--resume")
-            options.resume = true;
-        else if (!crucible::take_rank_argument(args, i, options.rank))
-            return usage();
+    crucible::WorkerArguments parsed;
+    try {
+        parsed = crucible::parse_worker_arguments(args);
+    } catch (const crucible::InputError& e) {
+        std::fprintf(stderr, "crucible-worker: %s\n", e.what());
+        return usage();
     }
-    if (job.empty()) return usage();
-    const auto dir = crucible::path_from_utf8(job);
+    const auto dir = parsed.job;
+    crucible::engine::JobOptions options;
+    options.resume = parsed.resume;
+    options.rank = parsed.rank;
     options.console = options.rank.rank == 0;  // other ranks write their own logs
     options.launch_ranks = crucible::jobs::rank_launcher(
         crucible::this_executable(), dir, options.resume, crucible::engine::signal_stop_pending);

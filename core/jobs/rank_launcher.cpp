@@ -16,6 +16,7 @@
 #include "core/base/gpu_ref.h"
 #include "core/base/job_control.h"
 #include "core/base/job_state.h"
+#include "core/base/worker_arguments.h"
 #include "core/jobs/child_process.h"
 
 namespace crucible::jobs {
@@ -68,12 +69,6 @@ struct RankProcess {
 };
 
 }  // namespace
-
-std::vector<std::string> worker_job_arguments(const std::filesystem::path& job_dir, bool resume) {
-    std::vector<std::string> args = {"--job", path_to_utf8(job_dir)};
-    if (resume) args.emplace_back("--resume");
-    return args;
-}
 
 RankLaunch worker_rank_launch(const std::filesystem::path& program,
                               const std::filesystem::path& job_dir, bool resume, RankPlan plan) {

@@ -42,10 +42,6 @@ struct RankLaunchOutcome {
 
 RankLaunchOutcome run_ranks(const RankLaunch& launch);
 
-// crucible-worker's arguments for a job folder: --job DIR [--resume] (the agent's scheduler and
-// the rank launcher both start workers with them).
-std::vector<std::string> worker_job_arguments(const std::filesystem::path& job_dir, bool resume);
-
 // The launch of the ranks of the job in `job_dir`, each running `program` with
 // worker_job_arguments and its rank's arguments.
 RankLaunch worker_rank_launch(const std::filesystem::path& program,

@@ -9,6 +9,7 @@
 #include "core/base/file_io.h"
 #include "core/base/gpu_ref.h"
 #include "core/base/job_control.h"
+#include "core/base/worker_arguments.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/rank_launcher.h"
 

@@ -7,6 +7,7 @@
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/worker_arguments.h"
 #include "core/engine/job.h"
 #include "core/engine/stop_control.h"
 #include "core/jobs/rank_launcher.h"
@@ -16,20 +17,12 @@ namespace {
 
 int toy_main(int argc, char** argv) {
     crucible::engine::toy::ensure_registered();
-    const std::vector<std::string> args(argv + 1, argv + argc);
-    std::string job;
+    const auto parsed = crucible::parse_worker_arguments({argv + 1, argv + argc});
+    const auto dir = parsed.job;
     crucible::engine::JobOptions options;
     options.console = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--job" && i + 1 < args.size())
-            job = args[++i];
-        else if (args[i] == "--resume")
-            options.resume = true;
-        else if (!crucible::take_rank_argument(args, i, options.rank))
-            return 2;
-    }
-    if (job.empty()) return 2;
-    const auto dir = crucible::path_from_utf8(job);
+    options.resume = parsed.resume;
+    options.rank = parsed.rank;
     options.launch_ranks = crucible::jobs::rank_launcher(
         crucible::this_executable(), dir, options.resume, crucible::engine::signal_stop_pending);
     return crucible::engine::run_job(dir, options);

@@ -17,6 +17,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
+#include "core/base/worker_arguments.h"
 #include "core/data/synth/synth.h"
 #include "core/engine/distributed.h"
 #include "core/jobs/child_process.h"
@@ -39,7 +40,7 @@ RunFigures train_once(const fs::path& dir, const Json& options, int epochs) {
     write_json_file(JobFolder{dir}.spec(), Json{{"task", "detect.yolo"}, {"options", options}});
     jobs::ChildOptions co;
     co.program = CRUCIBLE_WORKER_EXE;
-    co.args = jobs::worker_job_arguments(dir, false);
+    co.args = worker_job_arguments(dir, false);
     co.log_file = dir / "bench.out";
     const auto start = std::chrono::steady_clock::now();
     const auto exit = jobs::ChildProcess::start(co)->wait();
