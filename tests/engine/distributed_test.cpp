@@ -91,6 +91,15 @@ bool wait_for(double seconds, F done) {
     return done();
 }
 
+// True when the run's log (its `log` events) has a message containing `text`.
+bool logged(const std::filesystem::path& dir, const std::string& text) {
+    for (const auto& e : events_of(dir))
+        if (e.kind == "log" &&
+            e.fields["message"].get<std::string>().find(text) != std::string::npos)
+            return true;
+    return false;
+}
+
 Event last_status(const std::filesystem::path& dir) {
     Event status;
     for (const auto& e : events_of(dir))
@@ -143,12 +152,7 @@ TEST_F(Distributed, TwoRanksReachTheWeightsOfOneProcessWithTheGlobalBatch) {
     EXPECT_EQ(csv_of(*two_).size(), csv_of(*single_).size());
     // Rank 1 kept its own log and wrote none of rank 0's files.
     EXPECT_TRUE(std::filesystem::exists(*two_ / "worker.rank1.log"));
-    bool said_rank = false;
-    for (const auto& e : events_of(*two_))
-        if (e.kind == "log" &&
-            e.fields["message"].get<std::string>().find("rank 0 of 2") != std::string::npos)
-            said_rank = true;
-    EXPECT_TRUE(said_rank) << "the first log line says which rank of how many";
+    EXPECT_TRUE(logged(*two_, "rank 0 of 2")) << "the first log line says which rank of how many";
 }
 
 TEST_F(Distributed, ThreeRanksWithUnevenSlicesWeighTheirShare) {
@@ -168,15 +172,10 @@ TEST_F(Distributed, ALastBatchTooShortForEveryRankIsLeftOutAndABatchBelowTheRank
     write_toy_spec(dir, o);
     ASSERT_EQ(run_child(dir, false, "").exit_code, 0);
     std::int64_t last_step = 0;
-    bool warned = false;
-    for (const auto& e : events_of(dir)) {
+    for (const auto& e : events_of(dir))
         if (e.kind == "metric") last_step = std::max(last_step, e.step());
-        if (e.kind == "log" &&
-            e.fields["message"].get<std::string>().find("is left out") != std::string::npos)
-            warned = true;
-    }
     EXPECT_EQ(last_step, 16) << "8 batches in each of 2 epochs";
-    EXPECT_TRUE(warned);
+    EXPECT_TRUE(logged(dir, "is left out"));
     std::filesystem::remove_all(dir);
 
     const auto small = fresh_dir("dist_small_batch");
@@ -288,12 +287,7 @@ TEST_F(Distributed, RanksWhoseLauncherDiesCheckpointAndStop) {
         << "ranks outlived their launcher";
     const Event last = last_status(dir);
     EXPECT_EQ(last.fields["state"], "interrupted") << last.fields.dump();
-    bool warned = false;
-    for (const auto& e : events_of(dir))
-        if (e.kind == "log" &&
-            e.fields["message"].get<std::string>().find("rank launcher") != std::string::npos)
-            warned = true;
-    EXPECT_TRUE(warned);
+    EXPECT_TRUE(logged(dir, "rank launcher"));
     std::filesystem::remove_all(dir);
 }
 
@@ -307,12 +301,8 @@ TEST_F(Distributed, ARunCheckpointedOnTwoRanksResumesOnOne) {
     // float error of the 2-rank run, every epoch in results.csv once.
     EXPECT_LT(max_weight_difference(*two_, dir), 1e-5);
     EXPECT_EQ(csv_of(dir).size(), csv_of(*two_).size());
-    bool told = false;
-    for (const auto& e : events_of(dir))
-        if (e.kind == "log" && e.fields["message"].get<std::string>().find(
-                                   "written by 2 rank(s); this run has 1") != std::string::npos)
-            told = true;
-    EXPECT_TRUE(told) << "the change of world size is in the run's log";
+    EXPECT_TRUE(logged(dir, "written by 2 rank(s); this run has 1"))
+        << "the change of world size is in the run's log";
     std::filesystem::remove_all(dir);
 }
 
