@@ -22,10 +22,13 @@ packages=(
     libsentencepiece-dev
 )
 if [ "$mode" = test ]; then
-    # GoogleTest/Benchmark; clang + its runtime for the libFuzzer targets; mingw-w64 to
-    # compile the Windows platform files; clang-format for the style check; Xvfb for GUI tests.
+    # GoogleTest/Benchmark (and its sources, cross-compiled for the wine tests); clang + its
+    # runtime for the libFuzzer targets; mingw-w64 to compile the product for Windows and wine64
+    # to run its Windows platform tests; clang-format for the style check; Xvfb for GUI tests.
     packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev clang-format
-               g++-mingw-w64-x86-64 xvfb xauth)
+               googletest g++-mingw-w64-x86-64 wine64 xvfb xauth)
+    # makensis: the test installer.nsis builds the Windows installer from a staged folder.
+    packages+=(nsis)
 else
     packages+=(libgtest-dev libbenchmark-dev)
 fi

@@ -8,10 +8,13 @@
 #define NOMINMAX
 #include <windows.h>
 
+#include <atomic>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include "app/agent/service_control.h"
+#include "core/base/environment.h"
 
 namespace crucible::agent {
 
@@ -42,13 +45,51 @@ std::string error_text(const char* what, DWORD code) {
 void report(DWORD state, DWORD wait_hint = 0) {
     g_status.dwCurrentState = state;
     g_status.dwWaitHint = wait_hint;
+    // Pending states must show progress: the SCM takes a checkpoint that stops advancing for
+    // longer than the wait hint as a hung service.
+    const bool pending = state == SERVICE_START_PENDING || state == SERVICE_STOP_PENDING;
+    g_status.dwCheckPoint = pending ? g_status.dwCheckPoint + 1 : 0;
     if (g_handle) SetServiceStatus(g_handle, &g_status);
+}
+
+// Writes `text` to the Application event log under the service's name: a service has no
+// console, and an error only in agent.log is lost when the data folder itself is the problem.
+void log_event(WORD type, const std::string& text) {
+    HANDLE source = RegisterEventSourceW(nullptr, g_name.c_str());
+    if (!source) return;
+    const std::wstring wide = widen(text);
+    LPCWSTR strings[] = {wide.c_str()};
+    ReportEventW(source, type, 0, 0, nullptr, 1, 0, strings, nullptr);
+    DeregisterEventSource(source);
+}
+
+// Runs `work` while reporting `state` every 5 s with an advancing checkpoint.
+template <typename Work>
+void with_progress(DWORD state, DWORD wait_hint, Work&& work) {
+    std::atomic<bool> done{false};
+    report(state, wait_hint);
+    std::thread ticker([&] {
+        while (!done.load()) {
+            for (int i = 0; i < 50 && !done.load(); ++i)
+                Sleep(100);
+            if (!done.load()) report(state, wait_hint);
+        }
+    });
+    try {
+        work();
+    } catch (...) {
+        done = true;
+        ticker.join();
+        throw;
+    }
+    done = true;
+    ticker.join();
 }
 
 DWORD WINAPI control_handler(DWORD control, DWORD, LPVOID, LPVOID) {
     if (control == SERVICE_CONTROL_STOP || control == SERVICE_CONTROL_PRESHUTDOWN ||
         control == SERVICE_CONTROL_SHUTDOWN) {
-        report(SERVICE_STOP_PENDING, 180000);  // workers need time to write their checkpoints
+        report(SERVICE_STOP_PENDING, 30000);  // service_main reports progress from here on
         SetEvent(g_stop_event);
         return NO_ERROR;
     }
@@ -56,31 +97,38 @@ DWORD WINAPI control_handler(DWORD control, DWORD, LPVOID, LPVOID) {
 }
 
 void WINAPI service_main(DWORD, LPWSTR*) {
+    // The event exists before the handler that sets it can be called.
+    g_stop_event = CreateEventW(nullptr, TRUE, FALSE, nullptr);
     g_handle = RegisterServiceCtrlHandlerExW(g_name.c_str(), control_handler, nullptr);
     if (!g_handle) {
         g_error = error_text("RegisterServiceCtrlHandlerEx", GetLastError());
+        log_event(EVENTLOG_ERROR_TYPE, g_error);
         return;
     }
     g_status.dwServiceType = SERVICE_WIN32_OWN_PROCESS;
-    g_status.dwControlsAccepted =
-        SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN | SERVICE_ACCEPT_SHUTDOWN;
-    report(SERVICE_START_PENDING, 60000);
-    g_stop_event = CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    // No controls while starting: a stop now would find nothing to stop.
+    g_status.dwControlsAccepted = 0;
     try {
-        (*g_start)();
+        with_progress(SERVICE_START_PENDING, 30000, [] { (*g_start)(); });
     } catch (const std::exception& e) {
         g_error = std::string("the agent could not start: ") + e.what();
+        log_event(EVENTLOG_ERROR_TYPE, g_error);
         g_status.dwWin32ExitCode = ERROR_SERVICE_SPECIFIC_ERROR;
         g_status.dwServiceSpecificExitCode = 1;
         report(SERVICE_STOPPED);
         return;
     }
+    g_status.dwControlsAccepted =
+        SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN | SERVICE_ACCEPT_SHUTDOWN;
     report(SERVICE_RUNNING);
     WaitForSingleObject(g_stop_event, INFINITE);
+    g_status.dwControlsAccepted = 0;
     try {
-        (*g_stop)();
+        // The scheduler waits a bounded time for the workers' checkpoints (stop_grace).
+        with_progress(SERVICE_STOP_PENDING, 30000, [] { (*g_stop)(); });
     } catch (const std::exception& e) {
         g_error = std::string("stopping the agent: ") + e.what();
+        log_event(EVENTLOG_ERROR_TYPE, g_error);
     }
     report(SERVICE_STOPPED);
 }
@@ -95,14 +143,17 @@ std::string install_service(const std::string& name, const std::vector<std::stri
     if (n == 0 || n >= 32768) return error_text("GetModuleFileName", GetLastError());
     std::wstring command = L"\"" + std::wstring(exe, n) + L"\" --service";
     for (const auto& a : args)
-        command += L" " + widen(quote_windows_argument(a));
+        command += L" " + widen(crucible::quote_windows_argument(a));
     SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CREATE_SERVICE);
     if (!scm) return error_text("OpenSCManager", GetLastError());
     const std::wstring wname = widen(name);
+    // Its own virtual account: no password to keep, none of LocalSystem's powers, and an
+    // identity the data folder's access list names (make_folder_private).
+    const std::wstring account = widen(service_account(name));
     SC_HANDLE svc =
         CreateServiceW(scm, wname.c_str(), L"Crucible agent", SERVICE_ALL_ACCESS,
                        SERVICE_WIN32_OWN_PROCESS, SERVICE_AUTO_START, SERVICE_ERROR_NORMAL,
-                       command.c_str(), nullptr, nullptr, nullptr, nullptr, nullptr);
+                       command.c_str(), nullptr, nullptr, nullptr, account.c_str(), nullptr);
     std::string err;
     if (!svc) {
         DWORD code = GetLastError();
@@ -114,6 +165,8 @@ std::string install_service(const std::string& name, const std::vector<std::stri
         SERVICE_DESCRIPTIONW description{
             const_cast<LPWSTR>(L"Crucible GPU training server: HTTP API, job queue, GPUs")};
         ChangeServiceConfig2W(svc, SERVICE_CONFIG_DESCRIPTION, &description);
+        SERVICE_SID_INFO sid_info{SERVICE_SID_TYPE_UNRESTRICTED};  // a virtual account needs it
+        ChangeServiceConfig2W(svc, SERVICE_CONFIG_SERVICE_SID_INFO, &sid_info);
         SERVICE_PRESHUTDOWN_INFO pre{180000};  // time for checkpoints before Windows shuts down
         ChangeServiceConfig2W(svc, SERVICE_CONFIG_PRESHUTDOWN_INFO, &pre);
         SC_ACTION restart{SC_ACTION_RESTART, 5000};
@@ -122,6 +175,10 @@ std::string install_service(const std::string& name, const std::vector<std::stri
         failure.cActions = 1;
         failure.lpsaActions = &restart;
         ChangeServiceConfig2W(svc, SERVICE_CONFIG_FAILURE_ACTIONS, &failure);
+        // Without this flag the restart fires only on a crash, not when the agent exits with
+        // an error (a start failure is reported as SERVICE_STOPPED with an exit code).
+        SERVICE_FAILURE_ACTIONS_FLAG on_errors{TRUE};
+        ChangeServiceConfig2W(svc, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_errors);
         CloseServiceHandle(svc);
     }
     CloseServiceHandle(scm);

@@ -6,9 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -16,33 +14,16 @@
 #include <vector>
 
 #include "app/agent/service_control.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/folder_access.h"
 #include "core/base/log.h"
+#include "core/base/stop_signal.h"
 #include "core/jobs/agent_service.h"
 #include "core/net/open_files.h"
 
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-    g_stop = true;
-}
-
-std::filesystem::path default_worker(const char* argv0) {
-    std::error_code ec;
-    auto self = std::filesystem::canonical(std::filesystem::path(argv0), ec);
-    if (ec) self = std::filesystem::absolute(argv0);
-    auto dir = self.parent_path();
-#ifdef _WIN32
-    const char* name = "crucible-worker.exe";
-#else
-    const char* name = "crucible-worker";
-#endif
-    for (auto candidate : {dir / name, dir.parent_path() / "worker" / name})
-        if (std::filesystem::exists(candidate, ec)) return candidate;
-    return dir / name;
-}
 
 int agent_main(int argc, char** argv) {
     CLI::App app{"crucible-agent: Crucible's GPU server (HTTP API, job queue, GPUs)"};
@@ -104,7 +85,7 @@ int agent_main(int argc, char** argv) {
     if (!cert.empty()) config.cert_file = std::filesystem::absolute(crucible::path_from_utf8(cert));
     if (!key.empty()) config.key_file = std::filesystem::absolute(crucible::path_from_utf8(key));
     config.scheduler.worker_program =
-        worker.empty() ? default_worker(argv[0])
+        worker.empty() ? crucible::sibling_program("crucible-worker", "worker")
                        : std::filesystem::absolute(crucible::path_from_utf8(worker));
     if (!nvml.empty()) config.nvml_library = crucible::path_from_utf8(nvml);
 
@@ -124,6 +105,11 @@ int agent_main(int argc, char** argv) {
         if (max_cpu_jobs > 0)
             args.insert(args.end(), {"--max-cpu-jobs", std::to_string(max_cpu_jobs)});
         if (!nvml.empty()) args.insert(args.end(), {"--nvml", nvml});
+        // The service runs as its own virtual account (NT SERVICE\<name>), not LocalSystem:
+        // the data folder is that account's, the Administrators' and SYSTEM's alone.
+        std::filesystem::create_directories(config.data_dir);
+        crucible::make_folder_private(config.data_dir,
+                                      {crucible::agent::service_account(service_name)});
         std::string err = crucible::agent::install_service(service_name, args);
         if (!err.empty()) throw crucible::Error(err);
         std::printf("service %s installed (starts at boot; start it now with: sc start %s)\n",
@@ -133,10 +119,10 @@ int agent_main(int argc, char** argv) {
 
     crucible::agent::make_new_files_private();
     std::filesystem::create_directories(config.data_dir);
-    // A data folder made by an older agent (0755) is closed too: it holds tokens, the TLS key
-    // and every user's datasets and weights.
-    std::filesystem::permissions(config.data_dir, std::filesystem::perms::owner_all,
-                                 std::filesystem::perm_options::replace);
+    // A data folder made by an older agent (0755, or on Windows one that inherits C:\'s
+    // access list) is closed too: it holds tokens, the TLS key and every user's datasets and
+    // weights.
+    crucible::make_folder_private(config.data_dir);
     crucible::init_logging(
         {.level = log_level, .file = config.data_dir / "agent.log", .console = !as_service});
     crucible::jobs::load_agent_config_file(config);
@@ -145,10 +131,12 @@ int agent_main(int argc, char** argv) {
     const std::uint64_t open_files = crucible::net::raise_open_file_limit();
     if (open_files > 0) spdlog::info("open-file limit {}", open_files);
     if (max_cpu_jobs > 0) config.scheduler.max_cpu_jobs = max_cpu_jobs;
-    config.task_schemas = crucible::jobs::describe_tasks(config.scheduler.worker_program);
 
     std::unique_ptr<crucible::jobs::AgentService> service;
     auto start = [&] {
+        // Inside start: a service must reach the Service Control Manager within 30 s, and
+        // describing the tasks loads LibTorch in the worker (seconds, more on a cold disk).
+        config.task_schemas = crucible::jobs::describe_tasks(config.scheduler.worker_program);
         service = std::make_unique<crucible::jobs::AgentService>(config);
         int port = service->start();
         spdlog::info("listening on {}://{}:{}", service->tls() ? "https" : "http", config.host,
@@ -171,9 +159,10 @@ int agent_main(int argc, char** argv) {
         return 0;
     }
     start();
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    while (!g_stop) {
+    // Ctrl+C, SIGTERM; on Windows also closing the console, logoff, shutdown and the studio's
+    // stop event: running jobs checkpoint before the agent exits.
+    crucible::listen_for_stop_requests();
+    while (!crucible::stop_requested()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         if (idle_exit > 0 && service->seconds_idle() >= idle_exit) {
             spdlog::info("idle for {} s: exiting (--idle-exit)", idle_exit);
@@ -181,6 +170,7 @@ int agent_main(int argc, char** argv) {
         }
     }
     stop();
+    crucible::stop_finished();
     return 0;
 }
 

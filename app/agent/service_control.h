@@ -24,13 +24,14 @@ std::string uninstall_service(const std::string& name);
 std::string run_as_service(const std::string& name, const std::function<void()>& start,
                            const std::function<void()>& stop);
 
+// The Windows account the service runs as: its virtual account "NT SERVICE\<name>" (no
+// password, no LocalSystem powers; workers inherit it). The data folder grants it full access.
+std::string service_account(const std::string& name);
+
 // Files and folders this process creates from now on are its owner's alone (POSIX: umask 077,
 // so the data folder is 0700 and the TLS key and tokens.json 0600 from the moment they exist,
-// with no window in between). Windows: the service's data folder under ProgramData inherits
-// an ACL of SYSTEM and Administrators, so there is nothing to change.
+// with no window in between). Windows: the data folder's protected access list
+// (make_folder_private in core/base/folder_access.h) is inherited by everything made in it.
 void make_new_files_private();
-
-// The command line the service runs: the executable, quoted as Windows parses it, then args.
-std::string quote_windows_argument(const std::string& arg);
 
 }  // namespace crucible::agent

@@ -13,6 +13,7 @@
 #include "app/cli/agent_data.h"
 #include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -88,11 +89,7 @@ int run_token(const std::vector<std::string>& args) {
         if (tokens.empty())
             std::printf("no tokens (create one with: crucible agent token create)\n");
         const auto utc = [](double t) {
-            std::time_t when = static_cast<std::time_t>(t);
-            char buf[32] = "?";
-            if (const std::tm* tm = std::gmtime(&when))
-                std::strftime(buf, sizeof buf, "%F %TZ", tm);
-            return std::string(buf);
+            return utc_time_text(static_cast<std::time_t>(t), "%Y-%m-%d %H:%M:%SZ");
         };
         const double now = unix_time_now();
         for (const auto& t : tokens) {
@@ -186,8 +183,8 @@ int run_doctor(const std::vector<std::string>& args) {
     std::printf("LibTorch:            %s (%s)\n", TORCH_VERSION,
                 torch_cuda ? "CUDA build, CUDA usable" : "no usable CUDA");
     std::printf("LibTorch CUDA GPUs:  %zu\n", static_cast<std::size_t>(torch_devices));
-    if (const char* vis = std::getenv("CUDA_VISIBLE_DEVICES"))
-        std::printf("CUDA_VISIBLE_DEVICES=%s\n", vis);
+    if (const auto vis = environment_variable("CUDA_VISIBLE_DEVICES"))
+        std::printf("CUDA_VISIBLE_DEVICES=%s\n", vis->c_str());
     if (!report.gpus.empty() && !torch_cuda)
         fixes.push_back(
             "the GPUs are there but this LibTorch " TORCH_VERSION

@@ -12,6 +12,7 @@
 #include "app/cli/agent_data.h"
 #include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/secret_store.h"
@@ -31,8 +32,7 @@ Json read_agent_json(const std::filesystem::path& dir) {
 }
 
 std::string env(const char* name) {
-    const char* v = std::getenv(name);
-    return v ? v : "";
+    return environment_variable(name).value_or("");
 }
 
 void print_usage() {

@@ -117,7 +117,8 @@ int run_import(const std::vector<std::string>& args) {
         if (std::filesystem::is_regular_file(base)) base = base.parent_path();
         name = path_to_utf8(base.filename());
     }
-    store::ImportOptions o{.name = name};
+    store::ImportOptions o;
+    o.name = name;
     std::size_t last_shown = 0;
     o.progress = [&](const store::ImportProgress& pr) {
         if (pr.done == pr.total || pr.done >= last_shown + 1000 || pr.done < last_shown) {

@@ -17,6 +17,7 @@
 
 #include "app/cli/cli_parser.h"
 #include "app/cli/command.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -73,10 +74,7 @@ net::ApiClient client_for(const std::string& name) {
 
 std::string format_time(double unix_seconds) {
     if (unix_seconds <= 0) return "-";
-    std::time_t t = static_cast<std::time_t>(unix_seconds);
-    char buf[32] = "?";
-    if (const std::tm* tm = std::gmtime(&t)) std::strftime(buf, sizeof buf, "%F %TZ", tm);
-    return buf;
+    return utc_time_text(static_cast<std::time_t>(unix_seconds), "%Y-%m-%d %H:%M:%SZ");
 }
 
 // ---- add / ls / rm ------------------------------------------------------------------------
@@ -99,7 +97,7 @@ std::string token_from(const std::string& option, const std::string& file) {
     } else if (token.empty() && !file.empty()) {
         token = read_file_bytes_limited(path_from_utf8(file), 4096);
     } else if (token.empty()) {
-        if (const char* env = std::getenv("CRUCIBLE_TOKEN")) token = env;
+        if (const auto env = environment_variable("CRUCIBLE_TOKEN")) token = *env;
     }
     const auto first = token.find_first_not_of(" \t\r\n");
     if (first == std::string::npos) return "";

@@ -66,7 +66,7 @@ Json yaml_to_json(const YAML::Node& node) {
 Json read_config_file(const std::string& file) {
     const auto path = path_from_utf8(file);
     const std::string text = read_file_bytes_limited(path, 16u << 20);
-    const std::string ext = path.extension().string();
+    const std::string ext = path_to_utf8(path.extension());
     if (ext == ".json") return parse_json(text, file);
     try {
         return yaml_to_json(YAML::Load(text));

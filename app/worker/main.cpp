@@ -1,5 +1,6 @@
-// crucible-worker: runs one job folder. `crucible-worker describe` prints every task's option
-// schema as JSON, so the agent can serve schemas without linking LibTorch.
+// crucible-worker: runs one job folder. `crucible-worker describe [--out FILE]` prints (or
+// writes) every task's option schema as JSON, so the agent can serve schemas without linking
+// LibTorch.
 //   crucible-worker --job DIR [--resume]   exit 0 succeeded, 1 failed, 3 paused, 4 canceled,
 //                                          5 interrupted (checkpointed on SIGTERM / request)
 // A job asking for several ranks (device=0,1 or device=cpu ranks=2) makes this process their
@@ -22,7 +23,7 @@ namespace {
 
 int usage() {
     std::fprintf(stderr,
-                 "usage: crucible-worker describe | --version | --job DIR [--resume] "
+                 "usage: crucible-worker describe [--out FILE] | --version | --job DIR [--resume] "
                  "[--rank R --world-size N --store HOST:PORT --rank-device D]\n");
     return 2;
 }
@@ -35,7 +36,11 @@ int worker_main(int argc, char** argv) {
         return 0;
     }
     if (first == "describe") {
-        std::printf("%s\n", crucible::engine::describe_tasks().dump(2).c_str());
+        const std::string schemas = crucible::engine::describe_tasks().dump(2) + "\n";
+        if (args.size() == 3 && args[1] == "--out")  // the agent's way: a file, not stdout
+            crucible::write_file_atomically(crucible::path_from_utf8(args[2]), schemas);
+        else
+            std::fputs(schemas.c_str(), stdout);
         return 0;
     }
     crucible::WorkerArguments parsed;

@@ -25,7 +25,9 @@ class InputError : public Error {
 };
 
 // Runs `body` and turns any exception into a one-line message; returns the exit code
-// (0 on success, 1 on a Crucible or standard error). Used by every executable's main.
+// (0 on success, 1 on a Crucible or standard error). Used by every executable's main. `body`
+// gets the arguments as UTF-8 on every platform (utf8_arguments in environment.h), and a
+// Windows console shows UTF-8 output.
 int run_at_boundary(const char* program, int (*body)(int, char**), int argc, char** argv);
 
 }  // namespace crucible

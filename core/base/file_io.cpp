@@ -66,10 +66,12 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view b
         {
             std::ofstream out(temp, std::ios::binary | std::ios::trunc);
             if (!out)
-                throw Error(where + ": cannot create temporary file: " + std::strerror(errno));
+                throw Error(where + ": cannot create temporary file: " +
+                            std::generic_category().message(errno));
             out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
             out.flush();
-            if (!out) throw Error(where + ": write failed: " + std::strerror(errno));
+            if (!out)
+                throw Error(where + ": write failed: " + std::generic_category().message(errno));
         }
         platform::fsync_file(temp);
         platform::replace_file(temp, path);

@@ -40,7 +40,9 @@ namespace platform {
 void fsync_file(const std::filesystem::path& path);
 // Flushes a folder entry (rename durability); no-op where the OS has no such notion.
 void fsync_folder(const std::filesystem::path& folder);
-// Atomically replaces `to` by `from`.
+// Atomically replaces `to` by `from`. On Windows a target held open by another program is
+// retried for up to kReplaceRetryMs (an antivirus scan or a download finishing) before failing.
+inline constexpr unsigned long kReplaceRetryMs = 5000;
 void replace_file(const std::filesystem::path& from, const std::filesystem::path& to);
 // Current process id and host name, for lock messages ("opened by pid 42 on host X").
 long process_id();

@@ -1,5 +1,7 @@
 #include "core/base/job_folder.h"
 
+#include "core/base/file_io.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -18,7 +20,7 @@ bool JobFolder::is_bookkeeping(const std::filesystem::path& relative) {
     if (*relative.begin() == layout.inbox()) return true;
     const std::filesystem::path name = relative.filename();
     return name == layout.record() || name == layout.control() || name == layout.mirror_state() ||
-           name.string().find(".tmp") != std::string::npos;
+           path_to_utf8(name).find(".tmp") != std::string::npos;
 }
 
 std::string JobFolder::step_checkpoint_name(std::int64_t step) {

@@ -1,5 +1,7 @@
 #include "core/base/log.h"
 
+#include "core/base/file_io.h"
+
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,7 +16,7 @@ void init_logging(const LogOptions& options) {
     if (!options.file.empty()) {
         std::filesystem::create_directories(options.file.parent_path());
         sinks.push_back(std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
-            options.file.string(), options.max_file_bytes, options.max_files));
+            path_to_utf8(options.file), options.max_file_bytes, options.max_files));
     }
     auto logger = std::make_shared<spdlog::logger>("crucible", sinks.begin(), sinks.end());
     logger->set_level(spdlog::level::from_str(options.level));

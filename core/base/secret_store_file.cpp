@@ -1,8 +1,8 @@
 // The owner-only file SecretStore: a JSON map key -> secret, rewritten atomically. On POSIX the
 // file is created 0600 in a 0700 folder and refused when group or others can read it.
-#include <cstdlib>
 #include <mutex>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
@@ -90,16 +90,16 @@ std::unique_ptr<SecretStore> SecretStore::open_file(const std::filesystem::path&
 }
 
 std::filesystem::path user_config_dir() {
-    if (const char* over = std::getenv("CRUCIBLE_CONFIG_DIR"); over && *over)
-        return path_from_utf8(over);
+    if (auto over = nonempty_environment_variable("CRUCIBLE_CONFIG_DIR"))
+        return path_from_utf8(*over);
 #ifdef _WIN32
-    if (const wchar_t* appdata = _wgetenv(L"APPDATA"))
-        return std::filesystem::path(appdata) / "Crucible";
+    if (auto appdata = nonempty_environment_variable("APPDATA"))
+        return path_from_utf8(*appdata) / "Crucible";
 #else
-    if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
-        return std::filesystem::path(xdg) / "crucible";
-    if (const char* home = std::getenv("HOME"); home && *home)
-        return std::filesystem::path(home) / ".config" / "crucible";
+    if (auto xdg = nonempty_environment_variable("XDG_CONFIG_HOME"))
+        return path_from_utf8(*xdg) / "crucible";
+    if (auto home = nonempty_environment_variable("HOME"))
+        return path_from_utf8(*home) / ".config" / "crucible";
 #endif
     return std::filesystem::current_path() / ".crucible-config";
 }

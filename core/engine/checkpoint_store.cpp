@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <system_error>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -42,10 +43,10 @@ void write_checkpoint_atomically(const std::filesystem::path& path, const std::s
     {
         errno = 0;
         std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) fail(std::strerror(errno ? errno : EIO));
+        if (!out) fail(std::generic_category().message(errno ? errno : EIO));
         out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
         out.flush();
-        if (!out) fail(std::strerror(errno ? errno : EIO));
+        if (!out) fail(std::generic_category().message(errno ? errno : EIO));
     }
     try {
         platform::fsync_file(tmp);

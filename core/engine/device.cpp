@@ -1,4 +1,5 @@
 #include "core/engine/device.h"
+#include "core/base/environment.h"
 
 #include <ATen/cuda/CUDAContext.h>
 
@@ -70,7 +71,8 @@ DeviceChoice choose_device(const std::string& raw) {
                              ") needs distributed training, which this version does not have "
                              "yet; pick one GPU, e.g. device=0");
     std::optional<std::vector<GpuRef>> visible;
-    if (const char* env = std::getenv("CUDA_VISIBLE_DEVICES")) visible = parse_visible_devices(env);
+    if (const auto env = environment_variable("CUDA_VISIBLE_DEVICES"))
+        visible = parse_visible_devices(*env);
     const int ordinal = cuda_ordinal_of(refs[0], visible, cuda_device_uuids());
     choice.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal));
     choice.gpu_indices = {ordinal};

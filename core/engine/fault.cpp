@@ -1,4 +1,5 @@
 #include "core/engine/fault.h"
+#include "core/base/environment.h"
 
 #include <chrono>
 #include <csignal>
@@ -16,9 +17,9 @@ namespace {
 
 FaultPlan parse_plan() {
     FaultPlan plan;
-    const char* env = std::getenv("CRUCIBLE_FAULT");
-    if (!env || !*env) return plan;
-    std::string text = env;
+    const auto env = nonempty_environment_variable("CRUCIBLE_FAULT");
+    if (!env) return plan;
+    std::string text = *env;
     const auto at = text.find('@');
     if (at != std::string::npos) {
         try {

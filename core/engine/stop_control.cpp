@@ -1,43 +1,32 @@
 #include "core/engine/stop_control.h"
 
-#include <atomic>
-#include <csignal>
 #include <utility>
 
+#include "core/base/stop_signal.h"
+
 namespace crucible::engine {
-
-namespace {
-
-volatile std::sig_atomic_t g_signal_stop = 0;
-
-void on_stop_signal(int) {
-    g_signal_stop = 1;
-}
-
-}  // namespace
 
 StopControl::StopControl(std::filesystem::path job_dir, bool reads_folder)
     : job_{std::move(job_dir)}, reads_folder_(reads_folder) {}
 
 StopRequest StopControl::poll() {
-    if (g_signal_stop) {
-        g_signal_stop = 0;
+    if (stop_requested()) {
+        set_stop_requested(false);
         return StopRequest::Checkpoint;
     }
     return reads_folder_ ? take_stop_request(job_) : StopRequest::None;
 }
 
 void install_stop_signal_handlers() {
-    std::signal(SIGTERM, on_stop_signal);
-    std::signal(SIGINT, on_stop_signal);
+    listen_for_stop_requests();
 }
 
 bool signal_stop_pending() {
-    return g_signal_stop != 0;
+    return stop_requested();
 }
 
 void set_signal_stop_flag(bool value) {
-    g_signal_stop = value ? 1 : 0;
+    set_stop_requested(value);
 }
 
 }  // namespace crucible::engine

@@ -24,7 +24,8 @@ class StopControl {
     bool reads_folder_;
 };
 
-// SIGTERM / SIGINT set a flag that poll() reports as StopRequest::Checkpoint.
+// SIGTERM / SIGINT, and on Windows the console events and the named stop event
+// (core/base/stop_signal.h), set a flag that poll() reports as StopRequest::Checkpoint.
 void install_stop_signal_handlers();
 // Sets the flag as the handler does (tests) or clears it.
 void set_signal_stop_flag(bool value);

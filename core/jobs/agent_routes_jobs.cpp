@@ -1,12 +1,12 @@
 // /v1/jobs: submit, list, get, cancel, pause, resume, delete, events (SSE) and artifacts.
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <thread>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
+#include "core/base/shared_read_file.h"
 #include "core/jobs/agent_service.h"
 #include "core/jobs/event_follower.h"
 #include "core/jobs/gpu_ranks.h"
@@ -58,7 +58,7 @@ std::vector<std::filesystem::path> artifact_files(const std::filesystem::path& d
 }
 
 const char* mime_for(const std::filesystem::path& p) {
-    auto ext = p.extension().string();
+    auto ext = path_to_utf8(p.extension());
     if (ext == ".png") return "image/png";
     if (ext == ".jpg" || ext == ".jpeg") return "image/jpeg";
     if (ext == ".json" || ext == ".jsonl") return "application/json";
@@ -202,8 +202,8 @@ void AgentService::add_job_routes() {
                 return sink.write(text.data(), text.size());
             }
             if (!follower->caught_up()) return true;
-            auto job = registry_.get(id);
-            if (!job || is_final_state(job->state)) {
+            auto current = registry_.get(id);
+            if (!current || is_final_state(current->state)) {
                 // Everything written: one last look, then end the stream.
                 text = follower->poll_sse(count);
                 if (count > 0 && !sink.write(text.data(), text.size())) return false;
@@ -253,22 +253,36 @@ void AgentService::add_job_routes() {
             return;
         }
         audit(net::HttpServer::caller(req), "download", job->id + "/" + rel.generic_string());
-        auto size = std::filesystem::file_size(file, ec);
+        // Shared for deletion: the trainer may replace this file (a new best.pt) while the
+        // client downloads; the download goes on with the version it started.
+        std::shared_ptr<SharedReadFile> stream;
+        try {
+            stream = std::make_shared<SharedReadFile>(file);
+        } catch (const std::exception&) {
+            // Built by append: GCC 12 at -O3 reports a false -Wrestrict for "literal" + string.
+            std::string message = "artifact '";
+            message.append(req.matches[2]).append("' of job ").append(job->id).append(" is gone");
+            net::send_error(res, 404, "no_such_artifact", message);
+            return;
+        }
+        const auto size = static_cast<size_t>(stream->size());
         // Size and modification time: a client resuming a download checks that the file it
         // has a part of is still the one served (a new best.pt has another tag).
         const auto mtime = std::filesystem::last_write_time(file, ec).time_since_epoch().count();
         res.set_header("ETag", "\"" + std::to_string(size) + "-" +
                                    std::to_string(static_cast<long long>(mtime)) + "\"");
         res.set_header("Accept-Ranges", "bytes");
-        auto stream = std::make_shared<std::ifstream>(file, std::ios::binary);
-        res.set_content_provider(
-            size, mime_for(file), [stream](size_t offset, size_t length, httplib::DataSink& sink) {
-                std::vector<char> buf(std::min<size_t>(length, 1 << 20));
-                stream->seekg(static_cast<std::streamoff>(offset));
-                stream->read(buf.data(), static_cast<std::streamsize>(buf.size()));
-                auto n = static_cast<size_t>(stream->gcount());
-                return n > 0 && sink.write(buf.data(), n);
-            });
+        res.set_content_provider(size, mime_for(file),
+                                 [stream](size_t offset, size_t length, httplib::DataSink& sink) {
+                                     std::vector<char> buf(std::min<size_t>(length, 1 << 20));
+                                     size_t n = 0;
+                                     try {
+                                         n = stream->read_at(offset, buf.data(), buf.size());
+                                     } catch (const std::exception&) {
+                                         return false;
+                                     }
+                                     return n > 0 && sink.write(buf.data(), n);
+                                 });
     });
 }
 

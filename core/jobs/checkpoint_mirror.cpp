@@ -549,7 +549,7 @@ void CheckpointMirror::sync(const JobInfo& job) {
     // The newest `keep` step checkpoints, newest first: after a pause the newest matters most.
     std::vector<std::pair<std::int64_t, std::filesystem::path>> steps;
     for (const auto& e : std::filesystem::directory_iterator(folder.checkpoints(), ec))
-        if (auto step = JobFolder::step_of_checkpoint(e.path().filename().string()))
+        if (auto step = JobFolder::step_of_checkpoint(path_to_utf8(e.path().filename())))
             steps.emplace_back(*step, e.path().lexically_relative(dir));
     std::sort(steps.begin(), steps.end(), std::greater<>());
     if (steps.size() > static_cast<std::size_t>(config_.keep))

@@ -1,6 +1,7 @@
 #pragma once
 // Starts and watches one child process (a crucible-worker). Output goes to a log file. The
 // platform parts are child_process_posix.cpp and child_process_windows.cpp.
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -35,6 +36,8 @@ class ChildProcess {
     // Non-blocking: the exit status once the child has ended.
     virtual std::optional<ExitInfo> poll() = 0;
     virtual ExitInfo wait() = 0;
+    // Waits at most `limit`: the exit status, or nullopt while the child still runs.
+    std::optional<ExitInfo> wait_for(std::chrono::milliseconds limit);
     // Hard kill (SIGKILL / TerminateProcess).
     virtual void kill() = 0;
 };

@@ -1,5 +1,7 @@
 // Windows child processes: CreateProcessW with stdout/stderr to the log file, no console window
-// (workers of a Windows service have no console).
+// (workers of a Windows service have no console), inside a Job Object that kills them when this
+// process ends, however it ends: no worker trains on headless after its agent is gone (a stop
+// first asks them to checkpoint; the job object is the backstop).
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
@@ -8,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/jobs/child_process.h"
@@ -15,24 +18,22 @@
 namespace crucible::jobs {
 namespace {
 
-std::wstring quote_arg(const std::wstring& a) {
-    if (!a.empty() && a.find_first_of(L" \t\"") == std::wstring::npos) return a;
-    std::wstring out = L"\"";
-    std::size_t backslashes = 0;
-    for (wchar_t c : a) {
-        if (c == L'\\') {
-            ++backslashes;
-            continue;
+// One job object per process, kept open for its life: its last handle closes when this process
+// ends, and the system then ends every process in it.
+HANDLE children_job() {
+    static HANDLE job = [] {
+        HANDLE h = CreateJobObjectW(nullptr, nullptr);
+        if (!h) return h;
+        JOBOBJECT_EXTENDED_LIMIT_INFORMATION limits{};
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        if (!SetInformationJobObject(h, JobObjectExtendedLimitInformation, &limits,
+                                     sizeof(limits))) {
+            CloseHandle(h);
+            return HANDLE{nullptr};
         }
-        if (c == L'"')
-            out.append(backslashes * 2 + 1, L'\\');
-        else
-            out.append(backslashes, L'\\');
-        backslashes = 0;
-        out += c;
-    }
-    out.append(backslashes * 2, L'\\');
-    return out + L"\"";
+        return h;
+    }();
+    return job;
 }
 
 class WindowsChild final : public ChildProcess {
@@ -67,9 +68,9 @@ class WindowsChild final : public ChildProcess {
 }  // namespace
 
 std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
-    std::wstring cmd = quote_arg(o.program.wstring());
+    std::wstring cmd = path_from_utf8(quote_windows_argument(path_to_utf8(o.program))).wstring();
     for (const auto& a : o.args)
-        cmd += L" " + quote_arg(path_from_utf8(a).wstring());
+        cmd += L" " + path_from_utf8(quote_windows_argument(a)).wstring();
 
     // Environment block: the agent's, with overrides.
     std::wstring block;
@@ -106,7 +107,9 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     InitializeProcThreadAttributeList(nullptr, 1, 0, &list_size);
     std::vector<char> list_storage(list_size);
     auto* list = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(list_storage.data());
-    DWORD flags = CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP;
+    // Suspended until it is in the job object, so not even its first instructions run outside.
+    DWORD flags =
+        CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED;
     if (inherit && InitializeProcThreadAttributeList(list, 1, 0, &list_size) &&
         UpdateProcThreadAttribute(list, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, &log, sizeof(log),
                                   nullptr, nullptr)) {
@@ -121,8 +124,18 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     if (si.lpAttributeList) DeleteProcThreadAttributeList(list);
     if (log != INVALID_HANDLE_VALUE) CloseHandle(log);
     if (!ok)
-        throw Error("cannot start " + path_to_utf8(o.program) + " (Windows error " +
-                    std::to_string(GetLastError()) + ")");
+        throw Error("cannot start " + path_to_utf8(o.program) + ": " +
+                    platform::windows_error_text(GetLastError()));
+    HANDLE job = children_job();
+    if (!job || !AssignProcessToJobObject(job, pi.hProcess)) {
+        const std::string reason = platform::windows_error_text(GetLastError());
+        TerminateProcess(pi.hProcess, 1);
+        CloseHandle(pi.hThread);
+        CloseHandle(pi.hProcess);
+        throw Error("cannot start " + path_to_utf8(o.program) +
+                    ": cannot put it in the agent's job object: " + reason);
+    }
+    ResumeThread(pi.hThread);
     return std::make_unique<WindowsChild>(pi);
 }
 

@@ -1,6 +1,7 @@
 #include "core/jobs/dataset_manifest.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/base/error.h"
@@ -19,6 +20,12 @@ std::string entry_path_problem(const std::string& text) {
     if (!is_valid_utf8(text)) return "is not UTF-8";
     if (text.find_first_of(std::string("\\:\0", 3)) != std::string::npos)
         return "holds a backslash, a colon or a NUL";
+    // What else Windows cannot hold in a name: a dataset pushed from Linux must unpack on a
+    // Windows server unchanged.
+    if (text.find_first_of("<>\"|?*") != std::string::npos ||
+        std::any_of(text.begin(), text.end(),
+                    [](char c) { return static_cast<unsigned char>(c) < 0x20; }))
+        return "holds a character Windows forbids in names (< > \" | ? * or a control character)";
     if (text.front() == '/') return "is absolute";
     std::size_t start = 0;
     while (start <= text.size()) {
@@ -26,12 +33,23 @@ std::string entry_path_problem(const std::string& text) {
         const std::string part = text.substr(start, end - start);
         if (part.empty() || part == "." || part == "..") return "has an empty, '.' or '..' part";
         if (part.size() > 255) return "has a part longer than 255 bytes";
+        if (part.back() == '.' || part.back() == ' ')
+            return "has a part ending in a dot or a space (Windows drops them: '" + part +
+                   "' would be another name's file)";
         if (is_reserved_device_name(part)) return "names a reserved device (" + part + ")";
         start = end + 1;
     }
     if (text == "manifest.json" || text == ".complete")
         return "is the name of the dataset's own bookkeeping";
     return {};
+}
+
+// ASCII letters folded to lower case (what NTFS folds for the names datasets use; other
+// scripts' case pairs are rare in file names and left as they are).
+std::string ascii_lower(std::string text) {
+    for (char& c : text)
+        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    return text;
 }
 
 }  // namespace
@@ -44,6 +62,9 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
     if (!files.is_array() || files.empty())
         throw InputError("files", "expected a non-empty list of {path, sha256}");
     std::set<std::string> seen;
+    // Windows (and macOS) file systems ignore case: IMG.jpg and img.jpg are one file there, and
+    // writing both would put two blobs' bytes through one name.
+    std::map<std::string, std::string> seen_folded;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const std::string where = "files[" + std::to_string(i) + "]";
         if (!files[i].is_object()) throw InputError(where, "expected {path, sha256}");
@@ -55,6 +76,10 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
             throw InputError(where, "path '" + printable(path) + "' " + problem);
         if (!seen.insert(path).second)
             throw InputError(where, "path '" + path + "' is listed twice");
+        const auto [other, added] = seen_folded.emplace(ascii_lower(path), path);
+        if (!added)
+            throw InputError(where, "path '" + path + "' differs from '" + other->second +
+                                        "' only in case; Windows would store them as one file");
         out.files.emplace_back(path_from_utf8(path), sha);
         out.canonical.push_back({path, sha});
     }

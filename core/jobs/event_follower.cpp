@@ -1,5 +1,7 @@
 #include "core/jobs/event_follower.h"
 
+#include "core/base/file_io.h"
+
 #include <algorithm>
 #include <fstream>
 #include <string_view>
@@ -43,7 +45,7 @@ void EventFollower::read_new(Take&& take) {
         std::string_view line(pending_.data() + start, nl - start);
         if (line.empty() || line.size() > kMaxLineBytes) continue;
         try {
-            const std::string where = file_.filename().string();
+            const std::string where = path_to_utf8(file_.filename());
             Event e = event_from_json(parse_json(line, where), where);
             if (e.seq > last_seq_) {
                 last_seq_ = e.seq;

@@ -1,4 +1,5 @@
 #include "core/jobs/job.h"
+#include "core/base/environment.h"
 
 #include <chrono>
 #include <ctime>
@@ -9,16 +10,12 @@
 namespace crucible::jobs {
 
 std::string new_job_id() {
-    std::time_t now = std::time(nullptr);
-    std::tm tm{};
-#ifdef _WIN32
-    gmtime_s(&tm, &now);
-#else
-    gmtime_r(&now, &tm);
-#endif
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-    return std::string("j") + buf + "-" + random_hex(4);
+    // Built by append: GCC 12 at -O3 reports a false -Wrestrict for "literal" + std::string.
+    std::string id = "j";
+    id += utc_time_text(std::time(nullptr), "%Y%m%d-%H%M%S");
+    id += "-";
+    id += random_hex(4);
+    return id;
 }
 
 bool is_valid_job_id(const std::string& id) {

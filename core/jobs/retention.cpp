@@ -10,7 +10,7 @@ namespace crucible::jobs {
 namespace {
 
 bool protected_checkpoint(const std::filesystem::path& p) {
-    const std::string name = p.filename().string();
+    const std::string name = path_to_utf8(p.filename());
     return name.rfind("best", 0) == 0 || name.rfind("last", 0) == 0;
 }
 
@@ -127,7 +127,7 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     ec.clear();
     for (const auto& e : std::filesystem::directory_iterator(blobs_dir, ec)) {
         if (!e.is_regular_file()) continue;
-        const std::string name = e.path().filename().string();
+        const std::string name = path_to_utf8(e.path().filename());
         if (referenced.count(name) || file_age_hours(e.path()) < blob_hours) continue;
         auto size = e.file_size(ec);
         if (std::filesystem::remove(e.path(), ec)) {

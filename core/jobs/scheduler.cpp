@@ -46,8 +46,19 @@ void Scheduler::stop(bool leave_running) {
     if (!leave_running) {
         for (auto& [id, child] : children_)
             write_stop_request(JobFolder{registry_.folder(id)}, StopRequest::Checkpoint);
-        for (auto& [id, child] : children_)
-            finish_job(id, child->wait());
+        const auto deadline = std::chrono::steady_clock::now() + options_.stop_grace;
+        for (auto& [id, child] : children_) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            auto exit = child->wait_for(std::max(left, std::chrono::milliseconds(0)));
+            if (!exit) {
+                spdlog::warn("job {}: worker did not stop within {} s; killed", id,
+                             options_.stop_grace.count() / 1000);
+                child->kill();
+                exit = child->wait();
+            }
+            finish_job(id, *exit);
+        }
     }
     children_.clear();
 }

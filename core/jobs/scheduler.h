@@ -28,6 +28,9 @@ struct SchedulerOptions {
     std::set<int> mig_gpus;                // of those, split into MIG slices: 1-GPU jobs only
     std::uint64_t min_free_disk_bytes = 512ull << 20;
     std::chrono::milliseconds tick{100};
+    // How long stop() waits for running workers to checkpoint before killing them (a Windows
+    // service reports its stop progress meanwhile; shutdown does not wait for ever).
+    std::chrono::milliseconds stop_grace{std::chrono::seconds(60)};
 };
 
 class Scheduler {
@@ -37,7 +40,8 @@ class Scheduler {
 
     void start();
     // Stops scheduling. Running workers are asked to checkpoint and stop (they become
-    // interrupted and resume when the agent comes back) unless `leave_running`.
+    // interrupted and resume when the agent comes back) unless `leave_running`; one that has not
+    // exited within options.stop_grace is killed (it resumes from its last checkpoint).
     void stop(bool leave_running = false);
     void wake();
 

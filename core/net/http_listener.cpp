@@ -43,8 +43,9 @@ std::unique_ptr<asio::ssl::context> make_tls_context(const HttpServerOptions& op
         SSL_CTX_set_ciphersuites(native, kTls13Suites) != 1)
         throw Error("TLS: this OpenSSL offers none of the agent's cipher suites");
     error_code ec;
-    context->use_certificate_chain_file(options.cert_file.string(), ec);
-    if (!ec) context->use_private_key_file(options.key_file.string(), asio::ssl::context::pem, ec);
+    context->use_certificate_chain_file(path_to_utf8(options.cert_file), ec);
+    if (!ec)
+        context->use_private_key_file(path_to_utf8(options.key_file), asio::ssl::context::pem, ec);
     if (ec || SSL_CTX_check_private_key(native) != 1)
         throw Error("TLS: cannot load certificate " + path_to_utf8(options.cert_file) +
                     " and key " + path_to_utf8(options.key_file));

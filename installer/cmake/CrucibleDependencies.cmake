@@ -48,7 +48,9 @@ endif()
 if(CRUCIBLE_BUILD_STUDIO)
     find_package(Qt6 REQUIRED COMPONENTS Core Gui Widgets Network Test PrintSupport)
     # Debian's QCustomPlot config points at the Qt5 build: link the Qt6 library by name.
-    find_library(QCUSTOMPLOT_QT6_LIBRARY NAMES QCustomPlotQt6 qcustomplot-qt6 qcustomplot REQUIRED)
+    # vcpkg's port builds qcustomplot2.lib (qcustomplot2d.lib for Debug); Debian, libqcustomplot.so.
+    find_library(QCUSTOMPLOT_QT6_LIBRARY
+        NAMES QCustomPlotQt6 qcustomplot-qt6 qcustomplot qcustomplot2 qcustomplot2d REQUIRED)
     find_path(QCUSTOMPLOT_INCLUDE_DIR qcustomplot.h REQUIRED)
     add_library(crucible_qcustomplot INTERFACE)
     target_link_libraries(crucible_qcustomplot INTERFACE "${QCUSTOMPLOT_QT6_LIBRARY}"

@@ -57,6 +57,37 @@ macro(crucible_requires_torch)
     endif()
 endmacro()
 
+# crucible_posix_only(OUT SOURCES...): sets OUT to the first of SOURCES (relative to the current
+# source folder) whose first line is "// POSIX-only test: <reason>", with that reason; empty when
+# none is. installer/scripts/check-portable-calls.sh lets only such files use POSIX-only calls,
+# and on Windows their targets are not built (a status line names the file and why).
+function(crucible_posix_only out)
+    foreach(source IN LISTS ARGN)
+        get_filename_component(file "${source}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+        if(EXISTS "${file}")
+            file(STRINGS "${file}" first LIMIT_COUNT 1)
+            if(first MATCHES "^// POSIX-only test: (.*)")
+                set(${out} "${source}: ${CMAKE_MATCH_1}" PARENT_SCOPE)
+                return()
+            endif()
+        endif()
+    endforeach()
+    set(${out} "" PARENT_SCOPE)
+endfunction()
+
+# crucible_skip_on_windows(OUT NAME SOURCES...): OUT is TRUE when building for Windows and one of
+# SOURCES is POSIX-only; a status line then says that target NAME is left out, and why.
+function(crucible_skip_on_windows out name)
+    set(${out} FALSE PARENT_SCOPE)
+    if(WIN32)
+        crucible_posix_only(posix_only ${ARGN})
+        if(posix_only)
+            message(STATUS "${name}: not built on Windows (${posix_only})")
+            set(${out} TRUE PARENT_SCOPE)
+        endif()
+    endif()
+endfunction()
+
 # crucible_add_gtest(NAME SOURCES ... LIBS ... [TORCH] [RESOURCE_LOCK cpu] [TIMEOUT s] [LABELS ...])
 # Test executables get CRUCIBLE_FIXTURES_DIR (the reference data in ../shared/fixtures),
 # CRUCIBLE_SOURCE_DIR and CRUCIBLE_BINARY_DIR. Tests that use several threads take the
@@ -64,6 +95,10 @@ endmacro()
 function(crucible_add_gtest name)
     cmake_parse_arguments(T "TORCH" "RESOURCE_LOCK;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
     if(T_TORCH AND NOT CRUCIBLE_WITH_TORCH)
+        return()
+    endif()
+    crucible_skip_on_windows(skip ${name} ${T_SOURCES})
+    if(skip)
         return()
     endif()
     add_executable(${name} ${T_SOURCES})
@@ -100,6 +135,10 @@ function(crucible_add_benchmark name)
     if(NOT CRUCIBLE_BUILD_BENCHMARKS OR (B_TORCH AND NOT CRUCIBLE_WITH_TORCH))
         return()
     endif()
+    crucible_skip_on_windows(skip ${name} ${B_SOURCES})
+    if(skip)
+        return()
+    endif()
     add_executable(${name} ${B_SOURCES})
     target_link_libraries(${name} PRIVATE ${B_LIBS} benchmark::benchmark Threads::Threads)
     target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
@@ -124,4 +163,25 @@ function(crucible_add_subfolders)
             add_subdirectory(${child})
         endif()
     endforeach()
+endfunction()
+
+# crucible_windows_resources(TARGET DESCRIPTION): on Windows, embeds the application manifest
+# (resources/windows/crucible.manifest: UTF-8 code page, long paths, per-monitor DPI) and a
+# version resource (name, description, version) into executable TARGET. The wine tests embed the
+# same two files into their programs and check that Windows honours them.
+function(crucible_windows_resources target description)
+    if(NOT WIN32)
+        return()
+    endif()
+    set(CRUCIBLE_RC_NAME "${target}")
+    set(CRUCIBLE_RC_DESCRIPTION "${description}")
+    set(CRUCIBLE_RC_VERSION "${PROJECT_VERSION}")
+    string(REPLACE "." "," CRUCIBLE_RC_VERSION_COMMAS "${PROJECT_VERSION},0")
+    set(CRUCIBLE_RC_MANIFEST "${CMAKE_SOURCE_DIR}/resources/windows/crucible.manifest")
+    set(rc "${CMAKE_CURRENT_BINARY_DIR}/${target}.rc")
+    configure_file("${CMAKE_SOURCE_DIR}/resources/windows/crucible.rc.in" "${rc}" @ONLY)
+    target_sources(${target} PRIVATE "${rc}")
+    if(MSVC)  # the manifest comes from the resource; the linker must not add a second one
+        target_link_options(${target} PRIVATE /MANIFEST:NO)
+    endif()
 endfunction()

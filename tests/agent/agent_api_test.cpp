@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
@@ -474,12 +475,12 @@ TEST_F(AgentFixture, CancelPauseResume) {
 }
 
 TEST_F(AgentFixture, CrashedWorkerRecordsWhy) {
-    ::setenv("FAKE_WORKER_CRASH_AT", "3", 1);
+    crucible::set_environment_variable("FAKE_WORKER_CRASH_AT", "3");
     auto c = client();
     std::string id = c.post(
         "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 10}, {"delay_ms", 1}}}})["id"];
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "failed"; }));
-    ::unsetenv("FAKE_WORKER_CRASH_AT");
+    crucible::unset_environment_variable("FAKE_WORKER_CRASH_AT");
     Json j = c.get("/v1/jobs/" + id);
     std::string reason = j["reason"];
     EXPECT_NE(reason.find("exit code 7"), std::string::npos) << reason;
@@ -488,14 +489,14 @@ TEST_F(AgentFixture, CrashedWorkerRecordsWhy) {
 
 TEST_F(AgentFixture, AnExitCodeWithoutAFinalStatusIsStillAFailureNamedByTheCode) {
     // Code 3 is the worker's "paused", but no status said so (no checkpoint is known to exist).
-    ::setenv("FAKE_WORKER_CRASH_AT", "2", 1);
-    ::setenv("FAKE_WORKER_CRASH_CODE", "3", 1);
+    crucible::set_environment_variable("FAKE_WORKER_CRASH_AT", "2");
+    crucible::set_environment_variable("FAKE_WORKER_CRASH_CODE", "3");
     auto c = client();
     std::string id = c.post(
         "/v1/jobs", {{"task", "test.fake"}, {"options", {{"steps", 10}, {"delay_ms", 1}}}})["id"];
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + id)["state"] == "failed"; }));
-    ::unsetenv("FAKE_WORKER_CRASH_AT");
-    ::unsetenv("FAKE_WORKER_CRASH_CODE");
+    crucible::unset_environment_variable("FAKE_WORKER_CRASH_AT");
+    crucible::unset_environment_variable("FAKE_WORKER_CRASH_CODE");
     const std::string reason = c.get("/v1/jobs/" + id)["reason"];
     EXPECT_NE(reason.find("exit code 3, its code for paused"), std::string::npos) << reason;
 }
@@ -552,8 +553,8 @@ TEST(AgentGpus, FakeNvmlTwoGpusOneMigSplit) {
 // they are taken, and what cannot run is refused at submit by name.
 TEST(AgentGpus, SeveralGpusAreOneSetWithOneRankEach) {
     struct NoMig {  // two whole GPUs, for this test only
-        NoMig() { setenv("FAKE_NVML_NO_MIG", "1", 1); }
-        ~NoMig() { unsetenv("FAKE_NVML_NO_MIG"); }
+        NoMig() { crucible::set_environment_variable("FAKE_NVML_NO_MIG", "1"); }
+        ~NoMig() { crucible::unset_environment_variable("FAKE_NVML_NO_MIG"); }
     } no_mig;
     auto data = fresh_dir("gpu_set");
     auto config = fake_agent_config(data);

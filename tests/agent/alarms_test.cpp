@@ -6,6 +6,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/jobs/alarms.h"
 #include "core/jobs/job_events.h"
@@ -187,13 +188,13 @@ namespace {
 // The fake NVML reads these on every call (see fake_nvml.cpp).
 struct FakeGpuEnv {
     FakeGpuEnv() {
-        ::setenv("FAKE_NVML_UTIL_0", "0", 1);
-        ::setenv("FAKE_NVML_TEMP_0", "95", 1);
-        ::setenv("FAKE_NVML_MEM_USED_MB_0", "80000", 1);  // of 81920
+        crucible::set_environment_variable("FAKE_NVML_UTIL_0", "0");
+        crucible::set_environment_variable("FAKE_NVML_TEMP_0", "95");
+        crucible::set_environment_variable("FAKE_NVML_MEM_USED_MB_0", "80000");  // of 81920
     }
     ~FakeGpuEnv() {
         for (const char* v : {"FAKE_NVML_UTIL_0", "FAKE_NVML_TEMP_0", "FAKE_NVML_MEM_USED_MB_0"})
-            ::unsetenv(v);
+            crucible::unset_environment_variable(v);
     }
 };
 

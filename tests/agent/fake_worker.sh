@@ -7,7 +7,11 @@
 # 5 interrupted; 7 (or FAKE_WORKER_CRASH_CODE) for the simulated crash.
 set -u
 # `describe` publishes the schema of the fake task (tests/agent/agent_test_util.h has the same).
-[ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""},{"name":"model","type":"path","default":""},{"name":"device","type":"string","default":""}]}]}'; exit 0; }
+if [ "${1:-}" = describe ]; then
+    schemas='{"tasks":[{"task":"test.fake","title":"fake","options":[{"name":"steps","type":"integer","default":20,"min":1},{"name":"delay_ms","type":"integer","default":30,"min":0},{"name":"data","type":"path","default":""},{"name":"model","type":"path","default":""},{"name":"device","type":"string","default":""}]}]}'
+    if [ "${2:-}" = --out ]; then echo "$schemas" > "$3"; else echo "$schemas"; fi
+    exit 0
+fi
 dir="$2"; resume="${3:-}"
 events="$dir/events.jsonl"
 steps=$(sed -n 's/.*"steps": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); steps=${steps:-20}

@@ -1,6 +1,7 @@
-// An agent that starts beside a worker that outlived it serves at once, never starts a second
-// worker on that job folder while the old one lives, kills it after the grace period and then
-// resumes the job; workers inherit only stdin, stdout and stderr.
+// POSIX-only test: checks which file descriptors a worker inherits, a POSIX notion (Windows: handle
+// lists, covered by the wine tests). An agent that starts beside a worker that outlived it serves
+// at once, never starts a second worker on that job folder while the old one lives, kills it after
+// the grace period and then resumes the job; workers inherit only stdin, stdout and stderr.
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -155,6 +155,12 @@ TEST(DatasetManifest, HostileEntryNamesAreRefusedNamingTheEntry) {
         {"manifest.json", "bookkeeping"},
         {".complete", "bookkeeping"},
         {std::string("bad\xc3(.jpg"), "UTF-8"},
+        {"images/a.jpg.", "ending in a dot"},
+        {"images /a.jpg", "ending in a dot or a space"},
+        {"what?.jpg", "Windows forbids"},
+        {"a|b.jpg", "Windows forbids"},
+        {"a\"b.jpg", "Windows forbids"},
+        {std::string("tab\there.jpg"), "control character"},
     };
     for (const auto& [path, expected] : cases) {
         Json body = {{"files", Json::array({{{"path", path}, {"sha256", sha}}})}};
@@ -169,6 +175,15 @@ TEST(DatasetManifest, HostileEntryNamesAreRefusedNamingTheEntry) {
     Json twice = {{"files", Json::array({{{"path", "a.jpg"}, {"sha256", sha}},
                                          {{"path", "a.jpg"}, {"sha256", sha}}})}};
     EXPECT_THROW(DatasetManifest::from_json(twice), InputError);
+    Json case_only = {{"files", Json::array({{{"path", "images/IMG.jpg"}, {"sha256", sha}},
+                                             {{"path", "images/img.jpg"}, {"sha256", sha}}})}};
+    try {
+        DatasetManifest::from_json(case_only);
+        ADD_FAILURE() << "accepted two names that differ only in case";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("files[1]"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("only in case"), std::string::npos) << e.what();
+    }
     Json fine = {{"files", Json::array({{{"path", "图片/猫 1.jpg"}, {"sha256", sha}}})}};
     EXPECT_EQ(DatasetManifest::from_json(fine).files.size(), 1u);
 }

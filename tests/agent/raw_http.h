@@ -1,3 +1,5 @@
+// POSIX-only test: raw BSD sockets write malformed and partial HTTP byte by byte (Winsock twin:
+// open work).
 #pragma once
 // Raw HTTP/1.1 over plain sockets, for the tests and benchmarks that play a hostile or a very
 // numerous client (tests/agent/agent_hostile_test.cpp, tests/agent_cli/bench_agent_load.cpp):

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "app/agent/service_control.h"
+#include "core/base/environment.h"
 #include "core/base/file_io.h"
 #include "core/jobs/child_process.h"
 #include "tests/agent/agent_test_util.h"
@@ -25,7 +26,7 @@ TEST(AgentServiceControl, WindowsArgumentQuotingFollowsCommandLineToArgvRules) {
              {"\xe6\x95\xb0\xe6\x8d\xae \xe7\x9b\xae\xe5\xbd\x95",
               "\"\xe6\x95\xb0\xe6\x8d\xae "
               "\xe7\x9b\xae\xe5\xbd\x95\""}})
-        EXPECT_EQ(agent::quote_windows_argument(c.in), c.out) << c.in;
+        EXPECT_EQ(quote_windows_argument(c.in), c.out) << c.in;
 }
 
 #ifndef _WIN32

@@ -1,3 +1,4 @@
+// POSIX-only test: measures memory with getrusage.
 // Agent benchmarks on loopback, against an in-process AgentService (no worker runs):
 //  (a) upload of a 256 MB file through ApiClient::upload_blob, plain HTTP and TLS, against curl
 //      uploading the same file to the same kind of server (the baseline; goal >= 90%);

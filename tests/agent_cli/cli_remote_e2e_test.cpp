@@ -1,3 +1,4 @@
+// POSIX-only test: raw BSD sockets play a broken agent (Winsock twin: open work).
 // The command line against a real crucible-agent process on loopback running the fake worker:
 // remote add -> ls -> push -> submit -> jobs -> logs -f -> download, and a second job that is
 // cancelled. Each step is the `crucible remote` command as a user runs it (built from the CLI's

@@ -4,7 +4,11 @@
 # waits delay_ms while obeying control.json (core/base/job_control.h). A resumed run keeps the
 # checkpoint it has and succeeds at once. Exit codes as crucible-worker's (core/base/job_state.h).
 set -u
-[ "${1:-}" = describe ] && { echo '{"tasks":[{"task":"test.mirror","title":"mirror","options":[{"name":"size_mb","type":"integer","default":30,"min":1},{"name":"delay_ms","type":"integer","default":60000,"min":0}]}]}'; exit 0; }
+if [ "${1:-}" = describe ]; then  # `describe --out FILE`, as crucible-worker
+    schemas='{"tasks":[{"task":"test.mirror","title":"mirror","options":[{"name":"size_mb","type":"integer","default":30,"min":1},{"name":"delay_ms","type":"integer","default":60000,"min":0}]}]}'
+    if [ "${2:-}" = --out ]; then echo "$schemas" > "$3"; else echo "$schemas"; fi
+    exit 0
+fi
 dir="$2"; resume="${3:-}"
 size=$(sed -n 's/.*"size_mb": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); size=${size:-30}
 delay=$(sed -n 's/.*"delay_ms": *\([0-9]*\).*/\1/p' "$dir/spec.json" | head -1); delay=${delay:-60000}

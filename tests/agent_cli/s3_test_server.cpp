@@ -1,3 +1,4 @@
+// POSIX-only test: runs moto, a Python server, through BSD sockets and fork/exec.
 #include "tests/agent_cli/s3_test_server.h"
 
 #include <arpa/inet.h>

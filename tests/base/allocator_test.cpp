@@ -1,3 +1,4 @@
+// POSIX-only test: measures memory with getrusage.
 // keep_freed_memory_for_reuse: the buffers of one training step, freed at its end, are reused by
 // the next step without page faults (glibc only; elsewhere the call reports that it did nothing).
 #include <gtest/gtest.h>

@@ -1,4 +1,5 @@
 #include "core/base/secret_store.h"
+#include "core/base/environment.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -31,7 +32,7 @@ TEST(SecretStore, FileStoreKeepsSecretsOwnerOnly) {
 }
 
 TEST(SecretStore, ConfigDirOverride) {
-    ::setenv("CRUCIBLE_CONFIG_DIR", "/tmp/crucible-cfg-test", 1);
+    crucible::set_environment_variable("CRUCIBLE_CONFIG_DIR", "/tmp/crucible-cfg-test");
     EXPECT_EQ(user_config_dir(), std::filesystem::path("/tmp/crucible-cfg-test"));
-    ::unsetenv("CRUCIBLE_CONFIG_DIR");
+    crucible::unset_environment_variable("CRUCIBLE_CONFIG_DIR");
 }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/base/environment.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "tests/data_formats/test_util.h"
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 // CRUCIBLE_CLI overrides the executable (e.g. one built elsewhere).
 fs::path cli() {
-    if (const char* path = std::getenv("CRUCIBLE_CLI")) return path;
+    if (auto path = crucible::environment_variable("CRUCIBLE_CLI")) return *path;
     return fs::path(CRUCIBLE_BINARY_DIR) / "app/cli/crucible";
 }
 

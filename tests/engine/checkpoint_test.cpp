@@ -1,11 +1,11 @@
 // The checkpoint container, the checkpoints/ folder, and the fault-injected full disk.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/engine/checkpoint_store.h"
@@ -87,15 +87,16 @@ TEST(CheckpointStore, KeepsLastKAndFallsBackPastCorruption) {
 
 TEST(CheckpointStore, DiskFullKeepsThePreviousCheckpoint) {
     const auto dir = fresh_dir("crucible_ckpt_full");
-    ::setenv("CRUCIBLE_FAULT", "disk_full:1", 1);
+    crucible::set_environment_variable("CRUCIBLE_FAULT", "disk_full:1");
     reload_fault_plan();
     CheckpointStore store(dir, 3);
     std::filesystem::path first;
     try {
-        ::setenv("CRUCIBLE_FAULT", "disk_full:1000000", 1);
+        crucible::set_environment_variable("CRUCIBLE_FAULT", "disk_full:1000000");
         reload_fault_plan();
         first = store.write_step(1, encode_checkpoint(sample(1)));
-        ::setenv("CRUCIBLE_FAULT", "disk_full:0", 1);  // every write from now on fails
+        crucible::set_environment_variable("CRUCIBLE_FAULT",
+                                           "disk_full:0");  // every write from now on fails
         reload_fault_plan();
         try {
             store.write_step(2, encode_checkpoint(sample(2)));
@@ -104,11 +105,11 @@ TEST(CheckpointStore, DiskFullKeepsThePreviousCheckpoint) {
             EXPECT_NE(std::string(e.what()).find("No space left"), std::string::npos);
         }
     } catch (...) {
-        ::unsetenv("CRUCIBLE_FAULT");
+        crucible::unset_environment_variable("CRUCIBLE_FAULT");
         reload_fault_plan();
         throw;
     }
-    ::unsetenv("CRUCIBLE_FAULT");
+    crucible::unset_environment_variable("CRUCIBLE_FAULT");
     reload_fault_plan();
     auto files = store.step_files();
     ASSERT_EQ(files.size(), 1u);

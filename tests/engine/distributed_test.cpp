@@ -1,3 +1,4 @@
+// POSIX-only test: forks rank processes from the test itself.
 // Data-parallel training on c10d (issue [B2 6/8]): the toy worker launches 2 or 3 CPU ranks on
 // loopback (Gloo). N ranks with global batch B end with the weights one process reaches with
 // batch B (float32: within a tolerance, the all-reduce sums in another order); only rank 0

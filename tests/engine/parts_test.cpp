@@ -3,7 +3,6 @@
 
 #include <regex>
 
-#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 

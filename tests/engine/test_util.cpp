@@ -1,3 +1,4 @@
+// POSIX-only test: forks a child to run a job that may crash.
 #include "tests/engine/test_util.h"
 
 #include <csignal>

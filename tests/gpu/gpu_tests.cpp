@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/base/environment.h"
+#include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/engine/autocast.h"
@@ -27,8 +29,8 @@ namespace {
 using namespace crucible;
 
 std::filesystem::path fixtures() {
-    const char* env = std::getenv("CRUCIBLE_GPU_FIXTURES");
-    return env ? std::filesystem::path(env) : std::filesystem::path(CRUCIBLE_FIXTURES_DIR);
+    const auto env = crucible::environment_variable("CRUCIBLE_GPU_FIXTURES");
+    return env ? crucible::path_from_utf8(*env) : std::filesystem::path(CRUCIBLE_FIXTURES_DIR);
 }
 
 class Gpu : public ::testing::Test {
@@ -113,7 +115,8 @@ TEST_F(Gpu, OptimizerStateMovesBetweenCudaAndTheCpuOnResume) {
 }
 
 TEST_F(Gpu, CudaNumbersTheGpusAsNvmlDoes) {
-    ASSERT_STREQ(std::getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID") << "run.sh sets it, as the agent";
+    ASSERT_EQ(crucible::environment_variable("CUDA_DEVICE_ORDER").value_or(""), "PCI_BUS_ID")
+        << "run.sh sets it, as the agent";
     const auto report = jobs::GpuInventory::open()->read();
     ASSERT_TRUE(report.nvml) << report.note;
     const auto uuids = engine::cuda_device_uuids();

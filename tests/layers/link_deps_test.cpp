@@ -1,3 +1,4 @@
+// POSIX-only test: reads ELF link dependencies with ldd.
 // Reads the dynamic link dependencies of the studio and agent executables (ldd) and fails if
 // LibTorch or CUDA is among them. The worker, which must link both, is the control that shows
 // the check can see them (it is not built with CRUCIBLE_WITH_TORCH=OFF).

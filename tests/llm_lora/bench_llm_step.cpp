@@ -1,3 +1,4 @@
+// POSIX-only test: forks to keep two memory peaks apart and reads getrusage.
 // Tokens/s of training steps (forward, loss, backward, AdamW) on a stories15M-sized Llama
 // (dim 288, 6 layers, 6 heads, hidden 768, vocab 32000, seq 256), LoRA r=8 on q/v against full
 // fine-tuning, and the peak resident memory of each (each mode runs in its own child process,

@@ -1,3 +1,4 @@
+// POSIX-only test: forks a process that holds the project while the test opens it.
 // Dataset import/export: hashing, version hash, progress and cancellation, hostile names, and a
 // process killed (SIGKILL, at a named point) in the middle of an import.
 #include <gtest/gtest.h>

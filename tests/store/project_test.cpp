@@ -1,3 +1,4 @@
+// POSIX-only test: forks a process that holds the project lock.
 // Journal modes, the single-writer lock (also across processes and after a killed holder),
 // save-as with path rebasing, moved project folders and Chinese names.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// POSIX-only test: binds a BSD socket to port 0 (Winsock twin: open work).
 #include "tests/support/free_port.h"
 
 #ifndef _WIN32

@@ -1,3 +1,4 @@
+// POSIX-only test: runs command lines through popen and a POSIX shell (Windows twin: open work).
 #include "tests/support/run_command.h"
 
 #ifndef _WIN32

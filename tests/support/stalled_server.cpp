@@ -1,3 +1,4 @@
+// POSIX-only test: raw BSD sockets accept and then stall (Winsock twin: open work).
 #include "tests/support/stalled_server.h"
 
 #ifndef _WIN32

@@ -1,4 +1,5 @@
 #include "tests/support/temp_dir.h"
+#include "core/base/environment.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -23,8 +24,8 @@ class ProcessRoot {
         fs::create_directories(path_);
     }
     ~ProcessRoot() {
-        const char* keep = std::getenv("CRUCIBLE_KEEP_TEST_DIRS");
-        if (keep && *keep && std::string(keep) != "0") return;
+        const auto keep = crucible::environment_variable("CRUCIBLE_KEEP_TEST_DIRS");
+        if (keep && !keep->empty() && *keep != "0") return;
         std::error_code ec;
         fs::remove_all(path_, ec);
     }

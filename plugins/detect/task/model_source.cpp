@@ -14,7 +14,7 @@ namespace crucible::detect {
 namespace {
 
 std::string lower_extension(const std::string& text) {
-    std::string ext = path_from_utf8(text).extension().string();
+    std::string ext = path_to_utf8(path_from_utf8(text).extension());
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return ext;

@@ -1,0 +1,32 @@
+#pragma once
+// Who may open a folder that holds secrets (the agent's data folder: tokens.json, the TLS key,
+// agent.json, every user's datasets and weights). POSIX: mode 0700, the owner alone. Windows:
+// std::filesystem::permissions sets no ACL, so a folder under C:\ would keep what it inherits
+// (Authenticated Users may modify) and any RDP user could add a token or widen "roots". There
+// the folder gets an explicit, protected DACL (nothing inherited from its parent) of SYSTEM,
+// Administrators, this process's user and the accounts named, which every file and folder in it
+// inherits. The platform parts are folder_access_posix.cpp and folder_access_windows.cpp.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace crucible {
+
+// Closes `folder` (which must exist) as above. `also` names further Windows accounts with full
+// access, e.g. "NT SERVICE\crucible-agent" (ignored on POSIX, where only the owner counts).
+// Throws Error naming the folder and the system's reason.
+void make_folder_private(const std::filesystem::path& folder,
+                         const std::vector<std::string>& also = {});
+
+struct FolderAccess {
+    bool inherits_from_parent = true;   // Windows: the DACL is not protected
+    std::vector<std::string> accounts;  // Windows: DOMAIN\name of each allowed account;
+                                        // POSIX: "owner", "group", "others" with any access
+};
+// What make_folder_private set, read back (tests, `crucible agent doctor`). Throws Error.
+FolderAccess folder_access(const std::filesystem::path& path);
+// What make_folder_private(folder, also) sets, built the same way but not applied (tests: wine
+// accepts a DACL without storing it). Throws Error for an unknown account.
+FolderAccess private_folder_access(const std::vector<std::string>& also = {});
+
+}  // namespace crucible
