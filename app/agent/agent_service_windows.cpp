@@ -9,12 +9,16 @@
 #include <windows.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
+#include <filesystem>
 #include <string>
 #include <thread>
 
 #include "app/agent/service_control.h"
 #include "core/base/environment.h"
+#include "core/base/file_io.h"
+#include "core/jobs/child_process.h"
 
 namespace crucible::agent {
 
@@ -209,6 +213,79 @@ std::string uninstall_service(const std::string& name) {
     }
     CloseServiceHandle(scm);
     return err;
+}
+
+ServiceResult install_and_start_service(const std::string& name,
+                                        const std::vector<std::string>& args) {
+    ServiceResult r;
+    const std::string install_error = install_service(name, args);
+    if (install_error.empty()) {
+        r.installed = true;
+    } else if (install_error.find("exists already") == std::string::npos) {
+        r.error = install_error;
+        r.advice = "run setup from an administrator prompt";
+        return r;
+    }
+    SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CONNECT);
+    if (!scm) {
+        r.error = error_text("OpenSCManager", GetLastError());
+        return r;
+    }
+    const std::wstring wname = widen(name);
+    SC_HANDLE svc = OpenServiceW(scm, wname.c_str(), SERVICE_START | SERVICE_QUERY_STATUS);
+    if (!svc) {
+        r.error = error_text("OpenService", GetLastError());
+        CloseServiceHandle(scm);
+        return r;
+    }
+    if (!StartServiceW(svc, 0, nullptr) && GetLastError() != ERROR_SERVICE_ALREADY_RUNNING) {
+        r.error = error_text("StartService", GetLastError());
+        r.advice = "see the Application event log (source " + name + ") and agent.log";
+    } else {
+        SERVICE_STATUS st{};
+        for (int i = 0;
+             i < 120 && QueryServiceStatus(svc, &st) && st.dwCurrentState == SERVICE_START_PENDING;
+             ++i)
+            Sleep(500);
+        if (st.dwCurrentState == SERVICE_RUNNING) {
+            r.detail = name + (r.installed ? " installed and running as " : " running as ") +
+                       service_account(name);
+        } else {
+            r.error = name + " did not reach the running state";
+            r.advice = "see the Application event log (source " + name + ") and agent.log";
+        }
+    }
+    CloseServiceHandle(svc);
+    CloseServiceHandle(scm);
+    return r;
+}
+
+FirewallResult open_firewall_port(const std::string& rule, int port) {
+    FirewallResult r;
+    r.advice = "open inbound TCP " + std::to_string(port) + " in Windows Defender Firewall";
+    const auto system_root = crucible::nonempty_environment_variable("SystemRoot");
+    const std::filesystem::path netsh =
+        crucible::path_from_utf8(system_root.value_or("C:\\Windows")) / "System32" / "netsh.exe";
+    const auto log = std::filesystem::temp_directory_path() / "crucible-setup-netsh.log";
+    const auto run = [&](std::vector<std::string> args) {
+        jobs::ChildOptions child;
+        child.program = netsh;
+        child.args = std::move(args);
+        child.log_file = log;
+        auto exit = jobs::ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
+        return exit && exit->code == 0;
+    };
+    try {
+        run({"advfirewall", "firewall", "delete", "rule", "name=" + rule});  // none is fine
+        if (run({"advfirewall", "firewall", "add", "rule", "name=" + rule, "dir=in", "action=allow",
+                 "protocol=TCP", "localport=" + std::to_string(port)}))
+            r.opened = true;
+        else
+            r.error = "netsh could not add the rule (see " + crucible::path_to_utf8(log) + ")";
+    } catch (const std::exception& e) {
+        r.error = e.what();
+    }
+    return r;
 }
 
 std::string run_as_service(const std::string& name, const std::function<void()>& start,

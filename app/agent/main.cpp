@@ -1,4 +1,5 @@
-// crucible-agent --listen HOST:PORT --data DIR: the server on the GPU machine. Plain HTTP only
+// crucible-agent --listen HOST:PORT --data DIR: the server on the GPU machine
+// (`crucible-agent setup` prepares the machine for it: setup_command.h). Plain HTTP only
 // on loopback; any other address needs TLS (a self-signed certificate is made on first start
 // and its fingerprint printed) unless --insecure is given explicitly. On Windows,
 // --install-service / --uninstall-service register it with the Service Control Manager, which
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "app/agent/service_control.h"
+#include "app/agent/setup_command.h"
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -26,6 +28,8 @@
 namespace {
 
 int agent_main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "setup")
+        return crucible::agent::run_setup_command(argc - 1, argv + 1);
     CLI::App app{"crucible-agent: Crucible's GPU server (HTTP API, job queue, GPUs)"};
     std::string listen = "127.0.0.1:7443", data, cert, key, worker, log_level = "info", nvml;
     std::string service_name = crucible::agent::kDefaultServiceName;

@@ -18,6 +18,28 @@ inline constexpr const char* kDefaultServiceName = "crucible-agent";
 std::string install_service(const std::string& name, const std::vector<std::string>& args);
 std::string uninstall_service(const std::string& name);
 
+// install_service, then start it and wait (up to 60 s) until it runs. A service that exists
+// already is started, not installed again. On Linux `not_here` is set: the systemd unit (and
+// installer/linux/setup-crucible-server.sh) does that job.
+struct ServiceResult {
+    bool installed = false;  // this call registered it
+    bool not_here = false;   // no Windows service on this platform
+    std::string detail;      // what happened, when it worked
+    std::string error;       // what went wrong
+    std::string advice;      // what to do about it
+};
+ServiceResult install_and_start_service(const std::string& name,
+                                        const std::vector<std::string>& args);
+
+// Opens inbound TCP `port` in Windows Firewall under rule `rule` (an older rule of that name is
+// replaced). Elsewhere nothing is changed: `advice` says how to open the port by hand.
+struct FirewallResult {
+    bool opened = false;
+    std::string error;   // why it could not be opened ("" when it was, or on Linux)
+    std::string advice;  // what to do by hand
+};
+FirewallResult open_firewall_port(const std::string& rule, int port);
+
 // Hands the process to the Service Control Manager: runs `start`, reports running, waits for
 // a stop / pre-shutdown / shutdown notice, runs `stop`, reports stopped. Returns "" after a clean
 // stop, else why it could not run as a service (e.g. started from a console).

@@ -18,6 +18,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/jobs/gpu_inventory.h"
+#include "core/jobs/server_setup.h"
 #include "core/net/tls.h"
 #include "core/net/token_store.h"
 
@@ -119,11 +120,6 @@ int run_token(const std::vector<std::string>& args) {
     throw InputError(action, "unknown action; use create, list or revoke");
 }
 
-std::string cuda_version_text(int v) {
-    if (v <= 0) return "unknown";
-    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
 int run_doctor(const std::vector<std::string>& args) {
     CLI::App app{
         "Prints the NVIDIA driver and CUDA driver versions (from NVML), every GPU, what\n"
@@ -143,7 +139,7 @@ int run_doctor(const std::vector<std::string>& args) {
     if (report.nvml) {
         std::printf("NVIDIA driver:       %s\n", report.driver_version.c_str());
         std::printf("CUDA driver API:     %s\n",
-                    cuda_version_text(report.cuda_driver_version).c_str());
+                    jobs::cuda_version_text(report.cuda_driver_version).c_str());
     } else {
         fixes.push_back(
             "NVML (libnvidia-ml.so.1 / nvml.dll) was not found: install the NVIDIA driver "
@@ -190,7 +186,7 @@ int run_doctor(const std::vector<std::string>& args) {
             "the GPUs are there but this LibTorch " TORCH_VERSION
             " cannot use them: it is a CPU-only build, or it was built for a newer CUDA than "
             "the driver supports (driver CUDA " +
-            cuda_version_text(report.cuda_driver_version) +
+            jobs::cuda_version_text(report.cuda_driver_version) +
             "). Install a CUDA build of LibTorch whose CUDA version is at most the driver's, or "
             "update the driver.");
     if (torch_cuda && static_cast<std::size_t>(torch_devices) < report.gpus.size())

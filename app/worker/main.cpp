@@ -1,6 +1,6 @@
 // crucible-worker: runs one job folder. `crucible-worker describe [--out FILE]` prints (or
 // writes) every task's option schema as JSON, so the agent can serve schemas without linking
-// LibTorch.
+// LibTorch; `devices [--out FILE]` what LibTorch and CUDA see (core/jobs/worker_query.h).
 //   crucible-worker --job DIR [--resume]   exit 0 succeeded, 1 failed, 3 paused, 4 canceled,
 //                                          5 interrupted (checkpointed on SIGTERM / request)
 // A job asking for several ranks (device=0,1 or device=cpu ranks=2) makes this process their
@@ -22,9 +22,10 @@
 namespace {
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: crucible-worker describe [--out FILE] | --version | --job DIR [--resume] "
-                 "[--rank R --world-size N --store HOST:PORT --rank-device D]\n");
+    std::fprintf(
+        stderr,
+        "usage: crucible-worker describe|devices [--out FILE] | --version | --job DIR [--resume] "
+        "[--rank R --world-size N --store HOST:PORT --rank-device D]\n");
     return 2;
 }
 
@@ -35,12 +36,14 @@ int worker_main(int argc, char** argv) {
         std::printf("crucible-worker %s\n", CRUCIBLE_VERSION);
         return 0;
     }
-    if (first == "describe") {
-        const std::string schemas = crucible::engine::describe_tasks().dump(2) + "\n";
+    if (first == "describe" || first == "devices") {
+        const crucible::Json answer = first == "describe" ? crucible::engine::describe_tasks()
+                                                          : crucible::engine::describe_devices();
+        const std::string text = answer.dump(2) + "\n";
         if (args.size() == 3 && args[1] == "--out")  // the agent's way: a file, not stdout
-            crucible::write_file_atomically(crucible::path_from_utf8(args[2]), schemas);
+            crucible::write_file_atomically(crucible::path_from_utf8(args[2]), text);
         else
-            std::fputs(schemas.c_str(), stdout);
+            std::fputs(text.c_str(), stdout);
         return 0;
     }
     crucible::WorkerArguments parsed;

@@ -1,5 +1,7 @@
 #include "core/engine/task.h"
 
+#include "core/engine/device.h"
+
 #include <ATen/detail/CUDAHooksInterface.h>
 
 #include <algorithm>
@@ -81,6 +83,12 @@ Json describe_tasks() {
             {"libtorch", TORCH_VERSION},
             {"cuda_runtime", cuda_runtime_text()},
             {"tasks", tasks}};
+}
+
+Json describe_devices() {
+    return {{"libtorch", TORCH_VERSION},
+            {"cuda_runtime", cuda_runtime_text()},
+            {"cuda_devices", cuda_device_uuids()}};
 }
 
 }  // namespace crucible::engine

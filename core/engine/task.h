@@ -129,13 +129,14 @@ class Task {
     // Class count for the optimizer=auto rule (0 when the task has no classes).
     virtual int num_classes() const { return 0; }
     // Called before each epoch (e.g. to switch mosaic off for the last epochs).
-    virtual void on_epoch_start(int epoch, int epochs) {}
+    virtual void on_epoch_start(int /*epoch*/, int /*epochs*/) {}
     // Extra metadata for the weight files (class names, ...), string values.
     virtual Json weights_metadata() const { return Json::object(); }
     // SHA-256 of the dataset manifest, for provenance; empty when unknown.
     virtual std::string dataset_hash() const { return ""; }
     // Task-specific exports after training (plots, ONNX, ...), given the final weights.
-    virtual void save_artifacts(torch::nn::Module& best_model, const std::filesystem::path& dir) {}
+    virtual void save_artifacts(torch::nn::Module& /*best_model*/,
+                                const std::filesystem::path& /*dir*/) {}
 };
 
 struct TaskInfo {
@@ -171,5 +172,8 @@ struct RegisterTask {
 
 // {"version":..., "tasks":[schema JSON, ...]} for `crucible-worker describe`.
 Json describe_tasks();
+// What this process's LibTorch and CUDA see: {"libtorch", "cuda_runtime" ("13.0" or "none"),
+// "cuda_devices": [UUID, ...]} (`crucible-worker devices`, for `crucible-agent setup`).
+Json describe_devices();
 
 }  // namespace crucible::engine

@@ -2,8 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -12,10 +10,10 @@
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
 #include "core/base/options_schema.h"
-#include "core/jobs/child_process.h"
 #include "core/jobs/gpu_ranks.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
+#include "core/jobs/worker_query.h"
 #include "core/net/job_inputs.h"
 #include "core/net/tls.h"
 
@@ -50,42 +48,10 @@ void load_agent_config_file(AgentConfig& config) {
 }
 
 Json describe_tasks(const std::filesystem::path& worker) {
-    // The worker writes the schemas to a file (its stdout and stderr may carry LibTorch's
-    // warnings); started as any worker is, with no shell between (a shell would trip over
-    // "Program Files (x86)" or a "&" in the path).
-    static std::atomic<int> calls{0};
-    const auto out_file = std::filesystem::temp_directory_path() /
-                          ("crucible-describe-" + std::to_string(platform::process_id()) + "-" +
-                           std::to_string(calls++) + ".json");
-    ChildOptions child;
-    child.program = worker;
-    child.args = {"describe", "--out", path_to_utf8(out_file)};
-    std::string out;
     try {
-        auto process = ChildProcess::start(child);
-        auto exit = process->wait_for(std::chrono::seconds(120));
-        if (!exit) {
-            process->kill();
-            process->wait();
-            throw Error("it did not answer within 120 s");
-        }
-        if (exit->code != 0 || exit->signal != 0) throw Error("it ended with " + exit->describe());
-        out = read_file_bytes_limited(out_file, 64u << 20);
+        return query_worker(worker, "describe").value("tasks", Json::array());
     } catch (const std::exception& e) {
-        std::error_code ec;
-        std::filesystem::remove(out_file, ec);
-        spdlog::warn("cannot read task schemas from {} describe: {}", path_to_utf8(worker),
-                     e.what());
-        return Json::array();
-    }
-    std::error_code ec;
-    std::filesystem::remove(out_file, ec);
-    try {
-        Json j = Json::parse(out);
-        return j.value("tasks", Json::array());
-    } catch (const std::exception& e) {
-        spdlog::warn("cannot read task schemas from {} describe: {}", path_to_utf8(worker),
-                     e.what());
+        spdlog::warn("cannot read task schemas: {}", e.what());
         return Json::array();
     }
 }

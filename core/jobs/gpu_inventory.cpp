@@ -116,6 +116,14 @@ class NvmlInventory final : public GpuInventory {
                     }
                 }
             }
+            int model = -1, pending_model = -1;
+            if (auto f =
+                    lib_->symbol<nvmlReturn (*)(Device, int*, int*)>("nvmlDeviceGetDriverModel");
+                f && f(dev, &model, &pending_model) == 0)
+                g.driver_model = model == 0   ? "WDDM"
+                                 : model == 1 ? "TCC"
+                                 : model == 2 ? "MCDM"
+                                              : "";
             r.gpus.push_back(std::move(g));
         }
         if (r.gpus.empty()) r.note = "NVML found no GPU";

@@ -103,7 +103,8 @@ Json GpuReport::to_json() const {
                              {"power_w", g.power_w},
                              {"processes", g.process_ids},
                              {"mig_enabled", g.mig_enabled},
-                             {"mig", mig_json}});
+                             {"mig", mig_json},
+                             {"driver_model", g.driver_model}});
     }
     return {{"nvml", nvml},
             {"note", note},
@@ -144,6 +145,7 @@ GpuReport GpuReport::from_json(const Json& json) {
             info.process_ids.push_back(p.get<unsigned>());
         });
         info.mig_enabled = flag(g, "mig_enabled", w);
+        if (g.contains("driver_model")) info.driver_model = text(g, "driver_model", w);
         each(g, "mig", w, [&](const Json& m, const std::string& mw) {
             expect_object(m, mw);
             info.mig.push_back({small_integer(m, "index", mw, 0), text(m, "name", mw),

@@ -34,6 +34,9 @@ struct GpuInfo {
     std::vector<unsigned> process_ids;
     bool mig_enabled = false;
     std::vector<MigInstance> mig;
+    // Windows only: "WDDM" (display driver: shares the GPU with the desktop, slower launches),
+    // "TCC" (compute only) or "MCDM"; "" elsewhere or when NVML cannot tell.
+    std::string driver_model;
 
     std::uint64_t memory_free() const {
         return memory_total > memory_used ? memory_total - memory_used : 0;

@@ -48,6 +48,9 @@ function(crucible_use_torch target)
         target_compile_options(${target} PRIVATE -fPIC)
     endif()
     target_precompile_headers(${target} REUSE_FROM crucible_torch_pch)
+    if(WIN32)
+        add_dependencies(${target} crucible_torch_dlls)
+    endif()
 endfunction()
 
 # At the top of a folder whose targets all need LibTorch: nothing there is built without it.

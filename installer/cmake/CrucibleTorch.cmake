@@ -112,3 +112,17 @@ if(NOT MSVC)
             "them. Use a LibTorch built with the cxx11 ABI (PyPI's torch >= 2.7 is).")
     endif()
 endif()
+
+# Windows has no rpath: a program finds LibTorch's DLLs (and the CUDA ones the zip carries) only
+# beside itself or on PATH. Every executable goes to one folder (CMAKE_RUNTIME_OUTPUT_DIRECTORY,
+# set in the top CMakeLists.txt on Windows) and the DLLs are copied there once, so the worker,
+# the CLI and every LibTorch test run from the build tree, and gtest_discover_tests can list
+# the tests.
+if(WIN32)
+    file(GLOB CRUCIBLE_TORCH_DLLS "${TORCH_INSTALL_PREFIX}/lib/*.dll")
+    add_custom_target(crucible_torch_dlls
+        COMMAND "${CMAKE_COMMAND}" -E make_directory "${CMAKE_BINARY_DIR}/bin/$<CONFIG>"
+        COMMAND "${CMAKE_COMMAND}" -E copy_if_different ${CRUCIBLE_TORCH_DLLS}
+                "${CMAKE_BINARY_DIR}/bin/$<CONFIG>"
+        COMMENT "LibTorch DLLs beside the executables")
+endif()

@@ -105,6 +105,14 @@ FAKE_NVML_EXPORT int nvmlDeviceGetComputeRunningProcesses_v3(void* h, unsigned* 
     }
     return 0;
 }
+// Windows' driver model, only when FAKE_NVML_DRIVER_MODEL_<i> is set (0 WDDM, 1 TCC); NVML on
+// Linux answers "not supported" (3).
+FAKE_NVML_EXPORT int nvmlDeviceGetDriverModel(void* h, int* current, int* pending) {
+    const long long model = env_or("FAKE_NVML_DRIVER_MODEL", index_of(h), -1);
+    if (model < 0) return 3;
+    *current = *pending = static_cast<int>(model);
+    return 0;
+}
 FAKE_NVML_EXPORT int nvmlDeviceGetMigMode(void* h, unsigned* cur, unsigned* pend) {
     // FAKE_NVML_NO_MIG=1: two whole GPUs (the multi-GPU scheduling tests).
     const bool no_mig = crucible::environment_variable("FAKE_NVML_NO_MIG").value_or("") == "1";

@@ -12,6 +12,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "tests/data_formats/test_util.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/run_command.h"
 
 namespace crucible::data {
@@ -22,7 +23,7 @@ namespace fs = std::filesystem;
 // CRUCIBLE_CLI overrides the executable (e.g. one built elsewhere).
 fs::path cli() {
     if (auto path = crucible::environment_variable("CRUCIBLE_CLI")) return *path;
-    return fs::path(CRUCIBLE_BINARY_DIR) / "app/cli/crucible";
+    return test_support::built_program("crucible", "app/cli");
 }
 
 using test_support::shell_quote;

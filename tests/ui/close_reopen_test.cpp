@@ -13,6 +13,7 @@
 #include "core/net/api_client.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/built_programs.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/local_agent.h"
 #include "ui/main_window.h"
@@ -24,7 +25,8 @@ using namespace crucible::ui;
 
 namespace {
 
-const QString kAgent = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+const QString kAgent = QString::fromStdString(
+    crucible::path_to_utf8(crucible::test_support::built_program("crucible-agent", "app/agent")));
 
 struct LocalRun {
     std::filesystem::path dir = uitest::temp_dir();

@@ -20,6 +20,7 @@
 #include "core/base/options_schema.h"
 #include "core/net/token_store.h"
 #include "core/store/project.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/free_port.h"
 #include "tests/support/loopback_server.h"
 #include "tests/ui/qt_test_env.h"
@@ -340,7 +341,8 @@ TEST(GpuPicker, RunSetupSendsTheChoiceWithTheJob) {
 #ifdef CRUCIBLE_FAKE_NVML
 // The real agent with the agent tests' fake NVML (two GPUs of 80 GiB, GPU 0 using 1 GiB).
 TEST(GpuPicker, ListsTheGpusOfARealAgent) {
-    const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+    const QString program = QString::fromStdString(crucible::path_to_utf8(
+        crucible::test_support::built_program("crucible-agent", "app/agent")));
     if (!QFileInfo(program).isExecutable()) GTEST_SKIP() << "crucible-agent not built";
     const auto data = uitest::temp_dir() / "agent";
     fs::create_directories(data);

@@ -8,6 +8,7 @@
 
 #include "core/base/file_io.h"
 #include "core/base/secret_store.h"
+#include "tests/support/built_programs.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/local_agent.h"
 
@@ -15,7 +16,8 @@ using namespace crucible;
 using namespace crucible::ui;
 
 TEST(LocalAgent, StartsAnswersOnlyItsTokenAndStops) {
-    const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+    const QString program = QString::fromStdString(crucible::path_to_utf8(
+        crucible::test_support::built_program("crucible-agent", "app/agent")));
     if (!QFileInfo(program).isExecutable())
         GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
     const auto dir = uitest::temp_dir();

@@ -12,6 +12,7 @@
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/built_programs.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/main_window.h"
 #include "ui/predict_preview.h"
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const QString kCli = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/cli/crucible");
+const QString kCli = QString::fromStdString(
+    crucible::path_to_utf8(crucible::test_support::built_program("crucible", "app/cli")));
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "core/net/api_client.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/built_programs.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/local_agent.h"
 #include "ui/options_form.h"
@@ -24,8 +25,10 @@ using namespace crucible::ui;
 namespace fs = std::filesystem;
 
 TEST(PretrainedEndToEnd, StudioFineTunesFromAnUltralyticsCheckpoint) {
-    const QString agent_exe = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
-    const QString worker_exe = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/worker/crucible-worker");
+    const QString agent_exe = QString::fromStdString(crucible::path_to_utf8(
+        crucible::test_support::built_program("crucible-agent", "app/agent")));
+    const QString worker_exe = QString::fromStdString(crucible::path_to_utf8(
+        crucible::test_support::built_program("crucible-worker", "app/worker")));
     if (!QFileInfo(agent_exe).isExecutable() || !QFileInfo(worker_exe).isExecutable())
         GTEST_SKIP() << "crucible-agent or crucible-worker not built in " << CRUCIBLE_BINARY_DIR;
     const fs::path checkpoint = fs::path(CRUCIBLE_FIXTURES_DIR) / "yolov8" / "yolov8n_shapes11.pt";

@@ -20,6 +20,7 @@
 #include "core/net/token_store.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/free_port.h"
 #include "tests/ui/qt_test_env.h"
 #include "ui/main_window.h"
@@ -40,7 +41,8 @@ struct RealAgent {
     std::string url, token;
     Json tasks;
     bool start(const fs::path& data, const std::vector<fs::path>& roots = {}) {
-        const QString program = QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent");
+        const QString program = QString::fromStdString(crucible::path_to_utf8(
+            crucible::test_support::built_program("crucible-agent", "app/agent")));
         fs::create_directories(data);
         token = net::TokenStore(data / "tokens.json").create("studio");
         Json shared = Json::array();
@@ -73,7 +75,8 @@ struct RealAgent {
 };
 
 bool agent_built() {
-    return QFileInfo(QStringLiteral(CRUCIBLE_BINARY_DIR "/app/agent/crucible-agent"))
+    return QFileInfo(QString::fromStdString(crucible::path_to_utf8(
+                         crucible::test_support::built_program("crucible-agent", "app/agent"))))
         .isExecutable();
 }
 

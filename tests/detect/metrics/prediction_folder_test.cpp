@@ -10,6 +10,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "plugins/detect/metrics/prediction_folder.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
 
@@ -224,7 +225,7 @@ TEST(PredictionFolder, SplitAndTagsOfADataset) {
 #ifndef _WIN32  // runs the built binary through popen (tests/support)
 
 test_support::CommandResult run_cli(const std::string& args) {
-    const fs::path exe = fs::path(CRUCIBLE_BINARY_DIR) / "app/cli/crucible";
+    const fs::path exe = test_support::built_program("crucible", "app/cli");
     if (!fs::exists(exe)) return {};
     return test_support::run_command(test_support::shell_quote(exe) + " " + args);
 }
