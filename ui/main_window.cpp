@@ -1484,10 +1484,10 @@ void MainWindow::start_local_agent(const QString& program) {
                 tr("crucible-agent is not installed next to the studio"));
             return;
         }
-        const QString data =
+        const QString agent_data =
             QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation) +
             QStringLiteral("/local-agent");
-        set_local_agent(new LocalAgent(agent, data, {}, this));
+        set_local_agent(new LocalAgent(agent, agent_data, {}, this));
     }
     set_server_state(tr("This computer"), tr("starting…"));
     local_agent_->start();

@@ -185,18 +185,18 @@ QWidget* OptionsForm::editor(const std::string& name) const {
 void OptionsForm::set_editor_value(const OptionSpec& o, const Json& v) {
     QWidget* e = editor(o.name);
     if (!e) return;
-    if (auto* w = qobject_cast<QCheckBox*>(e)) {
-        w->setChecked(v.is_boolean() ? v.get<bool>() : false);
-    } else if (auto* w = qobject_cast<QSpinBox*>(e)) {
+    if (auto* check = qobject_cast<QCheckBox*>(e)) {
+        check->setChecked(v.is_boolean() ? v.get<bool>() : false);
+    } else if (auto* spin = qobject_cast<QSpinBox*>(e)) {
         if (v.is_number())
-            w->setValue(static_cast<int>(std::llround(v.get<double>())));
+            spin->setValue(static_cast<int>(std::llround(v.get<double>())));
         else
-            w->setValue(std::clamp(0, w->minimum(), w->maximum()));
-    } else if (auto* w = qobject_cast<QComboBox*>(e)) {
-        int i = v.is_string() ? w->findText(qs(v.get<std::string>())) : -1;
-        w->setCurrentIndex(std::max(i, 0));
-    } else if (auto* w = qobject_cast<QLineEdit*>(e)) {
-        w->setText(option_value_text(v));
+            spin->setValue(std::clamp(0, spin->minimum(), spin->maximum()));
+    } else if (auto* combo = qobject_cast<QComboBox*>(e)) {
+        int i = v.is_string() ? combo->findText(qs(v.get<std::string>())) : -1;
+        combo->setCurrentIndex(std::max(i, 0));
+    } else if (auto* line = qobject_cast<QLineEdit*>(e)) {
+        line->setText(option_value_text(v));
     }
 }
 

@@ -263,13 +263,14 @@ void RunSetupView::copy_command() const {
 
 void RunSetupView::dataset_to_form() {
     const qlonglong id = dataset_->currentData().toLongLong();
-    const OptionSpec* data = form_ ? form_->schema().find("data") : nullptr;
+    const OptionSpec* data_option = form_ ? form_->schema().find("data") : nullptr;
     auto drop_pending = [this] {
         ++snapshot_generation_;  // an answer for an earlier pick is dropped
         snapshot_busy_ = false;
         snapshot_dataset_ = -1;
     };
-    if (!project_ || id < 0 || !data || data->type != OptionType::Path) return drop_pending();
+    if (!project_ || id < 0 || !data_option || data_option->type != OptionType::Path)
+        return drop_pending();
     store::DatasetInfo info;
     try {
         info = store::get_dataset(*project_, id);

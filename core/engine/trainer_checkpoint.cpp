@@ -93,39 +93,39 @@ void Trainer::Impl::restore_results(const Json& columns, const Json& rows, bool 
 
 std::string Trainer::Impl::encode_state() {
     sync_losses();
-    CheckpointData data;
-    data.meta = {{"format", 1},
-                 {"crucible_version", CRUCIBLE_VERSION},
-                 {"task", info.id},
-                 {"config", config},
-                 {"config_sha256", config_sha},
-                 {"world_size", rank.world_size},
-                 {"epochs", opt.epochs},
-                 {"epoch", s.epoch},
-                 {"index", s.index},
-                 {"step", s.step},
-                 {"last_opt_step", s.last_opt_step},
-                 {"loss_sum", s.loss_sum},
-                 {"has_best", s.has_best},
-                 {"best_fitness", s.best_fitness},
-                 {"best_epoch", s.best_epoch},
-                 {"elapsed_s", elapsed_now()},
-                 {"lr", lr_by_group()},
-                 {"param_groups", group_names},
-                 {"momentum", s.momentum},
-                 {"optimizer", choice.name},
-                 {"ema_updates", ema ? ema->updates() : 0},
-                 {"scaler", scaler.state()},
-                 {"results_columns", results.columns()},
-                 {"results_rows", results.rows_json()},
-                 {"last_event_seq", events->next_seq() - 1},
-                 {"device", device.describe()}};
-    data.blobs["model"] = module_to_bytes(*model);
-    if (ema) data.blobs["ema"] = module_to_bytes(ema->module());
-    data.blobs["optimizer"] = optimizer_state_to_bytes(*optimizer, group_names);
-    data.blobs["grads"] = grads_to_bytes(*model);
-    data.blobs["rng"] = rng_to_bytes();
-    return encode_checkpoint(data);
+    CheckpointData state;
+    state.meta = {{"format", 1},
+                  {"crucible_version", CRUCIBLE_VERSION},
+                  {"task", info.id},
+                  {"config", config},
+                  {"config_sha256", config_sha},
+                  {"world_size", rank.world_size},
+                  {"epochs", opt.epochs},
+                  {"epoch", s.epoch},
+                  {"index", s.index},
+                  {"step", s.step},
+                  {"last_opt_step", s.last_opt_step},
+                  {"loss_sum", s.loss_sum},
+                  {"has_best", s.has_best},
+                  {"best_fitness", s.best_fitness},
+                  {"best_epoch", s.best_epoch},
+                  {"elapsed_s", elapsed_now()},
+                  {"lr", lr_by_group()},
+                  {"param_groups", group_names},
+                  {"momentum", s.momentum},
+                  {"optimizer", choice.name},
+                  {"ema_updates", ema ? ema->updates() : 0},
+                  {"scaler", scaler.state()},
+                  {"results_columns", results.columns()},
+                  {"results_rows", results.rows_json()},
+                  {"last_event_seq", events->next_seq() - 1},
+                  {"device", device.describe()}};
+    state.blobs["model"] = module_to_bytes(*model);
+    if (ema) state.blobs["ema"] = module_to_bytes(ema->module());
+    state.blobs["optimizer"] = optimizer_state_to_bytes(*optimizer, group_names);
+    state.blobs["grads"] = grads_to_bytes(*model);
+    state.blobs["rng"] = rng_to_bytes();
+    return encode_checkpoint(state);
 }
 
 void Trainer::Impl::average_accumulated_gradients() {
@@ -203,8 +203,8 @@ void Trainer::Impl::report_checkpoints(const std::vector<CheckpointWriter::Outco
     }
 }
 
-void Trainer::Impl::restore_state(const CheckpointData& data, const std::string& where) {
-    const Json& m = data.meta;
+void Trainer::Impl::restore_state(const CheckpointData& saved, const std::string& where) {
+    const Json& m = saved.meta;
     auto need = [&](const char* name) -> const Json& { return require_field(m, name, where); };
     if (get_string(m, "task", where) != info.id)
         throw InputError(
@@ -213,19 +213,19 @@ void Trainer::Impl::restore_state(const CheckpointData& data, const std::string&
         throw InputError(where, "checkpoint was trained with " + get_string(m, "optimizer", where) +
                                     ", the config now asks for " + choice.name);
     for (const char* blob : {"model", "optimizer", "grads", "rng"})
-        if (!data.blobs.count(blob))
+        if (!saved.blobs.count(blob))
             throw InputError(where, std::string("checkpoint lacks '") + blob + "'");
 
-    module_from_bytes(*model, data.blobs.at("model"));
+    module_from_bytes(*model, saved.blobs.at("model"));
     if (ema) {
-        if (data.blobs.count("ema"))
-            module_from_bytes(ema->module(), data.blobs.at("ema"));
+        if (saved.blobs.count("ema"))
+            module_from_bytes(ema->module(), saved.blobs.at("ema"));
         else
             copy_module_state(*model, ema->module());
         ema->set_updates(m.value("ema_updates", 0LL));
     }
-    optimizer_state_from_bytes(*optimizer, group_names, data.blobs.at("optimizer"));
-    grads_from_bytes(*model, data.blobs.at("grads"));
+    optimizer_state_from_bytes(*optimizer, group_names, saved.blobs.at("optimizer"));
+    grads_from_bytes(*model, saved.blobs.at("grads"));
     scaler.load_state(m.value("scaler", Json::object()));
 
     s.epoch = static_cast<int>(get_integer(m, "epoch", where));
@@ -261,7 +261,7 @@ void Trainer::Impl::restore_state(const CheckpointData& data, const std::string&
             "resume: epochs " + std::to_string(old_epochs) + " -> " + std::to_string(opt.epochs));
         if (s.has_best) s.best_epoch = std::max(s.best_epoch, s.epoch - 1);
     }
-    rng_from_bytes(data.blobs.at("rng"));
+    rng_from_bytes(saved.blobs.at("rng"));
 }
 
 bool Trainer::Impl::resume_from_checkpoint() {

@@ -136,7 +136,7 @@ struct Trainer::Impl {
     // had names, whose lr/pg0..2 columns may differ from the task's groups now.
     void restore_results(const Json& columns, const Json& rows, bool legacy,
                          const std::string& where);
-    void restore_state(const CheckpointData& data, const std::string& where);
+    void restore_state(const CheckpointData& saved, const std::string& where);
     // Encodes the state of this step and hands it to the background writer (best.ckpt too when
     // `best`); the outcome is reported by report_checkpoints once the write has finished.
     void checkpoint(bool best);

@@ -495,7 +495,8 @@ TEST(EventFollowerSlices, ALongLogIsReadASliceAtATimeAndAnOverlongLineIsDropped)
     jobs::EventFollower json(log, 2990, 1u << 20);
     std::string items;
     bool any = false;
-    for (int polls = 0; polls < 100 && (polls == 0 || !json.caught_up()); ++polls) {
+    for (int json_polls = 0; json_polls < 100 && (json_polls == 0 || !json.caught_up());
+         ++json_polls) {
         items += json.poll_json_items(count, any);
         any = any || count > 0;
     }

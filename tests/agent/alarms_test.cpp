@@ -236,8 +236,8 @@ TEST(AgentAlarms, GpuAlarmsReachTheRunningJobsEventsThroughItsWorker) {
         raw.set_read_timeout(10, 0);
         std::string seen;
         raw.Get("/v1/stream", {{"Authorization", "Bearer " + token}, {"Last-Event-ID", "0"}},
-                [&](const char* data, size_t n) {
-                    seen.append(data, n);
+                [&](const char* bytes, size_t n) {
+                    seen.append(bytes, n);
                     return seen.find("\"gpu_memory\"") == std::string::npos ||
                            seen.find("event: alarm") == std::string::npos;
                 });

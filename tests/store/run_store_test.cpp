@@ -219,13 +219,13 @@ TEST_F(RunFixture, LegacyServersAreReadRenamedAndForgotten) {
     p->db().exec(
         "INSERT INTO servers(name, url, tls_fingerprint) VALUES('s', 'https://host:7443/', ''),"
         "('t', 'http://127.0.0.1:7443', '')");
-    auto run = create_run(*p, {.name = "r", .task = "detect.yolo", .server = "s"});
+    auto legacy_run = create_run(*p, {.name = "r", .task = "detect.yolo", .server = "s"});
     auto servers = legacy_servers(*p);
     ASSERT_EQ(servers.size(), 2u);
     EXPECT_EQ(servers[0].name, "s");
     EXPECT_EQ(servers[0].url, "https://host:7443/");
     rename_run_server(*p, "s", "s-2");
-    EXPECT_EQ(get_run(*p, run).setup.server, "s-2");
+    EXPECT_EQ(get_run(*p, legacy_run).setup.server, "s-2");
     forget_legacy_server(*p, "s");
     ASSERT_EQ(legacy_servers(*p).size(), 1u);
     EXPECT_EQ(legacy_servers(*p)[0].name, "t");

@@ -119,7 +119,7 @@ TORCH_MODULE(Concat);
 // Nearest-neighbour upsampling by an integer factor (no parameters).
 class UpsampleImpl : public torch::nn::Module {
   public:
-    explicit UpsampleImpl(int64_t factor = 2) : factor(factor) {}
+    explicit UpsampleImpl(int64_t scale = 2) : factor(scale) {}
     torch::Tensor forward(const torch::Tensor& x);
     int64_t factor = 2;
 };
