@@ -90,14 +90,21 @@ void Scheduler::wake() {
 }
 
 void Scheduler::loop() {
+    std::string last_error;
     while (running_) {
-        {
-            std::unique_lock lock(mutex_);
-            cv_.wait_for(lock, options_.tick, [this] { return woken_ || !running_; });
-            woken_ = false;
-            if (!running_) break;
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, options_.tick, [this] { return woken_ || !running_; });
+        woken_ = false;
+        if (!running_) break;
+        try {
             reap_finished();
             start_ready_jobs();
+            last_error.clear();
+        } catch (const std::exception& e) {
+            // A job.json that cannot be written (disk full, a virus scanner holding it) must
+            // not end the agent: the next tick tries again. Logged once per distinct error.
+            if (last_error != e.what()) spdlog::error("scheduler: {} (trying again)", e.what());
+            last_error = e.what();
         }
     }
 }
