@@ -18,6 +18,7 @@
 #include "app/agent/service_control.h"
 #include "core/base/environment.h"
 #include "core/base/file_io.h"
+#include "core/base/wide_text_windows.h"
 #include "core/jobs/child_process.h"
 
 namespace crucible::agent {
@@ -32,13 +33,7 @@ const std::function<void()>* g_start = nullptr;
 const std::function<void()>* g_stop = nullptr;
 std::string g_error;
 
-std::wstring widen(const std::string& utf8) {
-    if (utf8.empty()) return {};
-    int n = MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), nullptr, 0);
-    std::wstring out(static_cast<std::size_t>(n), L'\0');
-    MultiByteToWideChar(CP_UTF8, 0, utf8.data(), static_cast<int>(utf8.size()), out.data(), n);
-    return out;
-}
+using crucible::platform::wide_from_utf8;
 
 std::string error_text(const char* what, DWORD code) {
     std::string text = std::string(what) + " failed (Windows error " + std::to_string(code) + ")";
@@ -61,7 +56,7 @@ void report(DWORD state, DWORD wait_hint = 0) {
 void log_event(WORD type, const std::string& text) {
     HANDLE source = RegisterEventSourceW(nullptr, g_name.c_str());
     if (!source) return;
-    const std::wstring wide = widen(text);
+    const std::wstring wide = wide_from_utf8(text);
     LPCWSTR strings[] = {wide.c_str()};
     ReportEventW(source, type, 0, 0, nullptr, 1, 0, strings, nullptr);
     DeregisterEventSource(source);
@@ -147,13 +142,13 @@ std::string install_service(const std::string& name, const std::vector<std::stri
     if (n == 0 || n >= 32768) return error_text("GetModuleFileName", GetLastError());
     std::wstring command = L"\"" + std::wstring(exe, n) + L"\" --service";
     for (const auto& a : args)
-        command += L" " + widen(crucible::quote_windows_argument(a));
+        command += L" " + wide_from_utf8(crucible::quote_windows_argument(a));
     SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CREATE_SERVICE);
     if (!scm) return error_text("OpenSCManager", GetLastError());
-    const std::wstring wname = widen(name);
+    const std::wstring wname = wide_from_utf8(name);
     // Its own virtual account: no password to keep, none of LocalSystem's powers, and an
     // identity the data folder's access list names (make_folder_private).
-    const std::wstring account = widen(service_account(name));
+    const std::wstring account = wide_from_utf8(service_account(name));
     SC_HANDLE svc =
         CreateServiceW(scm, wname.c_str(), L"Crucible agent", SERVICE_ALL_ACCESS,
                        SERVICE_WIN32_OWN_PROCESS, SERVICE_AUTO_START, SERVICE_ERROR_NORMAL,
@@ -192,7 +187,7 @@ std::string install_service(const std::string& name, const std::vector<std::stri
 std::string uninstall_service(const std::string& name) {
     SC_HANDLE scm = OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CONNECT);
     if (!scm) return error_text("OpenSCManager", GetLastError());
-    const std::wstring wname = widen(name);
+    const std::wstring wname = wide_from_utf8(name);
     SC_HANDLE svc = OpenServiceW(scm, wname.c_str(), DELETE | SERVICE_STOP | SERVICE_QUERY_STATUS);
     std::string err;
     if (!svc) {
@@ -231,7 +226,7 @@ ServiceResult install_and_start_service(const std::string& name,
         r.error = error_text("OpenSCManager", GetLastError());
         return r;
     }
-    const std::wstring wname = widen(name);
+    const std::wstring wname = wide_from_utf8(name);
     SC_HANDLE svc = OpenServiceW(scm, wname.c_str(), SERVICE_START | SERVICE_QUERY_STATUS);
     if (!svc) {
         r.error = error_text("OpenService", GetLastError());
@@ -290,7 +285,7 @@ FirewallResult open_firewall_port(const std::string& rule, int port) {
 
 std::string run_as_service(const std::string& name, const std::function<void()>& start,
                            const std::function<void()>& stop) {
-    g_name = widen(name);
+    g_name = wide_from_utf8(name);
     g_start = &start;
     g_stop = &stop;
     g_error.clear();

@@ -12,22 +12,18 @@
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/wide_text_windows.h"
 
 namespace crucible {
 namespace {
 
-std::wstring wide(const std::string& utf8) {
-    return path_from_utf8(utf8).wstring();
-}
-
-std::string narrow(const std::wstring& text) {
-    return path_to_utf8(std::filesystem::path(text));
-}
+using platform::utf8_from_wide;
+using platform::wide_from_utf8;
 
 }  // namespace
 
 std::optional<std::string> environment_variable(const std::string& name) {
-    const std::wstring key = wide(name);
+    const std::wstring key = wide_from_utf8(name);
     std::vector<wchar_t> buffer(256);
     for (;;) {
         SetLastError(ERROR_SUCCESS);
@@ -36,7 +32,7 @@ std::optional<std::string> environment_variable(const std::string& name) {
         if (n == 0)
             return GetLastError() == ERROR_ENVVAR_NOT_FOUND ? std::nullopt
                                                             : std::optional<std::string>("");
-        if (n < buffer.size()) return narrow(std::wstring(buffer.data(), n));
+        if (n < buffer.size()) return utf8_from_wide(std::wstring(buffer.data(), n));
         buffer.resize(n);  // n is the size needed, terminator included
     }
 }
@@ -48,7 +44,7 @@ std::vector<std::string> utf8_arguments(int, char**) {
     std::vector<std::string> out;
     out.reserve(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i)
-        out.push_back(narrow(wide_args[i]));
+        out.push_back(utf8_from_wide(wide_args[i]));
     LocalFree(wide_args);
     return out;
 }
@@ -65,17 +61,18 @@ std::tm utc_calendar_time(std::time_t time) {
 }
 
 void set_environment_variable(const std::string& name, const std::string& value, bool overwrite) {
-    const std::wstring key = wide(name);
+    const std::wstring key = wide_from_utf8(name);
     if (!overwrite && GetEnvironmentVariableW(key.c_str(), nullptr, 0) != 0) return;
     // The process block (what children inherit and GetEnvironmentVariableW reads) and the CRT's
     // copy (what libraries calling getenv read, e.g. cuBLAS) are separate on Windows: set both.
-    if (!SetEnvironmentVariableW(key.c_str(), wide(value).c_str()))
+    if (!SetEnvironmentVariableW(key.c_str(), wide_from_utf8(value).c_str()))
         throw Error("cannot set " + name + ": " + platform::windows_error_text(GetLastError()));
-    if (_wputenv_s(key.c_str(), wide(value).c_str()) != 0) throw Error("cannot set " + name);
+    if (_wputenv_s(key.c_str(), wide_from_utf8(value).c_str()) != 0)
+        throw Error("cannot set " + name);
 }
 
 void unset_environment_variable(const std::string& name) {
-    const std::wstring key = wide(name);
+    const std::wstring key = wide_from_utf8(name);
     SetEnvironmentVariableW(key.c_str(), nullptr);
     _wputenv_s(key.c_str(), L"");  // an empty value removes it from the CRT's copy
 }

@@ -10,8 +10,17 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/wide_text_windows.h"
 
 namespace crucible::platform {
+std::wstring wide_from_utf8(const std::string& utf8) {
+    return path_from_utf8(utf8).wstring();
+}
+
+std::string utf8_from_wide(const std::wstring& text) {
+    return path_to_utf8(std::filesystem::path(text));
+}
+
 std::string windows_error_text(unsigned long code) {
     // The wide call: FormatMessageA answers in the ANSI code page, which is not UTF-8 on a
     // Chinese or Polish Windows.

@@ -15,19 +15,15 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
+#include "core/base/wide_text_windows.h"
 
 namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::wstring wide(const std::string& utf8) {
-    return path_from_utf8(utf8).wstring();
-}
-
-std::string narrow(const std::wstring& text) {
-    return path_to_utf8(fs::path(text));
-}
+using platform::utf8_from_wide;
+using platform::wide_from_utf8;
 
 [[noreturn]] void fail(const fs::path& folder, const std::string& what, DWORD code) {
     throw Error(path_to_utf8(folder) + ": " + what + ": " + platform::windows_error_text(code));
@@ -62,7 +58,7 @@ SidBuffer this_process_user_sid() {
 SidBuffer account_sid(const fs::path& folder, const std::string& account) {
     DWORD sid_size = 0, domain_size = 0;
     SID_NAME_USE use{};
-    const std::wstring name = wide(account);
+    const std::wstring name = wide_from_utf8(account);
     LookupAccountNameW(nullptr, name.c_str(), nullptr, &sid_size, nullptr, &domain_size, &use);
     SidBuffer sid(sid_size);
     std::vector<wchar_t> domain(domain_size + 1);
@@ -77,10 +73,11 @@ std::string account_name(PSID sid) {
     DWORD name_size = 256, domain_size = 256;
     SID_NAME_USE use{};
     if (LookupAccountSidW(nullptr, sid, name, &name_size, domain, &domain_size, &use))
-        return domain_size > 0 ? narrow(domain) + "\\" + narrow(name) : narrow(name);
+        return domain_size > 0 ? utf8_from_wide(domain) + "\\" + utf8_from_wide(name)
+                               : utf8_from_wide(name);
     LPWSTR text = nullptr;  // an account that no longer exists: its SID as text
     if (!ConvertSidToStringSidW(sid, &text)) return "?";
-    std::string out = narrow(text);
+    std::string out = utf8_from_wide(text);
     LocalFree(text);
     return out;
 }
