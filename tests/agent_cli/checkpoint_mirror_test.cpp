@@ -60,7 +60,11 @@ struct CheckpointMirrorE2E : ::testing::Test {
         moto = std::make_unique<test_support::MotoServer>(root / "moto.log");
         bucket()->create_bucket();
         data::SynthOptions so;
-        so.train = 16;  // batch 4: four steps an epoch
+        // batch 4: eight steps an epoch. Long epochs make the mirror, which uploads the newest
+        // checkpoint each time it wakes, likely to find one from inside an epoch: with short
+        // ones the slow epoch end (validation, weights) held the newest checkpoint most of the
+        // time, and a whole run could pass with only epoch-end checkpoints mirrored.
+        so.train = 32;
         so.val = 4;
         so.classes = 2;
         so.imgsz = 64;
@@ -154,12 +158,12 @@ struct CheckpointMirrorE2E : ::testing::Test {
         r.task = "detect.yolo";
         r.options = {{"data", path_to_utf8(yaml)},
                      {"model", "yolov8n"},
-                     {"epochs", 12},
+                     {"epochs", 6},
                      {"imgsz", 64},
                      {"batch", 4},
                      {"device", "cpu"},
                      {"workers", 1},
-                     {"checkpoint_steps", 1}};  // three of four mid-epoch
+                     {"checkpoint_steps", 1}};  // seven of eight mid-epoch
         r.run_id = run_id;
         return r;
     }
@@ -211,7 +215,7 @@ std::string sha_of(const fs::path& file) {
 
 TEST_F(CheckpointMirrorE2E, SpotMachineLostMidEpochResumesElsewhereBitIdentical) {
     const auto t_test = Clock::now();
-    const int steps_per_epoch = 4;
+    const int steps_per_epoch = 8;
 
     // Machine 1 trains run "spot-1" until the bucket's newest checkpoint lies inside an epoch,
     // the second or a later one; then the machine is gone: agent and worker killed, data folder
