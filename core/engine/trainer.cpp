@@ -306,7 +306,21 @@ void Trainer::Impl::setup(bool resume) {
             emit(make_rollback(0));
         }
     }
-    if (main_rank()) results.write(paths.results_csv());
+    write_results();
+}
+
+// results.csv is for people: a spreadsheet may hold it open while the run goes on, and on
+// Windows Excel locks what it opens. A failed write loses nothing (the rows stay here and in the
+// events, and the next epoch's write carries them all), so it must not end the run.
+void Trainer::Impl::write_results() {
+    if (!main_rank()) return;
+    try {
+        results.write(paths.results_csv());
+    } catch (const std::exception& e) {
+        log("warning", std::string("results.csv could not be written (") + e.what() +
+                           "); if a program holds it open, close it: the next epoch writes "
+                           "every row again");
+    }
 }
 
 std::string Trainer::Impl::describe_groups() const {
@@ -523,7 +537,7 @@ TrainOutcome Trainer::Impl::end_epoch(bool& stop) {
     }
     row.insert(row.end(), s.lr.begin(), s.lr.end());
     results.add_row(row);
-    if (main_rank()) results.write(paths.results_csv());
+    write_results();
 
     Json train_values = Json::object();
     for (std::size_t k = 0; k < loss_names.size(); ++k)

@@ -103,6 +103,8 @@ struct Trainer::Impl {
     void log(const std::string& level, const std::string& message);
     void emit(Event event);
     void drain_inbox();
+    // Rank 0 rewrites results.csv with every row so far; a failed write is a warning.
+    void write_results();
     void setup(bool resume);
     // Meets the other ranks (distributed runs only), before the task's setup.
     void connect_ranks();

@@ -397,6 +397,37 @@ TEST(EngineRun, ExtendFinishedRunAndFineTuneFromWeights) {
     std::filesystem::remove_all(fresh);
 }
 
+// A program holding results.csv (Excel locks what it opens on Windows; here a folder of that
+// name stands in for it) costs warnings, not the run; once it lets go, the next write carries
+// every row.
+TEST(EngineRun, ResultsTableThatCannotBeWrittenWarnsAndTheRunGoesOn) {
+    const auto dir = fresh_dir("held_results");
+    Json o = base_options();
+    o["epochs"] = 2;
+    write_toy_spec(dir, o);
+    std::filesystem::create_directories(dir / "results.csv");
+    write_file_atomically(dir / "results.csv" / "held", "a program holds the table");
+    ASSERT_EQ(run_in_process(dir), worker_exit_code(JobState::Succeeded));
+    int warnings = 0;
+    for (const auto& e : of_kind(events_of(dir), "log"))
+        if (e.fields["level"] == "warning" &&
+            e.fields["message"].get<std::string>().find("results.csv could not be written") !=
+                std::string::npos)
+            ++warnings;
+    EXPECT_EQ(warnings, 3) << "one at the start and one for each epoch";
+    EXPECT_TRUE(std::filesystem::exists(dir / "artifacts" / "weights" / "best.safetensors"));
+
+    std::filesystem::remove_all(dir / "results.csv");
+    o["epochs"] = 3;
+    write_toy_spec(dir, o);
+    ASSERT_EQ(run_in_process(dir, true), worker_exit_code(JobState::Succeeded));
+    const auto csv = csv_of(dir);
+    ASSERT_EQ(csv.size(), 4u) << "the header and every epoch's row, the held ones included";
+    EXPECT_EQ(csv[1][0], "1");
+    EXPECT_EQ(csv[3][0], "3");
+    std::filesystem::remove_all(dir);
+}
+
 TEST(EngineRun, TaskDeclaredGroupsGetTheirOwnRatesColumnsAndCheckpointEntries) {
     const auto ref = fresh_dir("groups_ref");
     const auto dir = fresh_dir("groups");
