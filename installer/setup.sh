@@ -15,7 +15,7 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 packages=(
     cmake ninja-build g++ pkg-config git ccache python3 python3-venv
     qt6-base-dev libqcustomplot-dev
-    libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+    libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libopencv-dnn-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
     libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev libboost-dev
     libgloo-dev
@@ -92,6 +92,23 @@ if [ "$mode" = test ]; then
             "moto[server]==$moto_version"
     fi
     test_configure=(-DCRUCIBLE_MOTO_SERVER="$moto_venv/bin/moto_server")
+
+    # The ONNX export's tests run each exported model in ONNX Runtime too, and through the ONNX
+    # checker (tests/detect/export/onnx_runtime_run.py): PyPI's onnxruntime and onnx, in a virtual
+    # environment of their own.
+    onnxruntime_version=1.32.0
+    onnx_version=1.23.2
+    onnx_venv="${CRUCIBLE_ONNX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/onnxruntime-$onnxruntime_version}"
+    if ! "$onnx_venv/bin/python" -c "import onnx, onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$onnxruntime_version' or onnx.__version__ != '$onnx_version')" \
+            >/dev/null 2>&1; then
+        echo "== installing onnxruntime $onnxruntime_version and onnx $onnx_version (test tooling) into $onnx_venv"
+        rm -rf "$onnx_venv"
+        mkdir -p "$(dirname "$onnx_venv")"
+        /usr/bin/python3 -m venv "$onnx_venv"
+        "$onnx_venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
+            "onnxruntime==$onnxruntime_version" "onnx==$onnx_version"
+    fi
+    test_configure+=(-DCRUCIBLE_ONNX_PYTHON="$onnx_venv/bin/python")
 fi
 
 configure() {  # configure BUILD_DIR [cmake args...]: idempotent, a no-op when nothing changed

@@ -10,12 +10,12 @@ find_package(yaml-cpp REQUIRED)
 # The Pascal VOC reader's XML (it expands no DTD and no external entity).
 find_package(pugixml REQUIRED)
 # OpenCV: vcpkg ships a CMake config. Debian puts OpenCVConfig.cmake only in the libopencv-dev
-# metapackage, which drags in Qt5, VTK and GDAL; we install the core/imgproc/imgcodecs -dev
-# packages alone and find them by hand.
-find_package(OpenCV QUIET COMPONENTS core imgproc imgcodecs)
+# metapackage, which drags in Qt5, VTK and GDAL; we install the core/imgproc/imgcodecs/dnn -dev
+# packages alone and find them by hand. dnn runs exported ONNX models (tests, examples).
+find_package(OpenCV QUIET COMPONENTS core imgproc imgcodecs dnn)
 if(NOT OpenCV_FOUND)
     find_path(OPENCV_INCLUDE_DIR opencv2/core.hpp PATH_SUFFIXES opencv4 REQUIRED)
-    foreach(component core imgproc imgcodecs)
+    foreach(component core imgproc imgcodecs dnn)
         find_library(OPENCV_${component}_LIBRARY opencv_${component} REQUIRED)
         add_library(opencv_${component} UNKNOWN IMPORTED)
         set_target_properties(opencv_${component} PROPERTIES

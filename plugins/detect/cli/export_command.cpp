@@ -1,7 +1,9 @@
-// `crucible export detect model=WEIGHTS format=safetensors [out=FILE]`: converts detection
-// weights (an Ultralytics .pt read without Python, or a Crucible .safetensors) into Crucible
-// safetensors weights that record their scale and class names. The detection task's `export`
-// command (core/engine/task_commands.h).
+// `crucible export detect model=WEIGHTS [format=safetensors|onnx] [out=FILE] ...`: converts
+// detection weights (an Ultralytics .pt read without Python, or a Crucible .safetensors) into
+// Crucible safetensors weights that record their scale and class names, or into an ONNX model
+// for inspection software (OpenCV DNN, ONNX Runtime, TensorRT) with the `yolo export` keys
+// imgsz, batch, dynamic, half and opset. The detection task's `export` command
+// (core/engine/task_commands.h).
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -12,6 +14,7 @@
 #include "core/base/options_schema.h"
 #include "core/engine/task_commands.h"
 #include "core/engine/weights_file.h"
+#include "plugins/detect/export/yolo_onnx.h"
 #include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/model_source.h"
 
@@ -24,21 +27,67 @@ OptionSchema export_schema() {
     s.add(
         text_option("model", "", "weights to export: Ultralytics .pt or Crucible .safetensors", g));
     s.add(option_spec("format", OptionType::Choice, "safetensors", "output format", g, std::nullopt,
-                      std::nullopt, {"safetensors"}));
-    s.add(text_option("out", "", "output file (default: the model's name with .safetensors)", g,
-                      OptionType::Path));
+                      std::nullopt, {"safetensors", "onnx"}));
+    s.add(text_option("out", "", "output file (default: the model's name with the format's suffix)",
+                      g, OptionType::Path));
+    const std::string onnx = "onnx";
+    s.add(integer_option("imgsz", 640, 32, 8192, "input size (square, a multiple of 32)", onnx));
+    s.add(integer_option("batch", 1, 1, 1024, "batch size of a fixed-size model", onnx));
+    s.add(boolean_option("dynamic", false, "batch, height and width chosen at run time", onnx));
+    s.add(boolean_option("half", false, "fp16 weights, input and output", onnx));
+    s.add(integer_option("opset", 17, static_cast<double>(kMinYoloOpset), 21, "ONNX operator set",
+                         onnx));
+    s.add(boolean_option("nms", false, "add non-maximum suppression to the graph", onnx));
     return s;
+}
+
+std::string file_size_text(const std::filesystem::path& file) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f MB",
+                  static_cast<double>(std::filesystem::file_size(file)) / 1e6);
+    return text;
 }
 
 int run_export(const Json& opt) {
     const std::string model = opt["model"].get<std::string>();
     if (model.empty()) throw InputError("model", "is required: a .pt or .safetensors file");
+    const std::string format = opt["format"].get<std::string>();
+    if (format == "onnx" && opt["nms"].get<bool>())
+        throw InputError("nms",
+                         "is not available yet: the graph ends at the raw head output; "
+                         "run NMS in the application (examples/onnx_inference shows it)");
     auto loaded = load_detection_model(model, std::nullopt);
+    const std::string suffix = format == "onnx" ? ".onnx" : ".safetensors";
     std::filesystem::path out = path_from_utf8(opt["out"].get<std::string>());
     if (out.empty()) {
         out = path_from_utf8(model);
-        out.replace_extension(".safetensors");
+        out.replace_extension(suffix);
         if (out == path_from_utf8(model)) throw InputError("out", "would overwrite the input");
+    }
+    std::vector<std::string> names = loaded.names;
+    for (auto i = static_cast<std::int64_t>(names.size()); i < loaded.model->num_classes(); ++i)
+        names.push_back("class" + std::to_string(i));
+    if (format == "onnx") {
+        YoloOnnxOptions o;
+        o.height = o.width = opt["imgsz"].get<std::int64_t>();
+        o.batch = opt["batch"].get<std::int64_t>();
+        o.dynamic = opt["dynamic"].get<bool>();
+        o.half = opt["half"].get<bool>();
+        o.opset = opt["opset"].get<std::int64_t>();
+        loaded.model->eval();
+        auto m = yolo_onnx_model(*loaded.model, names, o);
+        m.producer_version = CRUCIBLE_VERSION;
+        m.metadata.push_back({"crucible_source", path_to_utf8(path_from_utf8(model).filename())});
+        write_file_atomically(out, onnx::serialize_onnx_model(m));
+        std::printf("%s\nwrote %s (YOLOv8%c, %lld classes, %s, %s, opset %lld, %s)\n",
+                    loaded.description.c_str(), path_to_utf8(out).c_str(), loaded.scale.name,
+                    static_cast<long long>(loaded.model->num_classes()), o.half ? "fp16" : "fp32",
+                    o.dynamic ? "dynamic batch and size"
+                              : ("input " + std::to_string(o.batch) + "x3x" +
+                                 std::to_string(o.height) + "x" + std::to_string(o.width))
+                                    .c_str(),
+                    static_cast<long long>(o.opset), file_size_text(out).c_str());
+        return 0;
     }
     auto meta = detection_weights_metadata(loaded.scale, loaded.model->num_classes(), loaded.names);
     meta["crucible_task"] = "detect.yolo";
@@ -53,11 +102,12 @@ int run_export(const Json& opt) {
 engine::RegisterTaskCommand export_command(
     {kDetectTaskId,
      "export",
-     "convert weights (Ultralytics .pt) to Crucible safetensors",
+     "convert weights (Ultralytics .pt) to Crucible safetensors or to ONNX",
      &export_schema,
      &run_export,
      {"model"},
-     {"model=WEIGHTS [format=safetensors] [out=FILE]"}});
+     {"model=WEIGHTS [format=safetensors] [out=FILE]",
+      "model=WEIGHTS format=onnx [imgsz=640] [batch=1] [dynamic=true] [half=true] [opset=17]"}});
 
 }  // namespace
 }  // namespace crucible::detect

@@ -1,0 +1,241 @@
+// The ONNX export of the detector, checked by two runtimes against LibTorch: OpenCV DNN (C++, in
+// this process) and ONNX Runtime (onnx_runtime_run.py in the test-only Python environment that
+// `installer/setup.sh test` installs; it also runs the ONNX checker). Raw outputs are compared
+// value by value. (The final boxes after NMS are not compared yet: the fixture's two-epoch model
+// scores its anchors within 1e-7 of each other, so NMS's order is float noise; that test needs a
+// trained model.)
+#include <gtest/gtest.h>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "core/base/error.h"
+#include "core/base/file_io.h"
+#include "core/base/safetensors.h"
+#include "core/engine/safetensors_torch.h"
+#include "core/jobs/child_process.h"
+#include "plugins/detect/export/yolo_onnx.h"
+#include "plugins/detect/task/model_source.h"
+#include "tests/support/temp_dir.h"
+
+namespace crucible::detect {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture(const std::string& name) {
+    return fs::path(CRUCIBLE_FIXTURES_DIR) / "yolov8" / name;
+}
+
+struct Exported {
+    LoadedDetectionModel loaded;
+    fs::path file;
+};
+
+Exported export_fixture(const fs::path& dir, const YoloOnnxOptions& o, const std::string& name) {
+    auto loaded = load_detection_model(path_to_utf8(fixture("yolov8n_shapes11.pt")), std::nullopt);
+    loaded.model->eval();
+    const fs::path file = dir / name;
+    write_file_atomically(
+        file, onnx::serialize_onnx_model(yolo_onnx_model(*loaded.model, loaded.names, o)));
+    return {std::move(loaded), file};
+}
+
+torch::Tensor libtorch_output(DetectionModelImpl& model, const torch::Tensor& images) {
+    torch::NoGradGuard no_grad;
+    return model.forward(images).decoded;
+}
+
+torch::Tensor opencv_output(const fs::path& file, const torch::Tensor& images) {
+    auto net = cv::dnn::readNetFromONNX(path_to_utf8(file));
+    net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
+    const auto x = images.contiguous();
+    const std::vector<int> dims(x.sizes().begin(), x.sizes().end());
+    net.setInput(cv::Mat(dims, CV_32F, x.data_ptr<float>()));
+    const cv::Mat y = net.forward();
+    std::vector<std::int64_t> shape(y.size.p, y.size.p + y.dims);
+    return torch::from_blob(const_cast<float*>(y.ptr<float>()), shape, torch::kFloat).clone();
+}
+
+// Runs onnx_runtime_run.py: every input tensor through the model, the outputs back by name.
+std::map<std::string, torch::Tensor> onnxruntime_outputs(
+    const fs::path& file, const std::map<std::string, torch::Tensor>& inputs) {
+    const std::string python = CRUCIBLE_ONNX_PYTHON;
+    if (python.empty())
+        throw std::runtime_error(
+            "CRUCIBLE_ONNX_PYTHON is not set: `bash installer/setup.sh test` installs ONNX Runtime "
+            "and names its Python here");
+    const fs::path dir = file.parent_path();
+    const auto in = dir / (file.stem().string() + ".inputs.safetensors");
+    const auto out = dir / (file.stem().string() + ".outputs.safetensors");
+    engine::save_safetensors(in, inputs);
+    jobs::ChildOptions o;
+    o.program = python;
+    o.args = {path_to_utf8(fs::path(CRUCIBLE_SOURCE_DIR) / "tests" / "detect" / "export" /
+                           "onnx_runtime_run.py"),
+              path_to_utf8(file), path_to_utf8(in), path_to_utf8(out)};
+    o.log_file = dir / (file.stem().string() + ".onnxruntime.log");
+    const auto exit = jobs::ChildProcess::start(o)->wait();
+    const std::string log = read_file_bytes(o.log_file);
+    if (exit.code != 0) throw std::runtime_error("onnx_runtime_run.py failed:\n" + log);
+    std::printf("%s", log.c_str());
+    return engine::load_safetensors(out);
+}
+
+// The largest difference in the box rows (cx, cy, w, h, in pixels) and in the score rows.
+struct Errors {
+    double boxes = 0, scores = 0;
+};
+Errors errors(const torch::Tensor& a, const torch::Tensor& b) {
+    EXPECT_EQ(a.sizes(), b.sizes());
+    const auto d = (a.to(torch::kFloat) - b.to(torch::kFloat)).abs();
+    return {d.narrow(1, 0, 4).max().item<double>(),
+            d.narrow(1, 4, d.size(1) - 4).max().item<double>()};
+}
+
+void print(const char* what, const Errors& e) {
+    std::printf("%-46s max abs error: boxes %.3g px, scores %.3g\n", what, e.boxes, e.scores);
+}
+
+torch::Tensor fixture_images() {
+    return engine::load_safetensors(fixture("yolov8n_shapes11_expected.safetensors"))
+        .at("input_rgb01_nchw");
+}
+
+// Tolerances in fp32. Scores (in [0, 1]): 1e-4. Box rows are in input pixels, the distances
+// multiplied by the stride (up to 32), and different convolution code sums in a different order:
+// 1e-4 px at 320 px is four float ulps, so the bound is 1e-6 of the input size.
+constexpr double kScoreTolerance = 1e-4;
+double box_tolerance(std::int64_t size) {
+    return 1e-6 * static_cast<double>(size);
+}
+
+TEST(OnnxExport, FixtureModelGivesLibTorchsOutputsInBothRuntimes) {
+    const auto dir = test_support::scratch_dir("onnx_fixed");
+    YoloOnnxOptions o;
+    o.height = o.width = 320;
+    o.batch = 2;
+    auto e = export_fixture(dir, o, "yolov8n_shapes11.onnx");
+    const auto images = fixture_images();
+    const auto reference =
+        engine::load_safetensors(fixture("yolov8n_shapes11_expected.safetensors")).at("output");
+    const auto ours = libtorch_output(*e.loaded.model, images);
+    const auto cv_out = opencv_output(e.file, images);
+    const auto ort_out = onnxruntime_outputs(e.file, {{"images", images}}).at("images");
+
+    const auto cv_err = errors(cv_out, ours), ort_err = errors(ort_out, ours);
+    print("OpenCV DNN vs LibTorch (fp32, 2x3x320x320)", cv_err);
+    print("ONNX Runtime vs LibTorch (fp32, 2x3x320x320)", ort_err);
+    print("ONNX Runtime vs the reference output fixture", errors(ort_out, reference));
+    for (const Errors& err : {cv_err, ort_err}) {
+        EXPECT_LE(err.scores, kScoreTolerance);
+        EXPECT_LE(err.boxes, box_tolerance(320));
+    }
+    // The reference's own output (PyTorch, the .pt's fp16 weights in fp32) within the same
+    // bounds LibTorch itself meets against it.
+    const auto ref_err = errors(ort_out, reference);
+    EXPECT_LE(ref_err.scores, kScoreTolerance);
+    EXPECT_LE(ref_err.boxes, 2 * box_tolerance(320));
+    std::printf("model file: %.2f MB\n", static_cast<double>(fs::file_size(e.file)) / 1e6);
+}
+
+TEST(OnnxExport, DynamicModelTakesAnyBatchAndSizeInOnnxRuntime) {
+    const auto dir = test_support::scratch_dir("onnx_dynamic");
+    YoloOnnxOptions o;
+    o.dynamic = true;
+    auto e = export_fixture(dir, o, "dynamic.onnx");
+    torch::manual_seed(7);
+    const std::map<std::string, torch::Tensor> inputs = {
+        {"b1_256x384", torch::rand({1, 3, 256, 384})},
+        {"b3_320x320", torch::rand({3, 3, 320, 320})}};
+    const auto outputs = onnxruntime_outputs(e.file, inputs);
+    for (const auto& [name, images] : inputs) {
+        const auto err = errors(outputs.at(name), libtorch_output(*e.loaded.model, images));
+        print(("ONNX Runtime vs LibTorch (dynamic, " + name + ")").c_str(), err);
+        EXPECT_LE(err.scores, kScoreTolerance) << name;
+        EXPECT_LE(err.boxes, box_tolerance(384)) << name;
+    }
+}
+
+TEST(OnnxExport, HalfModelIsHalfTheSizeAndCloseInOnnxRuntime) {
+    const auto dir = test_support::scratch_dir("onnx_half");
+    YoloOnnxOptions o;
+    o.height = o.width = 320;
+    auto full = export_fixture(dir, o, "full.onnx");
+    o.half = true;
+    auto half = export_fixture(dir, o, "half.onnx");
+    const double ratio = static_cast<double>(fs::file_size(half.file)) /
+                         static_cast<double>(fs::file_size(full.file));
+    std::printf("fp16 file %.2f MB, fp32 %.2f MB (%.2fx)\n",
+                static_cast<double>(fs::file_size(half.file)) / 1e6,
+                static_cast<double>(fs::file_size(full.file)) / 1e6, ratio);
+    EXPECT_LT(ratio, 0.55);
+    const auto images = fixture_images().narrow(0, 0, 1);
+    const auto err = errors(onnxruntime_outputs(half.file, {{"images", images}}).at("images"),
+                            libtorch_output(*half.loaded.model, images));
+    print("ONNX Runtime fp16 vs LibTorch fp32", err);
+    // fp16 has 11 significant bits: a box edge near 320 px is stored to 0.25 px, and every layer
+    // rounds; the scores keep about three decimals.
+    EXPECT_LE(err.boxes, 2.0);
+    EXPECT_LE(err.scores, 0.02);
+}
+
+TEST(OnnxExport, BadSettingsAreRefusedNamingTheKey) {
+    auto loaded = load_detection_model("yolov8n", 2);
+    loaded.model->eval();
+    const std::vector<std::string> names = {"a", "b"};
+    YoloOnnxOptions o;
+    o.opset = 11;
+    try {
+        yolo_onnx_model(*loaded.model, names, o);
+        ADD_FAILURE() << "opset 11 accepted";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.where(), "opset") << e.what();
+    }
+    o.opset = 17;
+    o.height = 300;
+    try {
+        yolo_onnx_model(*loaded.model, names, o);
+        ADD_FAILURE() << "imgsz 300 accepted";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.where(), "imgsz") << e.what();
+    }
+    o.height = 640;
+    EXPECT_THROW(yolo_onnx_model(*loaded.model, {"only one"}, o), Error);
+}
+
+TEST(OnnxExport, NamesMetadataIsAPythonDictLiteral) {
+    EXPECT_EQ(python_names_literal({"cat", "it's", "a\\b", "划痕"}),
+              "{0: 'cat', 1: 'it\\'s', 2: 'a\\\\b', 3: '划痕'}");
+    EXPECT_EQ(python_names_literal({}), "{}");
+}
+
+TEST(OnnxModel, HalfFloatsRoundToNearestEven) {
+    EXPECT_EQ(onnx::half_from_float(0.0f), 0x0000);
+    EXPECT_EQ(onnx::half_from_float(-0.0f), 0x8000);
+    EXPECT_EQ(onnx::half_from_float(1.0f), 0x3c00);
+    EXPECT_EQ(onnx::half_from_float(-2.0f), 0xc000);
+    EXPECT_EQ(onnx::half_from_float(65504.0f), 0x7bff);            // the largest half
+    EXPECT_EQ(onnx::half_from_float(65520.0f), 0x7c00);            // rounds up to infinity
+    EXPECT_EQ(onnx::half_from_float(1.0f + 1.0f / 2048), 0x3c00);  // a tie: to even
+    EXPECT_EQ(onnx::half_from_float(1.0f + 3.0f / 2048), 0x3c02);  // a tie: to even, upwards
+    EXPECT_EQ(onnx::half_from_float(5.9604645e-8f), 0x0001);       // the smallest subnormal
+    EXPECT_EQ(onnx::half_from_float(1e-9f), 0x0000);
+    EXPECT_EQ(onnx::half_from_float(std::numeric_limits<float>::infinity()), 0x7c00);
+    EXPECT_EQ(onnx::half_from_float(std::numeric_limits<float>::quiet_NaN()) & 0x7c00, 0x7c00);
+    EXPECT_NE(onnx::half_from_float(std::numeric_limits<float>::quiet_NaN()) & 0x03ff, 0);
+}
+
+TEST(OnnxModel, TensorOfTheWrongByteCountIsRefused) {
+    onnx::Model m;
+    m.graph.initializers.push_back({"w", onnx::DataType::Float, {2, 2}, std::string(12, '\0')});
+    EXPECT_THROW(onnx::serialize_onnx_model(m), Error);
+}
+
+}  // namespace
+}  // namespace crucible::detect
