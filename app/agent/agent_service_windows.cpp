@@ -16,10 +16,10 @@
 #include <thread>
 
 #include "app/agent/service_control.h"
+#include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/file_io.h"
 #include "core/base/wide_text_windows.h"
-#include "core/jobs/child_process.h"
 
 namespace crucible::agent {
 
@@ -263,11 +263,11 @@ FirewallResult open_firewall_port(const std::string& rule, int port) {
         crucible::path_from_utf8(system_root.value_or("C:\\Windows")) / "System32" / "netsh.exe";
     const auto log = std::filesystem::temp_directory_path() / "crucible-setup-netsh.log";
     const auto run = [&](std::vector<std::string> args) {
-        jobs::ChildOptions child;
+        ChildOptions child;
         child.program = netsh;
         child.args = std::move(args);
         child.log_file = log;
-        auto exit = jobs::ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
+        auto exit = ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
         return exit && exit->code == 0;
     };
     try {

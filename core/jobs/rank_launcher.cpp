@@ -10,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/base/child_process.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -17,7 +18,6 @@
 #include "core/base/job_control.h"
 #include "core/base/job_state.h"
 #include "core/base/worker_arguments.h"
-#include "core/jobs/child_process.h"
 
 namespace crucible::jobs {
 namespace {

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/event.h"
-#include "core/jobs/child_process.h"
 #include "core/jobs/job_registry.h"
 
 namespace crucible::jobs {

@@ -2,9 +2,9 @@
 
 #include <atomic>
 
+#include "core/base/child_process.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
-#include "core/jobs/child_process.h"
 
 namespace crucible::jobs {
 

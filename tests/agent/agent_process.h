@@ -8,7 +8,7 @@
 #include <string>
 #include <thread>
 
-#include "core/jobs/child_process.h"
+#include "core/base/child_process.h"
 #include "core/net/api_client.h"
 #include "core/net/token_store.h"
 #include "tests/agent/raw_http.h"
@@ -20,7 +20,7 @@ struct AgentProcess {
     std::filesystem::path data;
     std::string token;
     int port = 0;
-    std::unique_ptr<jobs::ChildProcess> child;
+    std::unique_ptr<ChildProcess> child;
 
     // Starts `agent_exe` on a free port with the data folder `data_dir` and waits until
     // /v1/health answers (false after 20 s).
@@ -30,14 +30,14 @@ struct AgentProcess {
         std::filesystem::create_directories(data);
         if (token.empty()) token = net::TokenStore(data / "tokens.json").create("tester");
         port = test_support::free_loopback_port();
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = agent_exe;
         o.args = {"--listen", "127.0.0.1:" + std::to_string(port),
                   "--data",   data.string(),
                   "--worker", worker.string(),
                   "--nvml",   "/nonexistent/libnvidia-ml.so.1"};
         o.log_file = data / "agent-stdout.log";
-        child = jobs::ChildProcess::start(o);
+        child = ChildProcess::start(o);
         net::ApiClient c = client();
         const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
         while (std::chrono::steady_clock::now() < end) {

@@ -4,7 +4,7 @@
 #include <csignal>
 #include <set>
 
-#include "core/jobs/child_process.h"
+#include "core/base/child_process.h"
 #include "core/net/token_store.h"
 #include "tests/agent/agent_test_util.h"
 #include "tests/support/free_port.h"
@@ -16,15 +16,15 @@ namespace {
 
 using test_support::free_loopback_port;
 
-std::unique_ptr<jobs::ChildProcess> start_agent(const std::filesystem::path& data, int port) {
-    jobs::ChildOptions o;
+std::unique_ptr<ChildProcess> start_agent(const std::filesystem::path& data, int port) {
+    ChildOptions o;
     o.program = CRUCIBLE_AGENT_EXE;
     o.args = {"--listen", "127.0.0.1:" + std::to_string(port),
               "--data",   data.string(),
               "--worker", CRUCIBLE_FAKE_WORKER,
               "--nvml",   "/nonexistent/libnvidia-ml.so.1"};
     o.log_file = data / "agent-stdout.log";
-    return jobs::ChildProcess::start(o);
+    return ChildProcess::start(o);
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 
 #include <fstream>
 
+#include "core/base/child_process.h"
 #include "core/base/file_io.h"
-#include "core/jobs/child_process.h"
 #include "tests/agent/agent_test_util.h"
 
 #ifndef _WIN32
@@ -28,10 +28,10 @@ TEST(OrphanWorker, AgentServesAtOnceAndNeverDoublesTheWorker) {
     rec.submitted_by = "tester";
     const std::string id = registry.add(rec).id;
     // A "worker" that ignores the checkpoint request: it never reads control.json.
-    jobs::ChildOptions o;
+    ChildOptions o;
     o.program = "/bin/sh";
     o.args = {"-c", "trap '' TERM; sleep 60"};
-    auto orphan = jobs::ChildProcess::start(o);
+    auto orphan = ChildProcess::start(o);
     registry.update(id, [&](jobs::JobInfo& j) {
         j.state = JobState::Running;
         j.pid = orphan->pid();
@@ -69,11 +69,11 @@ TEST(OrphanWorker, ChildrenInheritOnlyTheStandardStreams) {
     const int fd = ::open("/dev/null", O_RDONLY);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::dup2(fd, 50), 50);
-    jobs::ChildOptions o;
+    ChildOptions o;
     o.program = "/bin/sh";
     o.args = {"-c", "if [ -e /proc/self/fd/50 ]; then echo leaked; else echo closed; fi > " +
                         path_to_utf8(dir / "out.txt")};
-    jobs::ChildProcess::start(o)->wait();
+    ChildProcess::start(o)->wait();
     ::close(50);
     ::close(fd);
     std::ifstream in(dir / "out.txt");

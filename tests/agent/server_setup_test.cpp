@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
 #include "core/base/json.h"
-#include "core/jobs/child_process.h"
 #include "core/jobs/server_setup.h"
 #include "core/net/token_store.h"
 #include "tests/agent/agent_test_util.h"
@@ -116,7 +116,7 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
     const auto dir = test::fresh_dir("setup");
     const auto data = dir / "agent data";
     const auto run_setup = [&](const std::string& name) {
-        jobs::ChildOptions child;
+        ChildOptions child;
         child.program = CRUCIBLE_AGENT_EXE;
         child.args = {"setup",
                       "--data",
@@ -129,7 +129,7 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
                       path_to_utf8(dir / "admin.token"),
                       "--json"};
         child.log_file = dir / (name + ".json");
-        auto exit = jobs::ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
+        auto exit = ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
         EXPECT_TRUE(exit.has_value());
         const std::string out = read_file_bytes(child.log_file);
         return std::make_pair(exit ? exit->code : -1, Json::parse(out));
@@ -171,14 +171,14 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
 
 TEST(ServerSetup, CommandFailsWhenCudaMissesAGpu) {
     const auto dir = test::fresh_dir("setup_missing_gpu");
-    jobs::ChildOptions child;
+    ChildOptions child;
     child.program = CRUCIBLE_AGENT_EXE;
     child.args = {
         "setup",  "--data",          path_to_utf8(dir / "data"), "--worker", CRUCIBLE_FAKE_WORKER,
         "--nvml", CRUCIBLE_FAKE_NVML};
     child.env = {{"FAKE_WORKER_CUDA_DEVICES", "[]"}};
     child.log_file = dir / "out.txt";
-    auto exit = jobs::ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
+    auto exit = ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
     ASSERT_TRUE(exit.has_value());
     EXPECT_EQ(exit->code, 1);
     const std::string out = read_file_bytes(child.log_file);

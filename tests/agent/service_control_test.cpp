@@ -3,9 +3,9 @@
 #include <cstdio>
 
 #include "app/agent/service_control.h"
+#include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/file_io.h"
-#include "core/jobs/child_process.h"
 #include "tests/agent/agent_test_util.h"
 
 using namespace crucible;
@@ -33,11 +33,11 @@ TEST(AgentServiceControl, WindowsArgumentQuotingFollowsCommandLineToArgvRules) {
 TEST(AgentServiceControl, ServiceFlagsOnLinuxPointToSystemd) {
     auto dir = test::fresh_dir("service_flags");
     for (const char* flag : {"--install-service", "--uninstall-service", "--service"}) {
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = CRUCIBLE_AGENT_EXE;
         o.args = {flag, "--data", path_to_utf8(dir / "data"), "--nvml", "/nonexistent/nvml.so"};
         o.log_file = dir / "out.log";
-        auto child = jobs::ChildProcess::start(o);
+        auto child = ChildProcess::start(o);
         auto exit = child->wait();
         EXPECT_NE(exit.code, 0) << flag;
         std::string out = read_file_bytes(dir / "out.log");

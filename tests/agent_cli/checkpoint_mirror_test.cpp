@@ -13,13 +13,13 @@
 #include <sstream>
 #include <thread>
 
+#include "core/base/child_process.h"
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
 #include "core/base/secret_store.h"
 #include "core/base/sha256.h"
 #include "core/data/synth/synth.h"
 #include "core/jobs/checkpoint_mirror.h"
-#include "core/jobs/child_process.h"
 #include "core/net/api_client.h"
 #include "core/net/token_store.h"
 #include "tests/agent_cli/s3_test_server.h"
@@ -39,7 +39,7 @@ double seconds_since(Clock::time_point t0) {
 // One GPU machine: an agent process with its own data folder.
 struct Machine {
     fs::path data;
-    std::unique_ptr<jobs::ChildProcess> agent;
+    std::unique_ptr<ChildProcess> agent;
     std::string token;
     int port = 0;
 
@@ -86,7 +86,7 @@ struct CheckpointMirrorE2E : ::testing::Test {
     // `crucible agent mirror set` as the admin of a GPU machine runs it: the secret from the
     // environment, never on the command line.
     void mirror_set(const Machine& m, const std::vector<std::string>& flags) {
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = CRUCIBLE_CLI_EXE;
         o.args = {"agent",
                   "mirror",
@@ -106,7 +106,7 @@ struct CheckpointMirrorE2E : ::testing::Test {
         o.args.insert(o.args.end(), flags.begin(), flags.end());
         o.env["AWS_SECRET_ACCESS_KEY"] = moto->credentials().secret_access_key;
         o.log_file = root / ("cli" + std::to_string(cli_runs++) + ".log");
-        const auto exit = jobs::ChildProcess::start(o)->wait();
+        const auto exit = ChildProcess::start(o)->wait();
         ASSERT_EQ(exit.code, 0) << read_file_bytes(o.log_file);
         const std::string agent_json = read_file_bytes(m.data / "agent.json");
         EXPECT_EQ(agent_json.find(moto->credentials().secret_access_key), std::string::npos);
@@ -134,7 +134,7 @@ struct CheckpointMirrorE2E : ::testing::Test {
     // Starts (or starts again) the machine's agent on its data folder.
     void launch(Machine& m, const std::string& log, const std::string& worker) {
         m.port = test_support::free_loopback_port();
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = CRUCIBLE_AGENT_EXE;
         o.args = {"--listen",       "127.0.0.1:" + std::to_string(m.port),
                   "--data",         path_to_utf8(m.data),
@@ -142,7 +142,7 @@ struct CheckpointMirrorE2E : ::testing::Test {
                   "--nvml",         "/nonexistent/libnvidia-ml.so.1",
                   "--max-cpu-jobs", "1"};
         o.log_file = root / log;
-        m.agent = jobs::ChildProcess::start(o);
+        m.agent = ChildProcess::start(o);
         for (int i = 0; i < 500; ++i) {
             try {
                 if (m.client().get("/v1/health")["status"] == "ok") return;

@@ -13,11 +13,11 @@
 #include <fstream>
 #include <thread>
 
+#include "core/base/child_process.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/data/synth/synth.h"
-#include "core/jobs/child_process.h"
 #include "core/net/api_client.h"
 #include "core/net/tls.h"
 #include "core/net/token_store.h"
@@ -38,7 +38,7 @@ struct CliRun {
 
 struct CliRemoteE2E : ::testing::Test {
     fs::path root, data, config;
-    std::unique_ptr<jobs::ChildProcess> agent;
+    std::unique_ptr<ChildProcess> agent;
     int port = 0;
     int runs = 0;
 
@@ -59,13 +59,13 @@ struct CliRemoteE2E : ::testing::Test {
 
     CliRun crucible(const std::vector<std::string>& args,
                     const std::string& program = CRUCIBLE_CLI_EXE) {
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = program;
         o.args = args;
         o.env["CRUCIBLE_CONFIG_DIR"] = path_to_utf8(config);
         o.working_dir = root;
         o.log_file = root / ("run" + std::to_string(runs++) + ".log");
-        auto child = jobs::ChildProcess::start(o);
+        auto child = ChildProcess::start(o);
         CliRun r;
         r.code = child->wait().code;
         r.out = read_file_bytes(o.log_file);
@@ -74,7 +74,7 @@ struct CliRemoteE2E : ::testing::Test {
 
     void start_agent(const std::string& worker = CRUCIBLE_FAKE_WORKER) {
         port = free_loopback_port();
-        jobs::ChildOptions o;
+        ChildOptions o;
         o.program = CRUCIBLE_AGENT_EXE;
         o.args = {"--listen",       "127.0.0.1:" + std::to_string(port),
                   "--data",         path_to_utf8(data),
@@ -82,7 +82,7 @@ struct CliRemoteE2E : ::testing::Test {
                   "--nvml",         "/nonexistent/libnvidia-ml.so.1",
                   "--max-cpu-jobs", "2"};
         o.log_file = root / "agent.log";
-        agent = jobs::ChildProcess::start(o);
+        agent = ChildProcess::start(o);
         net::ApiClient probe({url(), "", ""});
         for (int i = 0; i < 500; ++i) {
             try {

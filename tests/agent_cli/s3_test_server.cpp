@@ -68,13 +68,13 @@ std::optional<std::string> moto_missing() {
 MotoServer::MotoServer(const std::filesystem::path& log_file) {
     if (auto why = moto_missing()) throw std::runtime_error(*why);
     port_ = free_loopback_port();
-    jobs::ChildOptions o;
+    ChildOptions o;
     o.program = moto_server_program();
     o.args = {"-H", "127.0.0.1", "-p", std::to_string(port_)};
     // Signatures are checked after the first three requests (which make the access key).
     o.env["INITIAL_NO_AUTH_ACTION_COUNT"] = "3";
     o.log_file = log_file;
-    child_ = jobs::ChildProcess::start(o);
+    child_ = ChildProcess::start(o);
 
     httplib::Client iam("127.0.0.1", port_);
     iam.set_connection_timeout(std::chrono::seconds(2));

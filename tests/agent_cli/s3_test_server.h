@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/jobs/child_process.h"
+#include "core/base/child_process.h"
 #include "core/net/s3_client.h"
 
 namespace crucible::test_support {
@@ -39,7 +39,7 @@ class MotoServer {
     long pid() const { return child_ ? child_->pid() : 0; }
 
   private:
-    std::unique_ptr<jobs::ChildProcess> child_;
+    std::unique_ptr<ChildProcess> child_;
     int port_ = 0;
     net::S3Credentials credentials_;
 };

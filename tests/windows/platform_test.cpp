@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
@@ -24,7 +25,6 @@
 #include "core/base/secret_store.h"
 #include "core/base/shared_read_file.h"
 #include "core/base/stop_signal.h"
-#include "core/jobs/child_process.h"
 
 namespace crucible {
 namespace {
@@ -50,12 +50,12 @@ class WineTest : public ::testing::Test {
         fs::remove_all(fs::path(L"\\\\?\\" + fs::absolute(dir).wstring()), ec);
     }
     static fs::path helper() { return this_executable().parent_path() / "wine_helper.exe"; }
-    std::unique_ptr<jobs::ChildProcess> start_helper(std::vector<std::string> args) {
-        jobs::ChildOptions child;
+    std::unique_ptr<ChildProcess> start_helper(std::vector<std::string> args) {
+        ChildOptions child;
         child.program = helper();
         child.args = std::move(args);
         child.log_file = dir_ / "helper.log";
-        return jobs::ChildProcess::start(child);
+        return ChildProcess::start(child);
     }
     // Waits up to `limit` for `file` to appear.
     static bool appears(const fs::path& file, std::chrono::milliseconds limit) {
@@ -241,11 +241,11 @@ TEST_F(Environment, Utf8VariablesReachThisProcessAndChildren) {
     ASSERT_TRUE(child->wait_for(30s).has_value());
     EXPECT_EQ(read_file_bytes(dir_ / "env.txt"), "值 José");
 
-    jobs::ChildOptions overridden;
+    ChildOptions overridden;
     overridden.program = helper();
     overridden.args = {"env", "CRUCIBLE_测试", path_to_utf8(dir_ / "env2.txt")};
     overridden.env = {{"CRUCIBLE_测试", "覆盖"}};
-    ASSERT_TRUE(jobs::ChildProcess::start(overridden)->wait_for(30s).has_value());
+    ASSERT_TRUE(ChildProcess::start(overridden)->wait_for(30s).has_value());
     EXPECT_EQ(read_file_bytes(dir_ / "env2.txt"), "覆盖");
 }
 

@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/stop_signal.h"
-#include "core/jobs/child_process.h"
 
 namespace {
 
@@ -49,10 +49,10 @@ int helper_main(int argc, char** argv) {
         return 0;
     }
     if (mode == "spawn-grandchild" && args.size() == 2) {
-        jobs::ChildOptions child;
+        ChildOptions child;
         child.program = this_executable();
         child.args = {"sleep"};
-        auto grandchild = jobs::ChildProcess::start(child);
+        auto grandchild = ChildProcess::start(child);
         write_file_atomically(path_from_utf8(args[1]), std::to_string(grandchild->pid()));
         std::this_thread::sleep_for(std::chrono::seconds(60));
         return 0;

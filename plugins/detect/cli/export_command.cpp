@@ -9,13 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "core/base/child_process.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/options_schema.h"
 #include "core/engine/task_commands.h"
 #include "core/engine/weights_file.h"
+#include "plugins/detect/cli/dataset_argument.h"
 #include "plugins/detect/export/yolo_onnx.h"
 #include "plugins/detect/task/detect_task.h"
+#include "plugins/detect/task/detection_validator.h"
 #include "plugins/detect/task/model_source.h"
 
 namespace crucible::detect {
@@ -38,7 +42,76 @@ OptionSchema export_schema() {
     s.add(integer_option("opset", 17, static_cast<double>(kMinYoloOpset), 21, "ONNX operator set",
                          onnx));
     s.add(boolean_option("nms", false, "add non-maximum suppression to the graph", onnx));
+    s.add(text_option("data", "",
+                      "dataset (data.yaml, COCO .json or VOC folder): re-score the export on it "
+                      "and refuse it if its mAP50 is more than 0.01 below the model's",
+                      onnx, OptionType::Path));
+    s.add(option_spec("split", OptionType::Choice, "val", "dataset split re-scored with data=",
+                      onnx, std::nullopt, std::nullopt, {"train", "val", "test"}));
     return s;
+}
+
+// The largest mAP50 an export may lose against the model it came from.
+constexpr double kAllowedMap50Drop = 0.01;
+
+// Runs crucible-onnx-check (OpenCV DNN, in a process of its own) on the written file: its
+// metrics on the dataset's split.
+Json onnx_metrics(const std::filesystem::path& file, const YoloOnnxOptions& o, const Json& opt) {
+    ChildOptions c;
+    c.program = sibling_program("crucible-onnx-check", "../plugins/detect");
+    c.args = {path_to_utf8(file), opt["data"].get<std::string>(), opt["split"].get<std::string>(),
+              std::to_string(o.height), std::to_string(o.batch)};
+    c.log_file = std::filesystem::path(file).concat(".check.log");
+    const auto exit = ChildProcess::start(c)->wait();
+    const std::string log = read_file_bytes(c.log_file);
+    std::error_code ec;
+    std::filesystem::remove(c.log_file, ec);
+    const auto line = log.rfind("{\"images\"");
+    if (exit.code != 0 || line == std::string::npos)
+        throw Error(path_to_utf8(file) + ": the ONNX check failed (" +
+                    path_to_utf8(c.program.filename()) + ", exit " + std::to_string(exit.code) +
+                    "):\n" + log);
+    return Json::parse(log.substr(line, log.find('\n', line) - line));
+}
+
+// Re-scores the written ONNX file (OpenCV DNN) and the model it came from (LibTorch) on the
+// dataset's split with the same validator settings; throws when the export loses more than
+// kAllowedMap50Drop of mAP50.
+void rescore_export(DetectionModelImpl& model, const std::filesystem::path& file,
+                    const YoloOnnxOptions& o, const Json& opt) {
+    if (o.dynamic || o.half) {
+        std::printf(
+            "not re-scored: OpenCV DNN 4.6 runs neither dynamic nor fp16 exports; "
+            "re-score a fixed-size fp32 export of the same model\n");
+        return;
+    }
+    const auto dataset = load_data_argument(opt["data"].get<std::string>(), true);
+    if (static_cast<std::int64_t>(dataset.class_names.size()) != model.num_classes())
+        throw InputError("data", "has " + std::to_string(dataset.class_names.size()) +
+                                     " classes but the model " +
+                                     std::to_string(model.num_classes()));
+    ValidatorOptions vo;
+    vo.imgsz = static_cast<int>(o.height);
+    vo.batch = static_cast<int>(std::max<std::int64_t>(o.batch, 8));
+    const std::string split = opt["split"].get<std::string>();
+    const auto ours = DetectionValidator(dataset, split, vo).run(model).metrics;
+    const Json exported = onnx_metrics(file, o, opt);
+    const double map50 = exported.at("map50").get<double>();
+    const double drop = ours.map50 - map50;
+    std::printf(
+        "re-scored on %d images of split %s: mAP50 %.4f (LibTorch) and %.4f (the ONNX "
+        "file in OpenCV DNN), mAP50-95 %.4f and %.4f\n",
+        ours.images, split.c_str(), ours.map50, map50, ours.map50_95,
+        exported.at("map50_95").get<double>());
+    if (drop > kAllowedMap50Drop) {
+        char text[160];
+        std::snprintf(text, sizeof text,
+                      "the export is not good: its mAP50 is %.4f below the model's (at most %.2f "
+                      "is allowed)",
+                      drop, kAllowedMap50Drop);
+        throw Error(path_to_utf8(file) + ": " + text);
+    }
+    std::printf("export checked: mAP50 within %.2f of the model's\n", kAllowedMap50Drop);
 }
 
 std::string file_size_text(const std::filesystem::path& file) {
@@ -87,6 +160,7 @@ int run_export(const Json& opt) {
                                  std::to_string(o.height) + "x" + std::to_string(o.width))
                                     .c_str(),
                     static_cast<long long>(o.opset), file_size_text(out).c_str());
+        if (!opt["data"].get<std::string>().empty()) rescore_export(*loaded.model, out, o, opt);
         return 0;
     }
     auto meta = detection_weights_metadata(loaded.scale, loaded.model->num_classes(), loaded.names);
@@ -107,7 +181,8 @@ engine::RegisterTaskCommand export_command(
      &run_export,
      {"model"},
      {"model=WEIGHTS [format=safetensors] [out=FILE]",
-      "model=WEIGHTS format=onnx [imgsz=640] [batch=1] [dynamic=true] [half=true] [opset=17]"}});
+      "model=WEIGHTS format=onnx [imgsz=640] [batch=1] [dynamic=true] [half=true] [opset=17]",
+      "model=WEIGHTS format=onnx data=DATASET [split=val]   # re-score the export"}});
 
 }  // namespace
 }  // namespace crucible::detect

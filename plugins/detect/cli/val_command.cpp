@@ -23,6 +23,7 @@
 #include "core/engine/device.h"
 #include "core/engine/task_commands.h"
 #include "core/engine/threads.h"
+#include "plugins/detect/cli/dataset_argument.h"
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/metrics/prediction_folder.h"
 #include "plugins/detect/task/detect_schema.h"
@@ -67,19 +68,6 @@ OptionSchema val_detect_schema() {
     return s;
 }
 
-// A data.yaml / COCO / VOC dataset; label problems are printed (the first ten) and those images
-// left out, as the reference does. Image sizes are read from the headers when a model is
-// validated (its predictions are clipped to each image).
-data::DetectionDataset load_data_path(const std::string& data_path, bool read_image_sizes) {
-    data::LoadOptions lo;
-    lo.read_image_sizes = read_image_sizes;
-    auto loaded =
-        data::load_detection_dataset(path_from_utf8(data_path), data::DatasetFormat::Auto, lo);
-    for (const auto& line : data::load_problem_lines(loaded, data_path, 10))
-        std::fprintf(stderr, "warning: %s\n", line.c_str());
-    return std::move(loaded.dataset);
-}
-
 data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
     const std::string data_path = opt["data"].get<std::string>();
     const std::string labels_path = opt["labels"].get<std::string>();
@@ -92,7 +80,7 @@ data::DetectionDataset load_dataset(const Json& opt, std::string& split) {
     if (data_path.empty())
         throw InputError("data",
                          "is required: a data.yaml (or labels=DIR, a folder of label files)");
-    return load_data_path(data_path, /*read_image_sizes=*/false);
+    return detect::load_data_argument(data_path, /*read_image_sizes=*/false);
 }
 
 // Validates a model (model=) on the dataset's split, as training validates every epoch.
@@ -101,7 +89,8 @@ int run_val_model(const Json& opt) {
         throw InputError("predictions", "give either model= or predictions=, not both");
     if (opt["data"].get<std::string>().empty())
         throw InputError("data", "is required with model=: a data.yaml, COCO .json or VOC folder");
-    const auto dataset = load_data_path(opt["data"].get<std::string>(), /*read_image_sizes=*/true);
+    const auto dataset =
+        detect::load_data_argument(opt["data"].get<std::string>(), /*read_image_sizes=*/true);
     const int threads =
         engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
     keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers

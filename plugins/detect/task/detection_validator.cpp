@@ -10,6 +10,15 @@
 #include "plugins/detect/task/batch_tensors.h"
 
 namespace crucible::detect {
+
+// One validated image (its ground truth and clipped predictions) ; in a sharded run a rank's share
+// is gathered on rank 0, which matches all of them in the split's order, as one process does.
+struct ImageOutcome {
+    std::int64_t sample = 0;
+    std::vector<GtBox> gts;
+    std::vector<PredBox> preds;
+};
+
 namespace {
 
 // The part of the letterboxed square that holds the image: predictions are clipped to it, as the
@@ -18,14 +27,6 @@ cv::Rect image_region(const data::ImageRecord& rec, int imgsz) {
     if (rec.width <= 0 || rec.height <= 0) return {0, 0, imgsz, imgsz};
     return data::val_content_region(rec.width, rec.height, imgsz);
 }
-
-// One validated image of a rank's share, before matching: gathered on rank 0, which matches all
-// of them in the split's order, as one process does.
-struct ImageOutcome {
-    std::int64_t sample = 0;
-    std::vector<GtBox> gts;
-    std::vector<PredBox> preds;
-};
 
 template <class T>
 void put(std::string& out, const T& value) {
@@ -179,41 +180,12 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model,
                 result.losses[static_cast<std::size_t>(k)] += losses[k].item<double>();
         }
         ++loss_batches;
-        const auto detections = non_max_suppression(out.decoded.to(torch::kFloat32), options_.nms);
-        const float s = static_cast<float>(batch->imgsz);
-        std::vector<std::vector<GtBox>> gts(static_cast<std::size_t>(batch->size));
-        for (std::int64_t r = 0; r < batch->box_count(); ++r) {
-            const float* row = batch->boxes.data() + r * 6;
-            const auto image = static_cast<std::size_t>(row[0]);
-            if (image >= gts.size()) continue;
-            GtBox g;
-            g.cls = static_cast<int>(row[1]);
-            g.x1 = (row[2] - row[4] / 2) * s;
-            g.y1 = (row[3] - row[5] / 2) * s;
-            g.x2 = (row[2] + row[4] / 2) * s;
-            g.y2 = (row[3] + row[5] / 2) * s;
-            gts[image].push_back(g);
-        }
-        for (int i = 0; i < batch->size; ++i) {
-            const auto* rec =
-                records_[static_cast<std::size_t>(batch->sample_ids[static_cast<std::size_t>(i)])];
-            const cv::Rect region = image_region(*rec, batch->imgsz);
-            std::vector<PredBox> preds = to_pred_boxes(detections[static_cast<std::size_t>(i)]);
-            for (auto& p : preds) {
-                const double x1 = region.x, x2 = region.br().x;
-                const double y1 = region.y, y2 = region.br().y;
-                p.x1 = std::clamp(p.x1, x1, x2);
-                p.x2 = std::clamp(p.x2, x1, x2);
-                p.y1 = std::clamp(p.y1, y1, y2);
-                p.y2 = std::clamp(p.y2, y1, y2);
-            }
-            if (sharded) {
-                mine.push_back({batch->sample_ids[static_cast<std::size_t>(i)],
-                                std::move(gts[static_cast<std::size_t>(i)]), std::move(preds)});
-                continue;
-            }
-            result.confusion.add_image(gts[static_cast<std::size_t>(i)], preds);
-            result.stats.add_image(gts[static_cast<std::size_t>(i)], std::move(preds), rec->tags);
+        auto outcomes = batch_outcomes(*batch, out.decoded);
+        for (auto& im : outcomes) {
+            if (sharded)
+                mine.push_back(std::move(im));
+            else
+                add_outcome(im, result);
         }
         loader_->recycle(std::move(*batch));
     }
@@ -231,12 +203,71 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model,
             std::sort(all.begin(), all.end(), [](const ImageOutcome& a, const ImageOutcome& b) {
                 return a.sample < b.sample;
             });
-            for (auto& im : all) {
-                const auto* rec = records_.at(static_cast<std::size_t>(im.sample));
-                result.confusion.add_image(im.gts, im.preds);
-                result.stats.add_image(im.gts, std::move(im.preds), rec->tags);
-            }
+            for (auto& im : all)
+                add_outcome(im, result);
         }
+    }
+    result.metrics = result.stats.compute();
+    result.bad = loader_->take_bad_samples();
+    result.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return result;
+}
+
+std::vector<ImageOutcome> DetectionValidator::batch_outcomes(const data::Batch& batch,
+                                                             const torch::Tensor& decoded) const {
+    const auto detections = non_max_suppression(decoded.to(torch::kFloat32), options_.nms);
+    const float s = static_cast<float>(batch.imgsz);
+    std::vector<ImageOutcome> out(static_cast<std::size_t>(batch.size));
+    for (std::int64_t r = 0; r < batch.box_count(); ++r) {
+        const float* row = batch.boxes.data() + r * 6;
+        const auto image = static_cast<std::size_t>(row[0]);
+        if (image >= out.size()) continue;
+        GtBox g;
+        g.cls = static_cast<int>(row[1]);
+        g.x1 = (row[2] - row[4] / 2) * s;
+        g.y1 = (row[3] - row[5] / 2) * s;
+        g.x2 = (row[2] + row[4] / 2) * s;
+        g.y2 = (row[3] + row[5] / 2) * s;
+        out[image].gts.push_back(g);
+    }
+    for (int i = 0; i < batch.size; ++i) {
+        auto& im = out[static_cast<std::size_t>(i)];
+        im.sample = batch.sample_ids[static_cast<std::size_t>(i)];
+        const cv::Rect region =
+            image_region(*records_[static_cast<std::size_t>(im.sample)], batch.imgsz);
+        im.preds = to_pred_boxes(detections[static_cast<std::size_t>(i)]);
+        for (auto& p : im.preds) {
+            const double x1 = region.x, x2 = region.br().x;
+            const double y1 = region.y, y2 = region.br().y;
+            p.x1 = std::clamp(p.x1, x1, x2);
+            p.x2 = std::clamp(p.x2, x1, x2);
+            p.y1 = std::clamp(p.y1, y1, y2);
+            p.y2 = std::clamp(p.y2, y1, y2);
+        }
+    }
+    return out;
+}
+
+void DetectionValidator::add_outcome(ImageOutcome& image, ValidationResult& result) const {
+    const auto* rec = records_.at(static_cast<std::size_t>(image.sample));
+    result.confusion.add_image(image.gts, image.preds);
+    result.stats.add_image(image.gts, std::move(image.preds), rec->tags);
+}
+
+ValidationResult DetectionValidator::run(const DecodedForward& forward) {
+    const auto started = std::chrono::steady_clock::now();
+    ValidationResult result;
+    result.confusion =
+        ConfusionMatrix(class_count_, options_.confusion_conf, options_.confusion_iou);
+    loader_->start_epoch({0, 0});
+    while (auto batch = loader_->next()) {
+        if (batch->size > 0) {
+            const auto decoded = forward(batch_images(*batch, torch::kCPU));
+            for (auto& im : batch_outcomes(*batch, decoded))
+                add_outcome(im, result);
+        }
+        loader_->recycle(std::move(*batch));
     }
     result.metrics = result.stats.compute();
     result.bad = loader_->take_bad_samples();

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -47,6 +48,12 @@ struct ValidationResult {
     double seconds = 0;
 };
 
+struct ImageOutcome;
+
+// A model run outside LibTorch's module (an exported ONNX model): letterboxed images [B, 3, S, S]
+// (RGB in [0, 1], CPU) -> the eval-mode output [B, 4 + nc, A].
+using DecodedForward = std::function<torch::Tensor(const torch::Tensor& images)>;
+
 class DetectionValidator {
   public:
     // `split` "" = every image. Throws InputError("data", ...) when the split has no images.
@@ -61,9 +68,17 @@ class DetectionValidator {
     // other ranks' results hold only the losses.
     ValidationResult run(DetectionModelImpl& model, engine::Collective* collective = nullptr);
 
+    // The same metrics for any model given as a function (no losses; one process).
+    ValidationResult run(const DecodedForward& forward);
+
     std::int64_t image_count() const;
 
   private:
+    // A batch's images with their ground truth and clipped predictions, in the batch's order.
+    std::vector<ImageOutcome> batch_outcomes(const data::Batch& batch,
+                                             const torch::Tensor& decoded) const;
+    void add_outcome(ImageOutcome& image, ValidationResult& result) const;
+
     ValidatorOptions options_;
     int class_count_ = 0;
     std::vector<const data::ImageRecord*> records_;  // parallel to the loader's samples

@@ -16,11 +16,11 @@
 #include <map>
 #include <string>
 
+#include "core/base/child_process.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/safetensors.h"
 #include "core/engine/safetensors_torch.h"
-#include "core/jobs/child_process.h"
 #include "plugins/detect/export/yolo_onnx.h"
 #include "plugins/detect/metrics/nms.h"
 #include "plugins/detect/task/model_source.h"
@@ -78,13 +78,13 @@ std::map<std::string, torch::Tensor> onnxruntime_outputs(
     const auto in = dir / (file.stem().string() + ".inputs.safetensors");
     const auto out = dir / (file.stem().string() + ".outputs.safetensors");
     engine::save_safetensors(in, inputs);
-    jobs::ChildOptions o;
+    ChildOptions o;
     o.program = python;
     o.args = {path_to_utf8(fs::path(CRUCIBLE_SOURCE_DIR) / "tests" / "detect" / "export" /
                            "onnx_runtime_run.py"),
               path_to_utf8(file), path_to_utf8(in), path_to_utf8(out)};
     o.log_file = dir / (file.stem().string() + ".onnxruntime.log");
-    const auto exit = jobs::ChildProcess::start(o)->wait();
+    const auto exit = ChildProcess::start(o)->wait();
     const std::string log = read_file_bytes(o.log_file);
     if (exit.code != 0) throw std::runtime_error("onnx_runtime_run.py failed:\n" + log);
     std::printf("%s", log.c_str());
@@ -150,15 +150,15 @@ TEST(OnnxExport, FixtureModelGivesLibTorchsOutputsInBothRuntimes) {
 
 // Runs the crucible CLI; fails the test with its output when it fails.
 void run_cli(const std::vector<std::string>& args, const fs::path& log) {
-    jobs::ChildOptions o;
+    ChildOptions o;
     o.program = path_to_utf8(test_support::built_program("crucible", "app/cli"));
     o.args = args;
     o.log_file = log;
-    const auto exit = jobs::ChildProcess::start(o)->wait();
+    const auto exit = ChildProcess::start(o)->wait();
     ASSERT_EQ(exit.code, 0) << read_file_bytes(log);
 }
 
-TEST(OnnxExport, FinalBoxesAfterNmsAreTheSameInEveryRuntime) {
+TEST(OnnxExport, TrainedModelGivesTheSameFinalBoxesEverywhereAndPassesItsReScoring) {
     // A detector that has learnt something: yolov8n, 40 epochs on 128 synthetic 96 px images
     // (about 45 s on two cores).
     const auto dir = test_support::scratch_dir("onnx_nms");
@@ -220,6 +220,17 @@ TEST(OnnxExport, FinalBoxesAfterNmsAreTheSameInEveryRuntime) {
         }
     }
     EXPECT_GE(boxes, 8) << "the trained model found almost nothing in 16 images of shapes";
+
+    // `crucible export ... data=` re-scores the file it wrote (OpenCV DNN, in crucible-onnx-check)
+    // against the model (LibTorch) on the validation split, and calls it good.
+    const auto weights = dir / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
+    run_cli({"export", "detect", "model=" + path_to_utf8(weights), "format=onnx", "imgsz=96",
+             "batch=4", "out=" + path_to_utf8(dir / "checked.onnx"),
+             "data=" + path_to_utf8(dir / "shapes" / "data.yaml")},
+            dir / "export.log");
+    const std::string log = read_file_bytes(dir / "export.log");
+    EXPECT_NE(log.find("re-scored on 16 images of split val"), std::string::npos) << log;
+    EXPECT_NE(log.find("export checked"), std::string::npos) << log;
     std::printf(
         "%lld boxes after NMS in 16 images, the same in LibTorch, OpenCV DNN and ONNX "
         "Runtime\n",

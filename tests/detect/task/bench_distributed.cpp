@@ -14,13 +14,13 @@
 #include <thread>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/worker_arguments.h"
 #include "core/data/synth/synth.h"
 #include "core/engine/distributed.h"
-#include "core/jobs/child_process.h"
 #include "core/jobs/rank_launcher.h"
 #include "tests/support/temp_dir.h"
 
@@ -38,12 +38,12 @@ RunFigures train_once(const fs::path& dir, const Json& options, int epochs) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     write_json_file(JobFolder{dir}.spec(), Json{{"task", "detect.yolo"}, {"options", options}});
-    jobs::ChildOptions co;
+    ChildOptions co;
     co.program = CRUCIBLE_WORKER_EXE;
     co.args = worker_job_arguments(dir, false);
     co.log_file = dir / "bench.out";
     const auto start = std::chrono::steady_clock::now();
-    const auto exit = jobs::ChildProcess::start(co)->wait();
+    const auto exit = ChildProcess::start(co)->wait();
     RunFigures f;
     f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (exit.code != 0 || exit.signal != 0) {

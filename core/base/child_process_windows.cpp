@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
-#include "core/jobs/child_process.h"
 
-namespace crucible::jobs {
+namespace crucible {
 namespace {
 
 // One job object per process, kept open for its life: its last handle closes when this process
@@ -139,5 +139,5 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     return std::make_unique<WindowsChild>(pi);
 }
 
-}  // namespace crucible::jobs
+}  // namespace crucible
 #endif

@@ -1,8 +1,8 @@
-#include "core/jobs/child_process.h"
+#include "core/base/child_process.h"
 
 #include <thread>
 
-namespace crucible::jobs {
+namespace crucible {
 
 namespace {
 // The signals a worker dies of, by their POSIX numbers (strsignal is POSIX-only).
@@ -48,4 +48,4 @@ std::optional<ExitInfo> ChildProcess::wait_for(std::chrono::milliseconds limit) 
     }
 }
 
-}  // namespace crucible::jobs
+}  // namespace crucible

@@ -1,6 +1,6 @@
 #pragma once
-// Starts and watches one child process (a crucible-worker). Output goes to a log file. The
-// platform parts are child_process_posix.cpp and child_process_windows.cpp.
+// Starts and watches one child process (a crucible-worker, a helper program). Output goes to a log
+// file. The platform parts are child_process_posix.cpp and child_process_windows.cpp.
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -11,7 +11,7 @@
 
 #include "core/base/process_info.h"  // process_alive, kill_process, ... (by pid)
 
-namespace crucible::jobs {
+namespace crucible {
 
 struct ExitInfo {
     int code = 0;                  // exit code when it exited
@@ -42,4 +42,4 @@ class ChildProcess {
     virtual void kill() = 0;
 };
 
-}  // namespace crucible::jobs
+}  // namespace crucible

@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/base/child_process.h"
 #include "core/base/error.h"
-#include "core/jobs/child_process.h"
 
 extern char** environ;
 
-namespace crucible::jobs {
+namespace crucible {
 namespace {
 
 class PosixChild final : public ChildProcess {
@@ -117,5 +117,5 @@ std::unique_ptr<ChildProcess> ChildProcess::start(const ChildOptions& o) {
     return std::make_unique<PosixChild>(pid);
 }
 
-}  // namespace crucible::jobs
+}  // namespace crucible
 #endif
