@@ -41,6 +41,7 @@
 #include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
+#include "core/store/tidy_csv.h"
 #include "ui/annotation_editor.h"
 #include "ui/background.h"
 #include "ui/beside_studio.h"
@@ -579,6 +580,8 @@ RunTableView* MainWindow::open_run_table() {
             [this](std::int64_t id) { save_run_weights_asking(id); });
     connect(table, &RunTableView::delete_requested, this,
             [this](std::int64_t id) { delete_run_asking(id); });
+    connect(table, &RunTableView::export_csv_requested, this,
+            [this](const std::vector<std::int64_t>& ids) { export_runs_csv_asking(ids); });
     add_tab(table, tr("Runs"));
     refresh_run_tables();
     return table;
@@ -819,6 +822,33 @@ RunSetupView* MainWindow::clone_run(std::int64_t run_id) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return nullptr;
     }
+}
+
+void MainWindow::export_runs_csv_asking(const std::vector<std::int64_t>& run_ids) {
+    if (!project_) return;
+    const QString file = QFileDialog::getSaveFileName(
+        this, tr("Export metrics as CSV"), QStringLiteral("metrics.csv"), tr("CSV (*.csv)"));
+    if (!file.isEmpty()) export_runs_csv(run_ids, file);
+}
+
+bool MainWindow::export_runs_csv(const std::vector<std::int64_t>& run_ids, const QString& file) {
+    if (!project_) return false;
+    const auto metrics = to_path(file);
+    auto per_class = metrics;
+    per_class.replace_filename(path_to_utf8(metrics.stem()) + "_per_class.csv");
+    try {
+        write_file_atomically(metrics, store::tidy_metrics_csv(*project_, run_ids));
+        write_file_atomically(per_class, store::tidy_per_class_csv(*project_, run_ids));
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("metrics not exported: %1").arg(QString::fromStdString(e.what())));
+        return false;
+    }
+    log(QString(log_level_name(LogLevel::Info)),
+        tr("exported the metrics of %1 to %2 and %3")
+            .arg(run_ids.empty() ? tr("every run") : tr("%n run(s)", "", int(run_ids.size())), file,
+                 from_path(per_class)));
+    return true;
 }
 
 void MainWindow::save_run_weights_asking(std::int64_t run_id) {

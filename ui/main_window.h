@@ -161,6 +161,12 @@ class MainWindow : public QMainWindow {
     // Save weights…: one of the run's weight files (fetched first when needed) copied where the
     // person says.
     void save_run_weights_asking(std::int64_t run_id);
+    // Export metrics as CSV…: the runs' metrics (all runs when `run_ids` is empty) as tidy CSV in
+    // a file the person names, and their per-class evaluations beside it (<name>_per_class.csv);
+    // for spreadsheets and Power BI (core/store/tidy_csv.h).
+    void export_runs_csv_asking(const std::vector<std::int64_t>& run_ids);
+    // The same into `file` without asking; says in the log what it wrote. False on an error.
+    bool export_runs_csv(const std::vector<std::int64_t>& run_ids, const QString& file);
     // A new run set up like this one (task, options, server, dataset), in a run setup tab.
     RunSetupView* clone_run(std::int64_t run_id);
     // Predict preview…: pictures chosen in a dialog, the run's weights fetched when needed.

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/store/tidy_csv.h"
 #include "ui/plot_style.h"
 
 namespace crucible::ui {
@@ -258,11 +259,10 @@ bool RunChart::export_csv(const QString& file) const {
         const Series* s = run.series ? run.series->find(metric_.toStdString()) : nullptr;
         if (!s) continue;
         const auto smooth = ema_smooth(s->value, smoothing_);
-        QString name = run.name;
-        name.replace(QLatin1Char('"'), QStringLiteral("\"\""));
+        const QString name = QString::fromStdString(store::csv_text_field(run.name.toStdString()));
+        const QString metric = QString::fromStdString(store::csv_text_field(metric_.toStdString()));
         for (std::size_t i = 0; i < s->size(); ++i)
-            out << '"' << name << "\",\"" << metric_ << "\","
-                << QString::number(s->step[i], 'g', 17) << ','
+            out << name << ',' << metric << ',' << QString::number(s->step[i], 'g', 17) << ','
                 << QString::number(s->epoch[i], 'g', 17) << ','
                 << QString::number(s->time[i], 'f', 3) << ','
                 << QString::number(s->value[i], 'g', 17) << ','

@@ -329,6 +329,9 @@ RunTableView::RunTableView(QWidget* parent) : QWidget(parent) {
         menu.addAction(tr("Predict preview…"), this, [this, id] { emit preview_requested(id); });
         menu.addAction(tr("Save weights…"), this, [this, id] { emit save_weights_requested(id); });
         menu.addAction(tr("Delete…"), this, [this, id] { emit delete_requested(id); });
+        menu.addSeparator();
+        menu.addAction(tr("Export metrics as CSV…"), this,
+                       [this] { emit export_csv_requested(selected_run_ids()); });
         menu.exec(table_->viewport()->mapToGlobal(pos));
     });
 }

@@ -89,6 +89,8 @@ class RunTableView : public QWidget {
     void preview_requested(std::int64_t id);
     void save_weights_requested(std::int64_t id);
     void delete_requested(std::int64_t id);
+    // The selected runs' metrics as CSV (every run's when none is selected).
+    void export_csv_requested(const std::vector<std::int64_t>& ids);
     void refresh_requested();
 
   private:

@@ -1,5 +1,6 @@
 // `crucible project new|info|import|export|runs`: the `.crucible` project file from the command
 // line (core/store). Errors name the file, dataset or option at fault.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -13,6 +14,7 @@
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
+#include "core/store/tidy_csv.h"
 
 namespace crucible::cli {
 namespace {
@@ -179,14 +181,35 @@ int run_export(const std::vector<std::string>& args) {
 int run_runs(const std::vector<std::string>& args) {
     CLI::App app{
         "Lists the runs of a project; with --run, the metric series of one run (points after\n"
-        "rollbacks, last value).",
+        "rollbacks, last value); with --csv / --per-class-csv, writes them as tidy CSV.",
         "crucible project runs"};
     std::string file;
     std::int64_t id = 0;
     add_file(app, file);
     const CLI::Option* run_opt = app.add_option("--run", id, "run id");
+    std::string csv, per_class_csv;
+    app.add_option("--csv", csv,
+                   "write the runs' metrics as tidy CSV (run_id,run,task,metric,step,epoch,time,"
+                   "value), for spreadsheets and Power BI");
+    app.add_option("--per-class-csv", per_class_csv,
+                   "write the per-class evaluations of every epoch as tidy CSV "
+                   "(run_id,run,epoch,step,class,name,metric,value)");
     if (parse_words(app, args) == Parsed::HelpPrinted) return 0;
     auto project = Project::open(path_from_utf8(file), open_options("", true));
+    if (!csv.empty() || !per_class_csv.empty()) {
+        std::vector<std::int64_t> ids;
+        if (run_opt->count() > 0) ids.push_back(id);
+        for (const auto& [out, table] : {std::pair{csv, &store::tidy_metrics_csv},
+                                         {per_class_csv, &store::tidy_per_class_csv}}) {
+            if (out.empty()) continue;
+            const std::string text = table(*project, ids);
+            write_file_atomically(path_from_utf8(out), text);
+            const auto rows =
+                static_cast<long long>(std::count(text.begin(), text.end(), '\n')) - 1;
+            std::printf("wrote %s (%lld rows)\n", out.c_str(), rows);
+        }
+        return 0;
+    }
     if (run_opt->count() > 0) {
         auto run = store::get_run(*project, id);
         std::printf("run #%lld %s (%s) %s: %lld events\n", static_cast<long long>(run.id),

@@ -107,6 +107,7 @@ AgentService::AgentService(AgentConfig config)
             job.submitted_by);
     });
     add_info_routes();
+    add_metrics_routes();
     add_job_routes();
     add_data_routes();
     mirror_ = std::make_unique<CheckpointMirror>(config_.mirror, config_.data_dir, registry_);

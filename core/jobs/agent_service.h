@@ -77,6 +77,7 @@ class AgentService {
     void add_info_routes();
     void add_job_routes();
     void add_data_routes();
+    void add_metrics_routes();  // agent_routes_metrics.cpp
     // Maps a path option ("dataset:<id>", "blob:<sha256>/<name>" or a server path) to a path on
     // this machine under the path policy; throws InputError naming the option when the caller
     // may not use it.

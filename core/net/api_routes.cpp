@@ -90,10 +90,10 @@ namespace routes {
 
 std::span<const Route> all() {
     static constexpr std::array kAll{
-        kHealth,       kInfo,         kGpus,          kStream,       kSubmitJob,  kListJobs,
-        kGetJob,       kDeleteJob,    kCancelJob,     kPauseJob,     kResumeJob,  kJobEvents,
-        kJobArtifacts, kJobArtifact,  kGetBlob,       kPutBlob,      kGetUpload,  kPutUpload,
-        kFinishUpload, kDeleteUpload, kCreateDataset, kListDatasets, kListFolder,
+        kHealth,    kInfo,         kGpus,         kStream,        kMetrics,      kSubmitJob,
+        kListJobs,  kGetJob,       kDeleteJob,    kCancelJob,     kPauseJob,     kResumeJob,
+        kJobEvents, kJobArtifacts, kJobArtifact,  kGetBlob,       kPutBlob,      kGetUpload,
+        kPutUpload, kFinishUpload, kDeleteUpload, kCreateDataset, kListDatasets, kListFolder,
     };
     return kAll;
 }

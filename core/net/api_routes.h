@@ -37,6 +37,8 @@ inline constexpr Route kHealth{HttpMethod::Get, "/v1/health"};  // the only one 
 inline constexpr Route kInfo{HttpMethod::Get, "/v1/info"};
 inline constexpr Route kGpus{HttpMethod::Get, "/v1/gpus"};
 inline constexpr Route kStream{HttpMethod::Get, "/v1/stream"};  // SSE: every job's state
+// Prometheus text format, at the path scrapers look for by default.
+inline constexpr Route kMetrics{HttpMethod::Get, "/metrics"};
 
 inline constexpr Route kSubmitJob{HttpMethod::Post, "/v1/jobs"};
 inline constexpr Route kListJobs{HttpMethod::Get, "/v1/jobs"};

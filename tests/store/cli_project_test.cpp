@@ -89,6 +89,18 @@ TEST(CliProject, NewImportInfoExportRuns) {
     out = stdout_of("runs", {file, "--run", "1"});
     EXPECT_NE(out.find("train/box_loss"), std::string::npos) << out;
     EXPECT_NE(out.find("0.25"), std::string::npos) << out;
+    out = stdout_of("runs", {file, "--csv", path_to_utf8(dir / "metrics.csv"), "--per-class-csv",
+                             path_to_utf8(dir / "classes.csv")});
+    EXPECT_NE(out.find("metrics.csv (1 rows)"), std::string::npos) << out;
+    const std::string metrics_csv = read_file_bytes(dir / "metrics.csv");
+    EXPECT_EQ(metrics_csv.rfind("run_id,run,task,metric,step,epoch,time,value\n"
+                                "1,r,detect.yolo,train/box_loss,3,0,",
+                                0),
+              0u)
+        << metrics_csv;
+    EXPECT_EQ(metrics_csv.substr(metrics_csv.size() - 6), ",0.25\n") << metrics_csv;
+    EXPECT_EQ(read_file_bytes(dir / "classes.csv"),
+              "run_id,run,epoch,step,class,name,metric,value\n");
     // Export needs real pixel sizes for VOC; YOLO does not.
     out = stdout_of("export", {file, "cars", path_to_utf8(dir / "out"), "--format", "yolo"});
     EXPECT_NE(out.find("exported 'cars'"), std::string::npos) << out;

@@ -3,6 +3,8 @@
 // overlaid curves of the selected runs, and new events shown after a refresh.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -234,4 +236,24 @@ TEST_F(RunTableFixture, DeletedRunsGoInSlicesAndFinishOnTheNextOpen) {
     ASSERT_TRUE(uitest::wait_for([&] { return !window.deleting_runs(); }, 30000));
     EXPECT_THROW(store::get_run(*window.project(), ids[1]), InputError);
     EXPECT_EQ(store::list_runs(*window.project()).size(), 1u);
+}
+
+TEST_F(RunTableFixture, SelectedRunsExportAsTidyCsvForSpreadsheets) {
+    auto* table = window.open_run_table();
+    ASSERT_NE(table, nullptr);
+    table->select_runs({ids[0], ids[1]});
+    // What the menu's action hands on (the window asks for a file, then writes two).
+    const auto asked = table->selected_run_ids();
+    ASSERT_EQ(asked.size(), 2u);
+    const auto dir = uitest::temp_dir() / "csv";
+    std::filesystem::create_directories(dir);
+    const QString file = QString::fromStdString(path_to_utf8(dir / "metrics.csv"));
+    ASSERT_TRUE(window.export_runs_csv(asked, file));
+    const std::string csv = read_file_bytes(dir / "metrics.csv");
+    EXPECT_EQ(csv.rfind("run_id,run,task,metric,step,epoch,time,value\n", 0), 0u);
+    // Two runs of three points each, two metrics: twelve rows.
+    EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13) << csv;
+    EXPECT_NE(csv.find(",high lr,detect.yolo,metrics/mAP50(B),2,1,"), std::string::npos) << csv;
+    EXPECT_EQ(csv.find(",broken,"), std::string::npos) << "not selected";
+    EXPECT_TRUE(std::filesystem::exists(dir / "metrics_per_class.csv"));
 }
