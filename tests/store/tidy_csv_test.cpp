@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/base/error.h"
 #include "core/store/project.h"
 #include "core/store/run_store.h"
 #include "core/store/tidy_csv.h"

@@ -247,8 +247,8 @@ TEST_F(RunTableFixture, SelectedRunsExportAsTidyCsvForSpreadsheets) {
     ASSERT_EQ(asked.size(), 2u);
     const auto dir = uitest::temp_dir() / "csv";
     std::filesystem::create_directories(dir);
-    const QString file = QString::fromStdString(path_to_utf8(dir / "metrics.csv"));
-    ASSERT_TRUE(window.export_runs_csv(asked, file));
+    const QString target = QString::fromStdString(path_to_utf8(dir / "metrics.csv"));
+    ASSERT_TRUE(window.export_runs_csv(asked, target));
     const std::string csv = read_file_bytes(dir / "metrics.csv");
     EXPECT_EQ(csv.rfind("run_id,run,task,metric,step,epoch,time,value\n", 0), 0u);
     // Two runs of three points each, two metrics: twelve rows.
