@@ -3,13 +3,16 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QIcon>
 #include <QImageReader>
 #include <QLabel>
+#include <QMenu>
 #include <QMouseEvent>
 #include <QPainter>
 #include <QPixmap>
+#include <QProgressBar>
 #include <QPushButton>
 #include <QUndoCommand>
 #include <QVBoxLayout>
@@ -46,7 +49,46 @@ class BoxEditCommand : public QUndoCommand {
     std::vector<data::Box> before_, after_;
 };
 
+// Accepting or rejecting suggestions: the image's boxes and suggestions before and after.
+class SuggestionCommand : public QUndoCommand {
+  public:
+    SuggestionCommand(AnnotationEditor* editor, int image, std::vector<data::Box> boxes_before,
+                      std::vector<data::Box> boxes_after, std::vector<Detection> before,
+                      std::vector<Detection> after, const QString& text)
+        : QUndoCommand(text),
+          editor_(editor),
+          image_(image),
+          boxes_before_(std::move(boxes_before)),
+          boxes_after_(std::move(boxes_after)),
+          before_(std::move(before)),
+          after_(std::move(after)) {}
+    void redo() override { editor_->apply_edit(image_, boxes_after_, after_); }
+    void undo() override { editor_->apply_edit(image_, boxes_before_, before_); }
+
+  private:
+    AnnotationEditor* editor_;
+    int image_;
+    std::vector<data::Box> boxes_before_, boxes_after_;
+    std::vector<Detection> before_, after_;
+};
+
+bool same_detection(const Detection& a, const Detection& b) {
+    return a.cls == b.cls && a.cx == b.cx && a.cy == b.cy && a.w == b.w && a.h == b.h &&
+           a.conf == b.conf;
+}
+
+double iou(const data::Box& a, const Detection& b) {
+    const double ix = std::max(
+        0.0, std::min(a.cx + a.w / 2, b.cx + b.w / 2) - std::max(a.cx - a.w / 2, b.cx - b.w / 2));
+    const double iy = std::max(
+        0.0, std::min(a.cy + a.h / 2, b.cy + b.h / 2) - std::max(a.cy - a.h / 2, b.cy - b.h / 2));
+    const double inter = ix * iy;
+    const double uni = a.w * a.h + b.w * b.h - inter;
+    return uni > 0 ? inter / uni : 0;
+}
+
 const std::vector<data::Box> kNoBoxes;
+const std::vector<Detection> kNoSuggestions;
 
 }  // namespace
 
@@ -161,6 +203,26 @@ void AnnotationCanvas::paintEvent(QPaintEvent*) {
             for (QPointF corner : {br.topLeft(), br.topRight(), br.bottomLeft(), br.bottomRight()})
                 p.drawRect(QRectF(corner - QPointF(4, 4), QSizeF(8, 8)));
         }
+    }
+    // The model's suggestions: dashed, with their confidence; the highlighted one thicker.
+    const auto suggestions = editor_->shown_suggestions();
+    for (int i = 0; i < static_cast<int>(suggestions.size()); ++i) {
+        const Detection& d = suggestions[static_cast<std::size_t>(i)];
+        const QRectF br = box_rect({d.cls, d.cx, d.cy, d.w, d.h});
+        const bool lit = i == editor_->highlighted_suggestion();
+        const QColor c = class_color(d.cls, editor_->content()->class_colors);
+        p.setPen(QPen(c, lit ? 2.5 : 1.2, Qt::DashLine));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(br);
+        const QString name = d.cls >= 0 && static_cast<std::size_t>(d.cls) < names.size()
+                                 ? QString::fromStdString(names[static_cast<std::size_t>(d.cls)])
+                                 : QString::number(d.cls);
+        const QString label = QStringLiteral("%1 %2%3")
+                                  .arg(name)
+                                  .arg(d.conf, 0, 'f', 2)
+                                  .arg(lit ? QStringLiteral(" ⏎") : QString());
+        p.setPen(c);
+        p.drawText(br.bottomLeft() + QPointF(3, 14), label);
     }
     if (preview_ && drag_ == Drag::Draw) {
         p.setPen(
@@ -308,12 +370,55 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     bar->addWidget(prev);
     bar->addWidget(next);
     outer->addLayout(bar);
+    // Model-assisted labelling.
+    auto* assist = new QHBoxLayout;
+    auto* prelabel_button = new QPushButton(tr("Pre-label ▾"), this);
+    prelabel_button->setToolTip(tr("A model's detections as suggestions to accept or reject"));
+    auto* prelabel_menu = new QMenu(prelabel_button);
+    prelabel_menu->addAction(tr("This image…"), this,
+                             [this] { emit prelabel_requested(PrelabelScope::CurrentImage); });
+    prelabel_menu->addAction(tr("Every unlabelled image…"), this,
+                             [this] { emit prelabel_requested(PrelabelScope::UnlabelledImages); });
+    prelabel_menu->addAction(tr("Every image…"), this,
+                             [this] { emit prelabel_requested(PrelabelScope::AllImages); });
+    prelabel_button->setMenu(prelabel_menu);
+    threshold_box_ = new QDoubleSpinBox(this);
+    threshold_box_->setRange(PredictProcess::kLowestConfidence, 1.0);
+    threshold_box_->setDecimals(3);
+    threshold_box_->setSingleStep(0.05);
+    threshold_box_->setValue(threshold_);
+    threshold_box_->setToolTip(tr("Suggestions at or above this confidence are shown"));
+    auto* review = new QPushButton(tr("Review next (R)"), this);
+    review->setToolTip(
+        tr("The image where the model disagrees most with the labels, then where "
+           "it is least sure"));
+    progress_ = new QProgressBar(this);
+    progress_->setVisible(false);
+    cancel_ = new QPushButton(tr("Cancel"), this);
+    cancel_->setVisible(false);
+    for (QPushButton* b : {prelabel_button, review, cancel_})
+        b->setFocusPolicy(Qt::NoFocus);
+    threshold_box_->setFocusPolicy(Qt::ClickFocus);
+    assist->addWidget(prelabel_button);
+    assist->addWidget(new QLabel(tr("Show suggestions ≥"), this));
+    assist->addWidget(threshold_box_);
+    assist->addWidget(review);
+    assist->addWidget(progress_, 1);
+    assist->addWidget(cancel_);
+    assist->addStretch();
+    outer->addLayout(assist);
+    connect(threshold_box_, &QDoubleSpinBox::valueChanged, this,
+            [this](double v) { set_suggestion_threshold(v); });
+    connect(review, &QPushButton::clicked, this, [this] { review_next(); });
+    connect(cancel_, &QPushButton::clicked, this, [this] { cancel_prelabel(); });
     canvas_ = new AnnotationCanvas(this);
     outer->addWidget(canvas_, 1);
     outer->addWidget(new QLabel(tr("W new box · drag a box to move, a corner to resize · Del "
                                    "delete · 1-9 class · Space verified · A/D previous/next · "
                                    "Ctrl+Z/Ctrl+Y undo/redo · Ctrl+S write the dataset's label "
-                                   "files · Ctrl+wheel zoom, middle drag pan"),
+                                   "files · Ctrl+wheel zoom, middle drag pan · suggestions: Tab "
+                                   "next, Enter accept, Shift+Enter accept all shown, X reject, "
+                                   "R review next"),
                                 this));
 
     auto shortcut = [this](const QList<QKeySequence>& keys, auto fn) {
@@ -336,6 +441,16 @@ AnnotationEditor::AnnotationEditor(store::Project& project, std::shared_ptr<Data
     shortcut({QKeySequence(Qt::CTRL | Qt::Key_0)}, [this] { canvas_->reset_view(); });
     shortcut({QKeySequence::Save}, [this] { write_label_files(); });
     shortcut({QKeySequence(Qt::Key_Space)}, [this] { set_verified(!verified()); });
+    shortcut({QKeySequence(Qt::Key_Tab)}, [this] {
+        const int n = static_cast<int>(shown_suggestions().size());
+        if (n > 0) highlight_suggestion((highlighted_ + 1) % n);
+    });
+    shortcut({QKeySequence(Qt::Key_Return), QKeySequence(Qt::Key_Enter)},
+             [this] { accept_suggestion(highlighted_); });
+    shortcut({QKeySequence(Qt::SHIFT | Qt::Key_Return), QKeySequence(Qt::SHIFT | Qt::Key_Enter)},
+             [this] { accept_shown_suggestions(); });
+    shortcut({QKeySequence(Qt::Key_X)}, [this] { reject_suggestion(highlighted_); });
+    shortcut({QKeySequence(Qt::Key_R)}, [this] { review_next(); });
     for (int k = 1; k <= 9; ++k)
         shortcut({QKeySequence(Qt::Key_0 + k)}, [this, k] {
             if (k <= class_picker_->count()) set_current_class(k - 1);
@@ -451,6 +566,7 @@ void AnnotationEditor::fill_class_picker() {
 void AnnotationEditor::classes_changed() {
     fill_class_picker();
     undo_->clear();
+    suggestions_.clear();  // they name the model's class numbers, which no longer match
     if (index_ >= static_cast<int>(content_->images.size())) index_ = -1;
     select(-1);
     set_unwritten(true);
@@ -462,6 +578,7 @@ void AnnotationEditor::open_image(int index) {
     if (index < 0 || index >= static_cast<int>(content_->images.size())) return;
     index_ = index;
     selected_ = -1;
+    highlighted_ = shown_suggestions().empty() ? -1 : 0;
     loaded_ = false;
     const auto& img = content_->images[static_cast<std::size_t>(index)];
     canvas_->set_image({}, QSize(img.width, img.height));
@@ -565,6 +682,246 @@ void AnnotationEditor::apply_boxes(int index, const std::vector<data::Box>& boxe
     update_title();
     canvas_->update();
     emit edited(index);
+}
+
+// ---------------------------------------------------------------- model-assisted labelling
+
+void AnnotationEditor::prelabel(const QString& program, const std::filesystem::path& weights,
+                                PrelabelScope scope, QStringList extra_args) {
+    if (predict_) {
+        emit prelabel_finished(false, tr("a pre-labelling is already running"));
+        return;
+    }
+    std::vector<int> indexes;
+    for (int i = 0; i < static_cast<int>(content_->images.size()); ++i) {
+        const auto& img = content_->images[static_cast<std::size_t>(i)];
+        if ((scope == PrelabelScope::CurrentImage && i == index_) ||
+            (scope == PrelabelScope::UnlabelledImages && img.boxes.empty()) ||
+            scope == PrelabelScope::AllImages)
+            indexes.push_back(i);
+    }
+    if (indexes.empty()) {
+        emit prelabel_finished(false, scope == PrelabelScope::UnlabelledImages
+                                          ? tr("every image has labels already")
+                                          : tr("no image to pre-label"));
+        return;
+    }
+    std::vector<std::filesystem::path> images;
+    for (int i : indexes)
+        images.push_back(content_->images[static_cast<std::size_t>(i)].path);
+    predicting_ = indexes;
+    predict_ = new PredictProcess(program, QStringLiteral("detect"), weights, std::move(images),
+                                  std::move(extra_args), this);
+    progress_->setRange(0, static_cast<int>(indexes.size()));
+    progress_->setValue(0);
+    progress_->setFormat(tr("pre-labelling %v / %m"));
+    progress_->setVisible(true);
+    cancel_->setVisible(true);
+    connect(predict_, &PredictProcess::progress, this, [this](int done, int total) {
+        progress_->setMaximum(std::max(total, 1));
+        progress_->setValue(done);
+    });
+    connect(predict_, &PredictProcess::done, this, [this](bool ok) {
+        PredictProcess* finished = predict_;
+        predict_ = nullptr;
+        progress_->setVisible(false);
+        cancel_->setVisible(false);
+        QString message;
+        if (ok) {
+            int suggested = 0;
+            for (std::size_t k = 0; k < predicting_.size(); ++k) {
+                auto found = k < finished->detections().size() ? finished->detections()[k]
+                                                               : std::vector<Detection>{};
+                suggested += static_cast<int>(found.size());
+                set_suggestions(predicting_[k], std::move(found));
+            }
+            message = tr("%1 suggestion(s) on %2 image(s); those at or above %3 are shown")
+                          .arg(suggested)
+                          .arg(predicting_.size())
+                          .arg(threshold_);
+        } else {
+            message = finished->error();
+        }
+        finished->deleteLater();
+        predicting_.clear();
+        emit prelabel_finished(ok, message);
+    });
+    predict_->start();
+}
+
+void AnnotationEditor::cancel_prelabel() {
+    if (predict_) predict_->cancel();
+}
+
+void AnnotationEditor::set_suggestions(int image_index, std::vector<Detection> suggestions) {
+    std::stable_sort(suggestions.begin(), suggestions.end(),
+                     [](const Detection& a, const Detection& b) { return a.conf > b.conf; });
+    if (suggestions.empty())
+        suggestions_.erase(image_index);
+    else
+        suggestions_[image_index] = std::move(suggestions);
+    if (image_index == index_) {
+        highlighted_ = shown_suggestions().empty() ? -1 : 0;
+        canvas_->update();
+    }
+}
+
+std::vector<Detection> AnnotationEditor::shown_suggestions() const {
+    std::vector<Detection> out;
+    const auto it = suggestions_.find(index_);
+    if (it == suggestions_.end()) return out;
+    for (const auto& d : it->second)
+        if (d.conf >= threshold_) out.push_back(d);
+    return out;
+}
+
+int AnnotationEditor::suggestion_count(int image_index) const {
+    const auto it = suggestions_.find(image_index);
+    return it == suggestions_.end() ? 0 : static_cast<int>(it->second.size());
+}
+
+void AnnotationEditor::set_suggestion_threshold(double conf) {
+    threshold_ = std::clamp(conf, PredictProcess::kLowestConfidence, 1.0);
+    if (threshold_box_->value() != threshold_) {
+        QSignalBlocker block(threshold_box_);
+        threshold_box_->setValue(threshold_);
+    }
+    highlighted_ = shown_suggestions().empty() ? -1 : 0;
+    canvas_->update();
+}
+
+void AnnotationEditor::highlight_suggestion(int i) {
+    const int n = static_cast<int>(shown_suggestions().size());
+    highlighted_ = i >= 0 && i < n ? i : -1;
+    canvas_->update();
+}
+
+std::vector<Detection> AnnotationEditor::without(const Detection& d) const {
+    std::vector<Detection> rest;
+    const auto it = suggestions_.find(index_);
+    if (it == suggestions_.end()) return rest;
+    bool dropped = false;
+    for (const auto& s : it->second) {
+        if (!dropped && same_detection(s, d)) {
+            dropped = true;
+            continue;
+        }
+        rest.push_back(s);
+    }
+    return rest;
+}
+
+void AnnotationEditor::push_suggestion_edit(std::vector<data::Box> after,
+                                            std::vector<Detection> suggestions,
+                                            const QString& text) {
+    const auto it = suggestions_.find(index_);
+    undo_->push(new SuggestionCommand(this, index_, boxes(), std::move(after),
+                                      it == suggestions_.end() ? kNoSuggestions : it->second,
+                                      std::move(suggestions), text));
+}
+
+bool AnnotationEditor::accept_suggestion(int i) {
+    const auto shown = shown_suggestions();
+    if (i < 0 || i >= static_cast<int>(shown.size())) return false;
+    const Detection& d = shown[static_cast<std::size_t>(i)];
+    if (d.cls < 0 || d.cls >= static_cast<int>(content_->class_names.size())) {
+        emit failed(tr("the model's class %1 is not one of this dataset's %2 classes")
+                        .arg(d.cls)
+                        .arg(content_->class_names.size()));
+        return false;
+    }
+    auto after = boxes();
+    after.push_back({d.cls, d.cx, d.cy, d.w, d.h});
+    push_suggestion_edit(std::move(after), without(d), tr("accept suggestion"));
+    return true;
+}
+
+int AnnotationEditor::accept_shown_suggestions() {
+    const auto shown = shown_suggestions();
+    auto after = boxes();
+    std::vector<Detection> rest;
+    const auto it = suggestions_.find(index_);
+    int taken = 0;
+    for (const auto& d : it == suggestions_.end() ? kNoSuggestions : it->second) {
+        if (d.conf >= threshold_ && d.cls >= 0 &&
+            d.cls < static_cast<int>(content_->class_names.size())) {
+            after.push_back({d.cls, d.cx, d.cy, d.w, d.h});
+            ++taken;
+        } else {
+            rest.push_back(d);
+        }
+    }
+    if (taken == 0) return 0;
+    push_suggestion_edit(std::move(after), std::move(rest),
+                         tr("accept %n suggestion(s)", nullptr, taken));
+    return taken;
+}
+
+bool AnnotationEditor::reject_suggestion(int i) {
+    const auto shown = shown_suggestions();
+    if (i < 0 || i >= static_cast<int>(shown.size())) return false;
+    push_suggestion_edit(boxes(), without(shown[static_cast<std::size_t>(i)]),
+                         tr("reject suggestion"));
+    return true;
+}
+
+void AnnotationEditor::apply_edit(int index, const std::vector<data::Box>& boxes_after,
+                                  const std::vector<Detection>& suggestions) {
+    if (index < 0 || index >= static_cast<int>(content_->images.size())) return;
+    if (content_->images[static_cast<std::size_t>(index)].boxes != boxes_after)
+        apply_boxes(index, boxes_after);
+    if (index != index_) open_image(index);
+    set_suggestions(index, suggestions);
+}
+
+std::vector<int> AnnotationEditor::review_order() const {
+    // Disagreement: labels no confident suggestion of their class overlaps (IoU >= 0.5), plus
+    // confident suggestions no label of their class overlaps. Doubt: how near 0.5 the least
+    // sure suggestion above 0.05 is (1 at 0.5, 0 at 0 or 1).
+    struct Rank {
+        int index;
+        int disagreement;
+        double doubt;
+    };
+    std::vector<Rank> ranks;
+    for (const auto& [index, all] : suggestions_) {
+        const auto& labels = content_->images[static_cast<std::size_t>(index)].boxes;
+        const auto matches = [](const data::Box& b, const Detection& d) {
+            return b.cls == d.cls && iou(b, d) >= 0.5;
+        };
+        int disagreement = 0;
+        for (const auto& b : labels)
+            disagreement += std::none_of(all.begin(), all.end(), [&](const Detection& d) {
+                return d.conf >= threshold_ && matches(b, d);
+            });
+        double doubt = 0;
+        for (const auto& d : all) {
+            if (d.conf >= threshold_)
+                disagreement += std::none_of(labels.begin(), labels.end(),
+                                             [&](const data::Box& b) { return matches(b, d); }) &&
+                                !labels.empty();
+            if (d.conf >= 0.05) doubt = std::max(doubt, 1 - std::abs(2 * d.conf - 1));
+        }
+        ranks.push_back({index, disagreement, doubt});
+    }
+    std::stable_sort(ranks.begin(), ranks.end(), [](const Rank& a, const Rank& b) {
+        return a.disagreement != b.disagreement ? a.disagreement > b.disagreement
+                                                : a.doubt > b.doubt;
+    });
+    std::vector<int> out;
+    for (const auto& r : ranks)
+        out.push_back(r.index);
+    return out;
+}
+
+void AnnotationEditor::review_next() {
+    for (int index : review_order())
+        if (!reviewed_.count(index) && index != index_) {
+            reviewed_.insert(index);
+            open_image(index);
+            return;
+        }
+    emit failed(tr("no more images to review: pre-label some first, or every one was opened"));
 }
 
 }  // namespace crucible::ui

@@ -5,19 +5,34 @@
 // verified), a class picker, Ctrl+wheel zoom and middle-button pan. Every edit is saved to the
 // project at once (core/store), and undo / redo save the boxes they restore. The dataset's own
 // label files get the edits on Ctrl+S; until then the editor says it has unwritten edits.
+//
+// Model-assisted labelling: a model's detections (PredictProcess: a run's weights or any .pt or
+// .safetensors) shown as suggestions, dashed with their confidence, for the current image, the
+// unlabelled images or all of them (progress bar, Cancel). Nothing is saved until a person
+// accepts: Enter accepts the highlighted suggestion (Tab moves the highlight), Shift+Enter every
+// shown one, X rejects; an accepted suggestion is an ordinary box, and undo brings the suggestion
+// back. R opens the next image in review order: where the model disagrees most with the labels,
+// then where it is least sure.
 #include <QImage>
 #include <QPointF>
 #include <QUndoStack>
 #include <QWidget>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "ui/annotation_store.h"
+#include "ui/predict_process.h"
 
 class QCheckBox;
 class QComboBox;
+class QDoubleSpinBox;
 class QLabel;
+class QProgressBar;
+class QPushButton;
 
 namespace crucible::store {
 class Project;
@@ -108,19 +123,54 @@ class AnnotationEditor : public QWidget {
     // Used by the undo commands: puts `boxes` on image `index` and saves them.
     void apply_boxes(int index, const std::vector<data::Box>& boxes);
 
+    // ---- model-assisted labelling
+    enum class PrelabelScope { CurrentImage, UnlabelledImages, AllImages };
+    // Predicts with `weights` through `program` (the crucible command line) on the scope's
+    // images in the background; prelabel_finished says how it went.
+    void prelabel(const QString& program, const std::filesystem::path& weights, PrelabelScope scope,
+                  QStringList extra_args = {});
+    void cancel_prelabel();
+    bool prelabel_running() const { return predict_ != nullptr; }
+    // A model's detections for one image (any order; kept most confident first).
+    void set_suggestions(int image_index, std::vector<Detection> suggestions);
+    // The current image's suggestions at or above the threshold, most confident first.
+    std::vector<Detection> shown_suggestions() const;
+    int suggestion_count(int image_index) const;  // all, whatever their confidence
+    double suggestion_threshold() const { return threshold_; }
+    void set_suggestion_threshold(double conf);
+    int highlighted_suggestion() const { return highlighted_; }  // in shown_suggestions; -1 none
+    void highlight_suggestion(int i);
+    // Each an undo step; false (and a message) when there is nothing to take or the model's
+    // class is not one of the dataset's.
+    bool accept_suggestion(int i);
+    int accept_shown_suggestions();
+    bool reject_suggestion(int i);
+    // Image indexes with suggestions, the ones to look at first first.
+    std::vector<int> review_order() const;
+    void review_next();
+    // Used by the undo commands.
+    void apply_edit(int index, const std::vector<data::Box>& boxes,
+                    const std::vector<Detection>& suggestions);
+
   signals:
     void edited(int image_index);
     void failed(const QString& message);
     void labels_written(int files);
     void image_changed(int image_index);
     void unwritten_changed(bool unwritten);
-    void edit_classes();  // the user asked for the class editor
+    void edit_classes();                           // the user asked for the class editor
+    void prelabel_requested(PrelabelScope scope);  // the user asked; the window picks the model
+    void prelabel_finished(bool ok, const QString& message);
 
   private:
     void push_edit(std::vector<data::Box> after, const QString& text);
     void update_title();
     void set_unwritten(bool unwritten);
     void fill_class_picker();
+    // Replaces the current image's suggestions and boxes in one undo step.
+    void push_suggestion_edit(std::vector<data::Box> boxes, std::vector<Detection> suggestions,
+                              const QString& text);
+    std::vector<Detection> without(const Detection& d) const;  // the current image's, less `d`
 
     store::Project& project_;
     std::shared_ptr<DatasetContent> content_;
@@ -134,6 +184,16 @@ class AnnotationEditor : public QWidget {
     QCheckBox* verified_ = nullptr;
     bool unwritten_ = false;
     QLabel* title_ = nullptr;
+
+    std::map<int, std::vector<Detection>> suggestions_;  // by image index, most confident first
+    double threshold_ = 0.25;
+    int highlighted_ = -1;
+    std::set<int> reviewed_;  // images review_next has opened
+    PredictProcess* predict_ = nullptr;
+    std::vector<int> predicting_;  // the image indexes predict_ works on, in its order
+    QDoubleSpinBox* threshold_box_ = nullptr;
+    QProgressBar* progress_ = nullptr;
+    QPushButton* cancel_ = nullptr;
 };
 
 }  // namespace crucible::ui

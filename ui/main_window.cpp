@@ -928,6 +928,47 @@ DatasetView* MainWindow::open_dataset(std::int64_t dataset_id) {
     }
 }
 
+void MainWindow::prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_id,
+                                 AnnotationEditor::PrelabelScope scope) {
+    if (!project_) return;
+    // The best weights of the runs that trained on this dataset (and kept their files here),
+    // newest first, then any weights file.
+    QStringList choices;
+    std::vector<std::filesystem::path> weights;
+    try {
+        auto runs = store::list_runs(*project_);
+        std::reverse(runs.begin(), runs.end());
+        for (const auto& run : runs) {
+            if (run.setup.dataset_id != dataset_id) continue;
+            for (const auto& w : run_weight_files(store::run_files_folder(*project_, run.id)))
+                if (w.filename() == "best.safetensors") {
+                    choices << tr("%1 (run #%2, best weights)").arg(qs(run.setup.name)).arg(run.id);
+                    weights.push_back(w);
+                }
+        }
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
+    const QString other = tr("Another weights file (.pt or .safetensors)…");
+    choices << other;
+    bool ok = false;
+    const QString chosen =
+        QInputDialog::getItem(this, tr("Pre-label with"), tr("Model:"), choices, 0, false, &ok);
+    if (!ok) return;
+    std::filesystem::path model;
+    if (chosen == other) {
+        const QString file = QFileDialog::getOpenFileName(
+            this, tr("Weights to pre-label with"), QString(), tr("Weights (*.pt *.safetensors)"));
+        if (file.isEmpty()) return;
+        model = to_path(file);
+    } else {
+        model = weights[static_cast<std::size_t>(choices.indexOf(chosen))];
+    }
+    editor->prelabel(find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")), model,
+                     scope);
+}
+
 AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image_index) {
     if (!project_) return nullptr;
     try {
@@ -944,6 +985,15 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
         });
         connect(editor, &AnnotationEditor::edit_classes, this,
                 [this, dataset_id] { edit_classes(dataset_id); });
+        connect(editor, &AnnotationEditor::prelabel_requested, this,
+                [this, editor, dataset_id](AnnotationEditor::PrelabelScope scope) {
+                    prelabel_asking(editor, dataset_id, scope);
+                });
+        connect(editor, &AnnotationEditor::prelabel_finished, this,
+                [this](bool ok, const QString& message) {
+                    log(QString(log_level_name(ok ? LogLevel::Info : LogLevel::Error)),
+                        tr("pre-labelling: %1").arg(message));
+                });
         const QString title = tr("Annotate: %1").arg(qs(info.name));
         connect(editor, &AnnotationEditor::unwritten_changed, this,
                 [this, editor, title](bool unwritten) {

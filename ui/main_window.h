@@ -22,6 +22,7 @@
 #include "core/net/api_client.h"
 #include "core/net/remote_config.h"
 #include "core/store/run_store.h"
+#include "ui/annotation_editor.h"
 #include "ui/annotation_store.h"
 #include "ui/demo_project.h"
 #include "ui/run_source.h"
@@ -47,7 +48,6 @@ class DatasetView;
 class RunSetupView;
 class RunTableView;
 class PredictPreview;
-class AnnotationEditor;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -161,6 +161,10 @@ class MainWindow : public QMainWindow {
     // Save weights…: one of the run's weight files (fetched first when needed) copied where the
     // person says.
     void save_run_weights_asking(std::int64_t run_id);
+    // Pre-label ▾ in an editor: the model asked for (a run of the dataset's best weights, or any
+    // weights file), then the editor predicts with the command line next to the studio.
+    void prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_id,
+                         AnnotationEditor::PrelabelScope scope);
     // Export metrics as CSV…: the runs' metrics (all runs when `run_ids` is empty) as tidy CSV in
     // a file the person names, and their per-class evaluations beside it (<name>_per_class.csv);
     // for spreadsheets and Power BI (core/store/tidy_csv.h).

@@ -5,12 +5,10 @@
 #include <QLabel>
 #include <QListWidget>
 #include <QPainter>
-#include <QProcess>
 #include <QSlider>
 #include <QVBoxLayout>
 
 #include "core/base/file_io.h"
-#include "core/data/formats/yolo_labels.h"
 #include "ui/class_colors.h"
 
 namespace crucible::ui {
@@ -23,36 +21,12 @@ constexpr int kPictureSize = 360;
 
 }  // namespace
 
-std::vector<Detection> parse_detections(const std::string& text) {
-    std::vector<Detection> out;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        const auto tokens =
-            data::split_label_tokens(std::string_view(text).substr(start, end - start));
-        start = end + 1;
-        if (tokens.size() != 6) continue;
-        double v[6];
-        bool ok = true;
-        for (int i = 0; i < 6 && ok; ++i)
-            ok = data::parse_label_number(tokens[static_cast<std::size_t>(i)], v[i]);
-        if (!ok || v[0] < 0 || v[0] != static_cast<int>(v[0])) continue;
-        out.push_back({static_cast<int>(v[0]), v[1], v[2], v[3], v[4], v[5]});
-    }
-    return out;
-}
-
 PredictPreview::PredictPreview(QString program, QString task, fs::path weights,
                                std::vector<fs::path> images, std::vector<std::string> class_names,
                                QStringList extra_args, QWidget* parent)
-    : QWidget(parent),
-      program_(std::move(program)),
-      task_(std::move(task)),
-      weights_(std::move(weights)),
-      images_(std::move(images)),
-      class_names_(std::move(class_names)),
-      extra_args_(std::move(extra_args)) {
+    : QWidget(parent), images_(images), class_names_(std::move(class_names)) {
+    predict_ = new PredictProcess(std::move(program), std::move(task), std::move(weights),
+                                  std::move(images), std::move(extra_args), this);
     pictures_ = new QListWidget(this);
     pictures_->setViewMode(QListView::IconMode);
     pictures_->setIconSize(QSize(kPictureSize, kPictureSize));
@@ -75,85 +49,18 @@ PredictPreview::PredictPreview(QString program, QString task, fs::path weights,
     connect(slider_, &QSlider::valueChanged, this, [this](int v) { set_confidence(v / 1000.0); });
 }
 
-PredictPreview::~PredictPreview() {
-    if (process_ && process_->state() != QProcess::NotRunning) {
-        process_->kill();
-        process_->waitForFinished(2000);
-    }
-}
+PredictPreview::~PredictPreview() = default;
 
 void PredictPreview::start() {
-    work_ = std::make_unique<QTemporaryDir>();
-    if (program_.isEmpty() || !work_->isValid()) {
-        finished_ = true;
-        error_ = program_.isEmpty()
-                     ? tr("the preview needs the crucible command line next to the studio (it "
-                          "comes with the GPU server's tools)")
-                     : tr("no temporary folder for the preview");
-        status_->setText(error_);
-        emit done(false);
-        return;
-    }
-    // The chosen pictures in one folder (links where the file system allows), as `source`.
-    const fs::path source = path_from_utf8(work_->path().toStdString()) / "images";
-    std::error_code ec;
-    fs::create_directories(source, ec);
-    for (std::size_t i = 0; i < images_.size(); ++i) {
-        // Numbered names: two pictures of one name from different folders stay apart.
-        fs::path name = path_from_utf8(std::to_string(i) + "_");
-        name += images_[i].filename();
-        fs::create_hard_link(images_[i], source / name, ec);
-        if (ec) fs::copy_file(images_[i], source / name, ec);
-    }
-    QStringList args = {QStringLiteral("predict"),
-                        task_,
-                        QStringLiteral("source=") + QString::fromStdString(path_to_utf8(source)),
-                        QStringLiteral("model=") + QString::fromStdString(path_to_utf8(weights_)),
-                        QStringLiteral("conf=%1").arg(kLowestConfidence),
-                        QStringLiteral("save=false"),
-                        QStringLiteral("save_txt=true"),
-                        QStringLiteral("project=") + work_->path(),
-                        QStringLiteral("name=out"),
-                        QStringLiteral("exist_ok=true")};
-    QStringList all = args;
-    all << extra_args_;
-    process_ = new QProcess(this);
-    process_->setProcessChannelMode(QProcess::MergedChannels);
-    connect(process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
-        finished_ = true;
-        const QString output = QString::fromUtf8(process_->readAll()).trimmed();
-        if (status != QProcess::NormalExit || code != 0) {
-            error_ = tr("prediction failed (exit %1): %2").arg(code).arg(output.right(1500));
-            status_->setText(error_);
-            emit done(false);
-            return;
-        }
-        read_results();
-        emit done(true);
-    });
-    connect(process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError e) {
-        if (e != QProcess::FailedToStart) return;
-        finished_ = true;
-        error_ = tr("cannot start %1: %2").arg(program_, process_->errorString());
-        status_->setText(error_);
-        emit done(false);
+    connect(predict_, &PredictProcess::done, this, [this](bool ok) {
+        if (ok)
+            redraw();
+        else
+            status_->setText(predict_->error());
+        emit done(ok);
     });
     status_->setText(tr("predicting %n picture(s)…", nullptr, static_cast<int>(images_.size())));
-    process_->start(program_, all);
-}
-
-void PredictPreview::read_results() {
-    const fs::path labels = path_from_utf8(work_->path().toStdString()) / "out" / "labels";
-    detections_.assign(images_.size(), {});
-    for (std::size_t i = 0; i < images_.size(); ++i) {
-        fs::path file = path_from_utf8(std::to_string(i) + "_");
-        file += images_[i].stem();
-        file += ".txt";
-        std::error_code ec;
-        if (fs::exists(labels / file, ec))
-            detections_[i] = parse_detections(read_file_bytes(labels / file));
-    }
-    redraw();
+    predict_->start();
 }
 
 void PredictPreview::set_confidence(double conf) {
@@ -162,12 +69,12 @@ void PredictPreview::set_confidence(double conf) {
         QSignalBlocker block(slider_);
         slider_->setValue(static_cast<int>(conf * 1000 + 0.5));
     }
-    if (finished_ && error_.isEmpty()) redraw();
+    if (finished() && error().isEmpty()) redraw();
 }
 
 int PredictPreview::shown_detections() const {
     int n = 0;
-    for (const auto& image : detections_)
+    for (const auto& image : detections())
         for (const auto& d : image)
             n += d.conf >= confidence_;
     return n;
@@ -186,7 +93,7 @@ void PredictPreview::redraw() {
         QPainter p(&image);
         const double w = image.width(), h = image.height();
         int shown = 0;
-        for (const auto& d : i < detections_.size() ? detections_[i] : std::vector<Detection>{}) {
+        for (const auto& d : i < detections().size() ? detections()[i] : std::vector<Detection>{}) {
             if (d.conf < confidence_) continue;
             ++shown;
             const QColor color = class_color(d.cls);

@@ -23,6 +23,7 @@
 #include "core/store/run_store.h"
 #include "ui/background.h"
 #include "ui/beside_studio.h"
+#include "ui/annotation_editor.h"
 #include "ui/class_editor.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
@@ -83,6 +84,24 @@ void open_screenshot_preview(crucible::ui::MainWindow& window) {
     QObject::connect(preview, &crucible::ui::PredictPreview::done, &wait, &QEventLoop::quit);
     QTimer::singleShot(120000, &wait, &QEventLoop::quit);
     if (!preview->finished()) wait.exec();
+
+    // Model-assisted labelling: the same weights' suggestions on a validation image, the most
+    // confident one highlighted.
+    auto* editor = window.open_annotation(crucible::store::list_datasets(*project).front().id, 0);
+    if (!editor) return;
+    for (int i = 0; i < static_cast<int>(editor->content()->images.size()); ++i)
+        if (editor->content()->images[static_cast<std::size_t>(i)].split == "val") {
+            editor->open_image(i);
+            break;
+        }
+    QEventLoop labelled;
+    QObject::connect(editor, &crucible::ui::AnnotationEditor::prelabel_finished, &labelled,
+                     &QEventLoop::quit);
+    QTimer::singleShot(120000, &labelled, &QEventLoop::quit);
+    editor->prelabel(crucible::ui::find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")),
+                     crucible::path_from_utf8(weights.toStdString()),
+                     crucible::ui::AnnotationEditor::PrelabelScope::CurrentImage);
+    labelled.exec();
 }
 
 void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {
