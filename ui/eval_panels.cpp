@@ -56,6 +56,10 @@ PerClassTable::PerClassTable(QWidget* parent) : QWidget(parent) {
     view_->horizontalHeader()->setStretchLastSection(true);
     layout->addWidget(source_);
     layout->addWidget(view_, 1);
+    connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+        const QStandardItem* name = model_->item(index.row(), kClass);
+        if (name) emit class_activated(name->data(kClassRole).toInt());
+    });
 }
 
 void PerClassTable::set_rows(const std::vector<ClassMetricsRow>& rows, const QString& source) {
@@ -63,7 +67,8 @@ void PerClassTable::set_rows(const std::vector<ClassMetricsRow>& rows, const QSt
     for (const auto& r : rows) {
         auto* name = new QStandardItem(r.name);
         name->setData(r.name.toLower(), Qt::UserRole);
-        name->setToolTip(tr("class %1").arg(r.cls));
+        name->setToolTip(tr("class %1 · double-click for its images").arg(r.cls));
+        name->setData(r.cls, kClassRole);
         name->setEditable(false);
         model_->appendRow({name, number_item(r.images, count_text(r.images)),
                            number_item(r.instances, count_text(r.instances)),
@@ -123,6 +128,20 @@ ConfusionMatrixPanel::ConfusionMatrixPanel(QWidget* parent) : QWidget(parent) {
     plot_->yAxis->setRangeReversed(true);  // the first class at the top, as the reference
     layout->addWidget(plot_, 1);
     connect(normalize_, &QCheckBox::toggled, this, [this] { redraw(); });
+    connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        const int n = data_.size();
+        const int truth = static_cast<int>(std::lround(plot_->xAxis->pixelToCoord(e->pos().x())));
+        const int predicted =
+            static_cast<int>(std::lround(plot_->yAxis->pixelToCoord(e->pos().y())));
+        if (truth >= 0 && truth < n && predicted >= 0 && predicted < n)
+            emit cell_clicked(predicted, truth);
+    });
+    plot_->setToolTip(tr("Click a cell to see its images"));
+}
+
+QPoint ConfusionMatrixPanel::cell_position(int predicted, int truth) const {
+    return QPoint(static_cast<int>(plot_->xAxis->coordToPixel(truth)),
+                  static_cast<int>(plot_->yAxis->coordToPixel(predicted)));
 }
 
 void ConfusionMatrixPanel::set_data(const ConfusionData& data) {

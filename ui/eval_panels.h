@@ -22,6 +22,7 @@ class PerClassTable : public QWidget {
     Q_OBJECT
   public:
     enum Column { kClass, kImages, kInstances, kP, kR, kMap50, kMap50_95, kColumns };
+    static constexpr int kClassRole = Qt::UserRole + 1;  // the class number, on the name cell
     explicit PerClassTable(QWidget* parent = nullptr);
 
     // Replaces the rows (the current sort order is kept); `source` says where they come from
@@ -33,6 +34,10 @@ class PerClassTable : public QWidget {
     void sort_by(int column, Qt::SortOrder order);
     QString source() const;
     QTableView* view() const { return view_; }
+
+  signals:
+    // A double-clicked row: drill down to the images with boxes or predictions of the class.
+    void class_activated(int cls);
 
   private:
     QLabel* source_ = nullptr;
@@ -57,6 +62,12 @@ class ConfusionMatrixPanel : public QWidget {
     QString axis_label(int index) const;  // tick label of class `index` on both axes
     QCustomPlot* plot() const { return plot_; }
     QCPColorMap* color_map() const { return map_; }
+    // Where the cell of `predicted` and `truth` is drawn, in the plot's pixels (tests click it).
+    QPoint cell_position(int predicted, int truth) const;
+
+  signals:
+    // A click on a cell: drill down to the images behind it.
+    void cell_clicked(int predicted, int truth);
 
   private:
     void redraw();

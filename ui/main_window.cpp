@@ -20,6 +20,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QProcess>
 #include <QProgressDialog>
 #include <QSettings>
 #include <QSplitter>
@@ -37,6 +38,7 @@
 #include "core/base/job_state.h"
 #include "core/base/log.h"
 #include "core/base/secret_store.h"
+#include "core/data/per_image_report.h"
 #include "core/net/loopback.h"
 #include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
@@ -47,6 +49,7 @@
 #include "ui/beside_studio.h"
 #include "ui/class_editor.h"
 #include "ui/dataset_view.h"
+#include "ui/drill_down.h"
 #include "ui/local_agent.h"
 #include "ui/log_console.h"
 #include "ui/predict_preview.h"
@@ -682,9 +685,136 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
     }
+    connect(monitor, &RunMonitor::drill_down_requested, this,
+            [this](std::int64_t run, const DrillFilter& filter) { drill_down(run, filter); });
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
     return monitor;
+}
+
+QString MainWindow::command_line() const {
+    return command_line_.isEmpty()
+               ? find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli"))
+               : command_line_;
+}
+
+void MainWindow::drill_down(std::int64_t run_id, const DrillFilter& filter) {
+    if (!project_ || run_id < 0) return;
+    const auto folder = store::run_files_folder(*project_, run_id);
+    const auto report = folder / "per_image.json";
+    std::error_code ec;
+    if (std::filesystem::exists(report, ec)) {
+        open_drill_down(run_id, report, filter);
+        return;
+    }
+    // The first drill-down of a run scores its best weights on its dataset's validation images
+    // once, through the command line next to the studio (`crucible val ... per_image=`).
+    keep_run_files(run_id, [this, run_id, folder, report, filter] {
+        std::filesystem::path weights;
+        for (const auto& w : run_weight_files(folder))
+            if (w.filename() == "best.safetensors" || weights.empty()) weights = w;
+        QStringList args;
+        try {
+            const store::RunInfo run = store::get_run(*project_, run_id);
+            if (weights.empty() || !run.setup.dataset_id)
+                throw InputError("run", "it has no weights or no dataset of this project");
+            args << QStringLiteral("val") << QStringLiteral("detect")
+                 << QStringLiteral("model=") + from_path(weights)
+                 << QStringLiteral("data=") +
+                        from_path(store::snapshot_dataset(*project_, *run.setup.dataset_id))
+                 << QStringLiteral("per_image=") + from_path(report);
+            if (const auto it = run.setup.options.find("imgsz");
+                it != run.setup.options.end() && it->is_number_integer())
+                args << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("drill-down: %1").arg(QString::fromUtf8(e.what())));
+            return;
+        }
+        auto* process = new QProcess(this);
+        process->setProcessChannelMode(QProcess::MergedChannels);
+        connect(process, &QProcess::finished, this,
+                [this, process, run_id, report, filter](int code, QProcess::ExitStatus status) {
+                    process->deleteLater();
+                    std::error_code missing;
+                    if (status != QProcess::NormalExit || code != 0 ||
+                        !std::filesystem::exists(report, missing)) {
+                        log(QString(log_level_name(LogLevel::Error)),
+                            tr("drill-down: scoring the images failed: %1")
+                                .arg(QString::fromUtf8(process->readAll()).right(1500)));
+                        return;
+                    }
+                    open_drill_down(run_id, report, filter);
+                });
+        log(QString(log_level_name(LogLevel::Info)),
+            tr("drill-down: scoring the run's validation images once…"));
+        connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError e) {
+            if (e != QProcess::FailedToStart) return;
+            process->deleteLater();
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("drill-down needs the crucible command line next to the studio: %1")
+                    .arg(process->errorString()));
+        });
+        process->start(command_line(), args);
+    });
+}
+
+DrillDownView* MainWindow::open_drill_down(std::int64_t run_id,
+                                           const std::filesystem::path& report_file,
+                                           const DrillFilter& filter) {
+    if (!project_) return nullptr;
+    data::PerImageReport report;
+    std::optional<std::int64_t> dataset;
+    QString run_name;
+    try {
+        report =
+            data::parse_per_image_report(read_json_file(report_file), path_to_utf8(report_file));
+        const store::RunInfo run = store::get_run(*project_, run_id);
+        dataset = run.setup.dataset_id;
+        run_name = qs(run.setup.name);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("drill-down: %1").arg(QString::fromUtf8(e.what())));
+        return nullptr;
+    }
+    auto* view = new DrillDownView(std::move(report), filter, tabs_);
+    connect(view, &DrillDownView::open_image, this,
+            [this, dataset](const data::ImageOutcome& image, double conf) {
+                if (dataset) open_image_with_predictions(*dataset, image, conf);
+            });
+    add_tab(view, tr("Images: %1").arg(run_name));
+    return view;
+}
+
+AnnotationEditor* MainWindow::open_image_with_predictions(std::int64_t dataset_id,
+                                                          const data::ImageOutcome& image,
+                                                          double conf) {
+    const auto content = dataset_content(dataset_id);
+    // The report names the run's snapshot of the dataset: hard links of the same files where
+    // the file system allows them, else copies of the same names.
+    int index = -1, by_name = -1;
+    for (std::size_t i = 0; i < content->images.size() && index < 0; ++i) {
+        std::error_code ec;
+        if (content->images[i].path == image.path ||
+            std::filesystem::equivalent(content->images[i].path, image.path, ec))
+            index = static_cast<int>(i);
+        else if (content->images[i].path.filename() == image.path.filename())
+            by_name = by_name == -1 ? static_cast<int>(i) : -2;  // -2: not one
+    }
+    if (index < 0 && by_name >= 0) index = by_name;
+    if (index < 0) {
+        log(QString(log_level_name(LogLevel::Warning)),
+            tr("%1 is not in the run's dataset any more").arg(from_path(image.path)));
+        return nullptr;
+    }
+    AnnotationEditor* editor = open_annotation(dataset_id, index);
+    if (!editor) return nullptr;
+    std::vector<Detection> predictions;
+    for (const auto& p : image.predictions)
+        predictions.push_back({p.box.cls, p.box.cx, p.box.cy, p.box.w, p.box.h, p.conf});
+    editor->set_suggestion_threshold(conf);
+    editor->set_suggestions(index, std::move(predictions));
+    return editor;
 }
 
 std::optional<RunPlace> MainWindow::run_place(const store::RunInfo& run) const {
@@ -794,11 +924,9 @@ PredictPreview* MainWindow::open_predict_preview(std::int64_t run_id,
         if (const auto it = run.setup.options.find("imgsz");
             it != run.setup.options.end() && it->is_number_integer())
             extra << QStringLiteral("imgsz=%1").arg(it->get<long long>());
-        auto* preview = new PredictPreview(
-            program.isEmpty()
-                ? find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli"))
-                : program,
-            qs(run.setup.task), weights, images, std::move(names), extra, tabs_);
+        auto* preview =
+            new PredictPreview(program.isEmpty() ? command_line() : program, qs(run.setup.task),
+                               weights, images, std::move(names), extra, tabs_);
         connect(preview, &PredictPreview::done, this, [this, preview](bool ok) {
             if (!ok) log(QString(log_level_name(LogLevel::Error)), preview->error());
         });
@@ -965,8 +1093,7 @@ void MainWindow::prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_
     } else {
         model = weights[static_cast<std::size_t>(choices.indexOf(chosen))];
     }
-    editor->prelabel(find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")), model,
-                     scope);
+    editor->prelabel(command_line(), model, scope);
 }
 
 AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image_index) {

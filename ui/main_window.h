@@ -25,6 +25,7 @@
 #include "ui/annotation_editor.h"
 #include "ui/annotation_store.h"
 #include "ui/demo_project.h"
+#include "ui/drill_down.h"
 #include "ui/run_source.h"
 #include "ui/theme.h"
 
@@ -165,6 +166,20 @@ class MainWindow : public QMainWindow {
     // weights file), then the editor predicts with the command line next to the studio.
     void prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_id,
                          AnnotationEditor::PrelabelScope scope);
+    // The crucible command line the studio runs (predict preview, pre-labelling, drill-down):
+    // the one beside the studio, unless set (tests run the build's).
+    QString command_line() const;
+    void set_command_line(const QString& program) { command_line_ = program; }
+    // Drill-down (a confusion cell or a class of a run's monitor): the run's per-image report
+    // (made once beside the project by the command line next to the studio), in a view of the
+    // images behind it, worst first.
+    void drill_down(std::int64_t run_id, const DrillFilter& filter);
+    DrillDownView* open_drill_down(std::int64_t run_id, const std::filesystem::path& report_file,
+                                   const DrillFilter& filter);
+    // The image in the dataset's editor with the model's predictions (at or above `conf`) drawn
+    // over its labels.
+    AnnotationEditor* open_image_with_predictions(std::int64_t dataset_id,
+                                                  const data::ImageOutcome& image, double conf);
     // Export metrics as CSV…: the runs' metrics (all runs when `run_ids` is empty) as tidy CSV in
     // a file the person names, and their per-class evaluations beside it (<name>_per_class.csv);
     // for spreadsheets and Power BI (core/store/tidy_csv.h).
@@ -225,6 +240,7 @@ class MainWindow : public QMainWindow {
     QTreeWidget* tree_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     LogConsole* log_ = nullptr;
+    QString command_line_;
     QDockWidget* log_dock_ = nullptr;
     QLabel* project_label_ = nullptr;
     QLabel* connection_label_ = nullptr;

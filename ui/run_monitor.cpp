@@ -217,6 +217,7 @@ int RunMonitor::add_store_run(store::Project& project, std::int64_t run_id, cons
     const int index = add_run(name);
     auto source = std::make_unique<StoredRunSource>(project.path(), run_id);
     link(index).stored = source.get();
+    link(index).store_run = run_id;
     store_runs_.push_back(run_id);
     add_source(index, std::move(source));
     return index;
@@ -549,7 +550,14 @@ void RunMonitor::update_eval_panels() {
     const std::vector<EvalRows>& evals = model_.evals(run);
     const ValidationData* report = model_.validation(run);
     if (!evals.empty() || (report && !report->per_class.empty())) {
-        if (!per_class_) per_class_ = new PerClassTable(tabs_);
+        if (!per_class_) {
+            per_class_ = new PerClassTable(tabs_);
+            connect(per_class_, &PerClassTable::class_activated, this, [this](int cls) {
+                DrillFilter f;
+                f.cls = cls;
+                emit drill_down_requested(link(model_.run_count() - 1).store_run, f);
+            });
+        }
         if (!evals.empty()) {
             const EvalRows& last = evals.back();
             per_class_->set_rows(last.rows, tr("%1 · epoch %2, step %3")
@@ -562,7 +570,15 @@ void RunMonitor::update_eval_panels() {
         show_panel(per_class_, tr("Per class"));
     }
     if (report && report->confusion) {
-        if (!confusion_) confusion_ = new ConfusionMatrixPanel(tabs_);
+        if (!confusion_) {
+            confusion_ = new ConfusionMatrixPanel(tabs_);
+            connect(confusion_, &ConfusionMatrixPanel::cell_clicked, this,
+                    [this](int predicted, int truth) {
+                        DrillFilter f;
+                        f.cell = std::pair{predicted, truth};
+                        emit drill_down_requested(link(model_.run_count() - 1).store_run, f);
+                    });
+        }
         confusion_->set_data(*report->confusion);
         show_panel(confusion_, tr("Confusion matrix"));
     }

@@ -23,6 +23,7 @@
 
 #include "core/base/event.h"
 #include "core/net/api_client.h"
+#include "ui/drill_down.h"
 #include "ui/run_chart.h"
 #include "ui/run_model.h"
 #include "ui/run_series.h"
@@ -119,6 +120,7 @@ class RunMonitor : public QWidget {
     // The panels (null until their data arrived); they show the last run added.
     PerClassTable* per_class_table() const { return per_class_; }
     ConfusionMatrixPanel* confusion_panel() const { return confusion_; }
+    QTabWidget* panels() const { return tabs_; }  // charts, samples, validation panels, log
     PrCurvePanel* pr_curve_panel() const { return pr_curves_; }
     SamplesPanel* samples_panel() const { return samples_; }
 
@@ -126,6 +128,9 @@ class RunMonitor : public QWidget {
     void request_finished(const QString& action, bool ok, const QString& message);
     // A validation report of run `run` was fetched and drawn.
     void validation_loaded(int run);
+    // A confusion cell (predicted, truth) or a per-class row (cls) was clicked: the images
+    // behind it, for project run `store_run`.
+    void drill_down_requested(std::int64_t store_run, DrillFilter filter);
 
   private:
     enum class Fetch { Idle, Wanted, Busy, Done };
@@ -136,6 +141,7 @@ class RunMonitor : public QWidget {
         std::vector<Event> held;      // live events that wait for the stored ones
         RunPlace place;
         Fetch validation_fetch = Fetch::Idle;
+        std::int64_t store_run = -1;  // the project's run id (add_store_run), -1 for others
     };
     RunLink& link(int run) { return links_.at(static_cast<std::size_t>(run)); }
     // Connects and starts a source of run `run`.

@@ -21,9 +21,9 @@
 #include "core/base/log.h"
 #include "core/store/dataset_store.h"
 #include "core/store/run_store.h"
+#include "ui/annotation_editor.h"
 #include "ui/background.h"
 #include "ui/beside_studio.h"
-#include "ui/annotation_editor.h"
 #include "ui/class_editor.h"
 #include "ui/demo_project.h"
 #include "ui/main_window.h"
@@ -98,9 +98,10 @@ void open_screenshot_preview(crucible::ui::MainWindow& window) {
     QObject::connect(editor, &crucible::ui::AnnotationEditor::prelabel_finished, &labelled,
                      &QEventLoop::quit);
     QTimer::singleShot(120000, &labelled, &QEventLoop::quit);
-    editor->prelabel(crucible::ui::find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")),
-                     crucible::path_from_utf8(weights.toStdString()),
-                     crucible::ui::AnnotationEditor::PrelabelScope::CurrentImage);
+    editor->prelabel(
+        crucible::ui::find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")),
+        crucible::path_from_utf8(weights.toStdString()),
+        crucible::ui::AnnotationEditor::PrelabelScope::CurrentImage);
     labelled.exec();
 }
 

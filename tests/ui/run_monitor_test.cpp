@@ -160,7 +160,7 @@ TEST(RunMonitor, ControlsChangeTheCurvesAndExportsWriteEveryPoint) {
     ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
     EXPECT_EQ(lines.size(), 1 + 100);
-    EXPECT_TRUE(lines[1].startsWith("\"a\",\"train/loss\",1,0,")) << lines[1].toStdString();
+    EXPECT_TRUE(lines[1].startsWith("a,train/loss,1,0,")) << lines[1].toStdString();
     QImage png(QString::fromStdString(path_to_utf8(dir / "train_loss.png")));
     EXPECT_EQ(png.width(), 1200);
 }

@@ -20,6 +20,7 @@
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
 #include "core/data/dataset_io.h"
+#include "core/data/per_image_report.h"
 #include "core/engine/device.h"
 #include "core/engine/task_commands.h"
 #include "core/engine/threads.h"
@@ -62,6 +63,10 @@ OptionSchema val_detect_schema() {
     s.add(boolean_option("json", false, "print the metrics as JSON with the results.csv names", g));
     s.add(
         text_option("tag", "", "also break the metrics down by this image tag (e.g. station)", g));
+    s.add(text_option("per_image", "",
+                      "with model=: write how each image fared (true and false positives, "
+                      "misses, mean IoU, confusion cells, predictions) to this JSON file",
+                      g, OptionType::Path));
     s.add(boolean_option(
         "curves", false,
         "with json=true, include the PR curve (precision at 1000 recall points per class)", g));
@@ -108,8 +113,39 @@ int run_val_model(const Json& opt) {
     vo.workers = std::max(1, threads / 2);
     vo.nms = detect::nms_options_from(opt);
     const std::string split = opt["split"].get<std::string>();
+    // per_image=: each image's outcome under the confusion matrix's matching.
+    data::PerImageReport per_image;
+    per_image.names = dataset.class_names;
+    per_image.conf = vo.confusion_conf;
+    per_image.iou = vo.confusion_iou;
+    const detect::ConfusionMatrix matcher(static_cast<int>(dataset.class_names.size()),
+                                          vo.confusion_conf, vo.confusion_iou);
+    const std::string per_image_file = opt["per_image"].get<std::string>();
+    if (!per_image_file.empty())
+        vo.on_image = [&](const detect::ValidatedImage& v) {
+            const auto match = matcher.match_image(v.gts, v.preds);
+            data::ImageOutcome o;
+            o.path = v.record.path.is_absolute() ? v.record.path : dataset.root / v.record.path;
+            o.split = v.record.split;
+            o.tags = v.record.tags;
+            o.true_positives = match.true_positives;
+            o.false_positives = match.false_positives;
+            o.misses = match.misses;
+            o.mean_iou = match.mean_iou;
+            o.cells = match.cells;
+            const double rx = v.region[0], ry = v.region[1];
+            const double rw = std::max(v.region[2], 1), rh = std::max(v.region[3], 1);
+            for (const auto& p : v.preds)
+                o.predictions.push_back(
+                    {{p.cls, ((p.x1 + p.x2) / 2 - rx) / rw, ((p.y1 + p.y2) / 2 - ry) / rh,
+                      (p.x2 - p.x1) / rw, (p.y2 - p.y1) / rh},
+                     p.conf});
+            per_image.images.push_back(std::move(o));
+        };
     detect::DetectionValidator validator(dataset, split, vo);
     const auto r = validator.run(*model.model);
+    if (!per_image_file.empty())
+        write_json_file(path_from_utf8(per_image_file), data::per_image_report_json(per_image));
     for (const auto& b : r.bad)
         std::fprintf(stderr, "skipped %s: %s\n", path_to_utf8(b.path).c_str(), b.message.c_str());
     const std::string tag = opt["tag"].get<std::string>();

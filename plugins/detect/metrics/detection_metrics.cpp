@@ -414,13 +414,16 @@ std::int64_t ConfusionMatrix::at(int pred_row, int true_col) const {
                    static_cast<std::size_t>(true_col)];
 }
 
-void ConfusionMatrix::add_image(const std::vector<GtBox>& gt_all,
-                                const std::vector<PredBox>& preds_all) {
-    const int bg = class_count_;
-    auto bump = [&](int row, int col) {
+void ConfusionMatrix::add_image(const std::vector<GtBox>& gt, const std::vector<PredBox>& preds) {
+    for (const auto& [row, col] : match_image(gt, preds).cells)
         counts_[static_cast<std::size_t>(row) * static_cast<std::size_t>(class_count_ + 1) +
                 static_cast<std::size_t>(col)] += 1;
-    };
+}
+
+ImageMatch ConfusionMatrix::match_image(const std::vector<GtBox>& gt_all,
+                                        const std::vector<PredBox>& preds_all) const {
+    ImageMatch out;
+    const int bg = class_count_;
     auto in_range = [&](int c) { return c >= 0 && c < class_count_; };
     std::vector<GtBox> gt;
     for (const auto& g : gt_all)
@@ -453,17 +456,33 @@ void ConfusionMatrix::add_image(const std::vector<GtBox>& gt_all,
         }
     }
     std::vector<char> pred_matched(preds.size(), 0);
+    double iou_sum = 0;
+    int matched = 0;
     for (std::size_t g = 0; g < gt.size(); ++g) {
         if (gt_pred[g] >= 0) {
             const auto p = static_cast<std::size_t>(gt_pred[g]);
             pred_matched[p] = 1;
-            bump(preds[p].cls, gt[g].cls);
+            out.cells.emplace_back(preds[p].cls, gt[g].cls);
+            iou_sum += gt_iou[g];
+            ++matched;
+            if (preds[p].cls == gt[g].cls) {
+                ++out.true_positives;
+            } else {
+                ++out.false_positives;
+                ++out.misses;
+            }
         } else {
-            bump(bg, gt[g].cls);
+            out.cells.emplace_back(bg, gt[g].cls);
+            ++out.misses;
         }
     }
     for (std::size_t p = 0; p < preds.size(); ++p)
-        if (!pred_matched[p]) bump(preds[p].cls, bg);
+        if (!pred_matched[p]) {
+            out.cells.emplace_back(preds[p].cls, bg);
+            ++out.false_positives;
+        }
+    out.mean_iou = matched > 0 ? iou_sum / matched : 0;
+    return out;
 }
 
 }  // namespace crucible::detect

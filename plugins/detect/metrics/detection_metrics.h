@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace crucible::detect {
@@ -147,11 +148,24 @@ DetectionMetrics compute_metrics(std::vector<PredictionRecord> preds,
 // highest-IoU GT, then each GT its highest-IoU prediction. A matched pair counts at
 // [pred class][gt class]; an unmatched GT at [background][gt class]; an unmatched prediction at
 // [pred class][background]. Classes outside [0, class_count) are ignored.
+// How one image's predictions met its ground truth in the confusion matrix's matching.
+struct ImageMatch {
+    // (predicted row, true column) per ground-truth box and per unmatched prediction; the
+    // background is class_count.
+    std::vector<std::pair<int, int>> cells;
+    int true_positives = 0;   // matched, same class
+    int false_positives = 0;  // predictions that matched nothing or a box of another class
+    int misses = 0;           // boxes nothing matched, or a prediction of another class
+    double mean_iou = 0;      // over the matched pairs (0 when none)
+};
+
 class ConfusionMatrix {
   public:
     explicit ConfusionMatrix(int class_count, double conf_threshold = 0.25,
                              double iou_threshold = 0.45);
     void add_image(const std::vector<GtBox>& gt, const std::vector<PredBox>& preds);
+    // The matching add_image counts, for one image (drill-down from a cell to its images).
+    ImageMatch match_image(const std::vector<GtBox>& gt, const std::vector<PredBox>& preds) const;
     int class_count() const { return class_count_; }
     double conf_threshold() const { return conf_threshold_; }
     double iou_threshold() const { return iou_threshold_; }

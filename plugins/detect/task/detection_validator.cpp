@@ -251,6 +251,10 @@ std::vector<ImageOutcome> DetectionValidator::batch_outcomes(const data::Batch& 
 
 void DetectionValidator::add_outcome(ImageOutcome& image, ValidationResult& result) const {
     const auto* rec = records_.at(static_cast<std::size_t>(image.sample));
+    if (options_.on_image) {
+        const cv::Rect r = image_region(*rec, options_.imgsz);
+        options_.on_image({*rec, image.gts, image.preds, {r.x, r.y, r.width, r.height}});
+    }
     result.confusion.add_image(image.gts, image.preds);
     result.stats.add_image(image.gts, std::move(image.preds), rec->tags);
 }

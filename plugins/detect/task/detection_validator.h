@@ -22,6 +22,15 @@
 
 namespace crucible::detect {
 
+// One validated image as the validator scores it: boxes in the pixels of the letterboxed square,
+// `region` the part of the square the image fills (x, y, width, height).
+struct ValidatedImage {
+    const data::ImageRecord& record;
+    const std::vector<GtBox>& gts;
+    const std::vector<PredBox>& preds;
+    std::array<int, 4> region;
+};
+
 struct ValidatorOptions {
     int imgsz = 640;
     int batch = 32;
@@ -34,6 +43,8 @@ struct ValidatorOptions {
     double confusion_conf = 0.25;
     double confusion_iou = 0.45;
     data::ImageLimits limits;  // larger images are bad samples (left out, reported)
+    // Called for every image scored (in rank 0's process): per-image reports, drill-down.
+    std::function<void(const ValidatedImage&)> on_image;
     // Sharded validation in a data-parallel run: this rank's slice of each batch of `batch`.
     int rank = 0;
     int world_size = 1;

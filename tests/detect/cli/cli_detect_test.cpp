@@ -13,6 +13,7 @@
 #include "core/base/file_io.h"
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
+#include "core/data/per_image_report.h"
 #include "core/data/synth/synth.h"
 #include "tests/support/results_csv.h"
 #include "tests/support/run_command.h"
@@ -83,6 +84,39 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
                      j2["metrics/mAP50-95(B)"].get<double>());
     EXPECT_DOUBLE_EQ(j1["val/box_loss"].get<double>(), j2["val/box_loss"].get<double>());
     EXPECT_TRUE(j1.contains("confusion_matrix"));
+
+    // per_image=: how each image fared; its cells add up to the confusion matrix.
+    auto v3 = run(dir, "val detect data=" + shell_quote(yaml) + " model=" + shell_quote(exported) +
+                           " imgsz=320 batch=4 device=cpu conf=0.001 per_image=" +
+                           shell_quote(dir / "per_image.json"));
+    ASSERT_EQ(v3.code, 0) << v3.out;
+    const auto report =
+        data::parse_per_image_report(read_json_file(dir / "per_image.json"), "per_image.json");
+    ASSERT_EQ(report.images.size(), 6u);
+    EXPECT_EQ(report.names.size(), 4u);
+    const Json& matrix = j1["confusion_matrix"]["matrix"];
+    std::vector<std::vector<long long>> summed(5, std::vector<long long>(5, 0));
+    for (const auto& im : report.images) {
+        EXPECT_TRUE(fs::exists(im.path)) << path_to_utf8(im.path);
+        int tp = 0, wrong = 0, missed = 0, extra = 0;
+        for (const auto& [pred, truth] : im.cells) {
+            ++summed[static_cast<std::size_t>(pred)][static_cast<std::size_t>(truth)];
+            tp += pred == truth && pred < 4;
+            wrong += pred != truth && pred < 4 && truth < 4;
+            missed += pred == 4;
+            extra += truth == 4;
+        }
+        EXPECT_EQ(im.true_positives, tp);
+        EXPECT_EQ(im.false_positives, extra + wrong);
+        EXPECT_EQ(im.misses, missed + wrong);
+        for (const auto& p : im.predictions) {
+            EXPECT_GE(p.box.cx, -0.01);
+            EXPECT_LE(p.box.cx, 1.01) << "normalized to the image";
+        }
+    }
+    for (std::size_t r = 0; r < 5; ++r)
+        for (std::size_t c = 0; c < 5; ++c)
+            EXPECT_EQ(summed[r][c], matrix[r][c].get<long long>()) << r << "," << c;
 
     // predict: images with boxes and label files in the save_txt save_conf layout.
     auto p = run(dir, "predict detect source=" + shell_quote(dir / "data" / "images" / "val") +
