@@ -100,6 +100,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
             menu.addAction(tr("Compare selected runs"), this, &MainWindow::compare_selected_runs);
             const auto id = item->data(0, kIdRole).toLongLong();
             menu.addAction(tr("Save weights…"), this, [this, id] { save_run_weights_asking(id); });
+            menu.addAction(tr("Export ONNX…"), this, [this, id] { export_run_onnx_asking(id); });
             menu.addAction(tr("Clone…"), this, [this, id] { clone_run(id); });
             menu.addAction(tr("Predict preview…"), this,
                            [this, id] { predict_preview_asking(id); });
@@ -583,6 +584,8 @@ RunTableView* MainWindow::open_run_table() {
             [this](std::int64_t id) { save_run_weights_asking(id); });
     connect(table, &RunTableView::delete_requested, this,
             [this](std::int64_t id) { delete_run_asking(id); });
+    connect(table, &RunTableView::export_onnx_requested, this,
+            [this](std::int64_t id) { export_run_onnx_asking(id); });
     connect(table, &RunTableView::export_csv_requested, this,
             [this](const std::vector<std::int64_t>& ids) { export_runs_csv_asking(ids); });
     add_tab(table, tr("Runs"));
@@ -690,6 +693,70 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
     return monitor;
+}
+
+void MainWindow::export_run_onnx_asking(std::int64_t run_id) {
+    if (!project_) return;
+    QString name;
+    try {
+        name = qs(store::get_run(*project_, run_id).setup.name);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
+        return;
+    }
+    const QString file = QFileDialog::getSaveFileName(
+        this, tr("Export ONNX"), name + QStringLiteral(".onnx"), tr("ONNX model (*.onnx)"));
+    if (!file.isEmpty()) export_run_onnx(run_id, file);
+}
+
+void MainWindow::export_run_onnx(std::int64_t run_id, const QString& file) {
+    if (!project_) return;
+    const auto folder = store::run_files_folder(*project_, run_id);
+    keep_run_files(run_id, [this, run_id, folder, file] {
+        std::filesystem::path weights;
+        for (const auto& w : run_weight_files(folder))
+            if (w.filename() == "best.safetensors" || weights.empty()) weights = w;
+        // The run's size; re-scored on the run's dataset, so a bad export is said at once.
+        QStringList args;
+        try {
+            const store::RunInfo run = store::get_run(*project_, run_id);
+            if (weights.empty()) throw InputError("run", "it has no weights");
+            args << QStringLiteral("export") << QStringLiteral("detect")
+                 << QStringLiteral("model=") + from_path(weights) << QStringLiteral("format=onnx")
+                 << QStringLiteral("out=") + file;
+            if (const auto it = run.setup.options.find("imgsz");
+                it != run.setup.options.end() && it->is_number_integer())
+                args << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+            if (run.setup.dataset_id)
+                args << QStringLiteral("data=") +
+                            from_path(store::snapshot_dataset(*project_, *run.setup.dataset_id));
+        } catch (const std::exception& e) {
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("ONNX export: %1").arg(QString::fromUtf8(e.what())));
+            return;
+        }
+        auto* process = new QProcess(this);
+        process->setProcessChannelMode(QProcess::MergedChannels);
+        connect(process, &QProcess::finished, this,
+                [this, process, file](int code, QProcess::ExitStatus status) {
+                    process->deleteLater();
+                    const QString output = QString::fromUtf8(process->readAll()).trimmed();
+                    const bool ok = status == QProcess::NormalExit && code == 0;
+                    log(QString(log_level_name(ok ? LogLevel::Info : LogLevel::Error)),
+                        ok ? tr("ONNX export: %1").arg(output)
+                           : tr("ONNX export of %1 failed: %2").arg(file, output.right(1500)));
+                });
+        connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError e) {
+            if (e != QProcess::FailedToStart) return;
+            process->deleteLater();
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("ONNX export needs the crucible command line next to the studio: %1")
+                    .arg(process->errorString()));
+        });
+        log(QString(log_level_name(LogLevel::Info)),
+            tr("ONNX export: writing %1 and re-scoring it…").arg(file));
+        process->start(command_line(), args);
+    });
 }
 
 QString MainWindow::command_line() const {

@@ -180,6 +180,11 @@ class MainWindow : public QMainWindow {
     // over its labels.
     AnnotationEditor* open_image_with_predictions(std::int64_t dataset_id,
                                                   const data::ImageOutcome& image, double conf);
+    // Export ONNX…: the run's best weights as an ONNX model at the run's size, where the person
+    // says, re-scored on the run's dataset (crucible export detect format=onnx data=...); the
+    // log says the file's size and both mAP50s, or why it was refused.
+    void export_run_onnx_asking(std::int64_t run_id);
+    void export_run_onnx(std::int64_t run_id, const QString& file);
     // Export metrics as CSV…: the runs' metrics (all runs when `run_ids` is empty) as tidy CSV in
     // a file the person names, and their per-class evaluations beside it (<name>_per_class.csv);
     // for spreadsheets and Power BI (core/store/tidy_csv.h).

@@ -328,6 +328,7 @@ RunTableView::RunTableView(QWidget* parent) : QWidget(parent) {
         menu.addAction(tr("Clone…"), this, [this, id] { emit clone_requested(id); });
         menu.addAction(tr("Predict preview…"), this, [this, id] { emit preview_requested(id); });
         menu.addAction(tr("Save weights…"), this, [this, id] { emit save_weights_requested(id); });
+        menu.addAction(tr("Export ONNX…"), this, [this, id] { emit export_onnx_requested(id); });
         menu.addAction(tr("Delete…"), this, [this, id] { emit delete_requested(id); });
         menu.addSeparator();
         menu.addAction(tr("Export metrics as CSV…"), this,

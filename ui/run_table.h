@@ -88,6 +88,7 @@ class RunTableView : public QWidget {
     void clone_requested(std::int64_t id);
     void preview_requested(std::int64_t id);
     void save_weights_requested(std::int64_t id);
+    void export_onnx_requested(std::int64_t id);
     void delete_requested(std::int64_t id);
     // The selected runs' metrics as CSV (every run's when none is selected).
     void export_csv_requested(const std::vector<std::int64_t>& ids);

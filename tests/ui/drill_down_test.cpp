@@ -1,7 +1,8 @@
 // Drill-down, offscreen, end to end with the command line of this build and the reference's
 // yolov8n fixture: a run's confusion matrix in its monitor, a click on a cell, the run's images
 // scored once (`crucible val ... per_image=`), the images behind the cell listed worst first,
-// then one opened in the editor with its labels and the model's predictions over them.
+// then one opened in the editor with its labels and the model's predictions over them; and the
+// run's Export ONNX…, re-scored on its dataset.
 #include <gtest/gtest.h>
 
 #include <qcustomplot.h>
@@ -169,4 +170,13 @@ TEST(DrillDown, FromAConfusionCellToItsImagesAndIntoTheEditor) {
         above += p.conf >= view->report().conf;
     EXPECT_EQ(editor->shown_suggestions().size(), above);
     EXPECT_DOUBLE_EQ(editor->suggestion_threshold(), view->report().conf);
+
+    // Export ONNX… of the same run: written, re-scored on the run's dataset, said in the log.
+    const auto onnx = dir / "shapes run.onnx";
+    window.export_run_onnx(run, QString::fromStdString(path_to_utf8(onnx)));
+    ASSERT_TRUE(uitest::wait_for(
+        [&] { return window.log_console()->toPlainText().contains("export checked"); }, 120000))
+        << window.log_console()->toPlainText().toStdString();
+    EXPECT_GT(fs::file_size(onnx), 1'000'000u);
+    EXPECT_TRUE(window.log_console()->toPlainText().contains("input 1x3x320x320"));
 }
