@@ -26,6 +26,7 @@
 #include "ui/beside_studio.h"
 #include "ui/class_editor.h"
 #include "ui/demo_project.h"
+#include "ui/drill_down.h"
 #include "ui/main_window.h"
 #include "ui/predict_preview.h"
 #include "ui/run_monitor.h"
@@ -98,11 +99,28 @@ void open_screenshot_preview(crucible::ui::MainWindow& window) {
     QObject::connect(editor, &crucible::ui::AnnotationEditor::prelabel_finished, &labelled,
                      &QEventLoop::quit);
     QTimer::singleShot(120000, &labelled, &QEventLoop::quit);
-    editor->prelabel(
-        crucible::ui::find_beside_studio(QStringLiteral("crucible"), QStringLiteral("cli")),
-        crucible::path_from_utf8(weights.toStdString()),
-        crucible::ui::AnnotationEditor::PrelabelScope::CurrentImage);
+    editor->prelabel(window.command_line(), crucible::path_from_utf8(weights.toStdString()),
+                     crucible::ui::AnnotationEditor::PrelabelScope::CurrentImage,
+                     {QStringLiteral("imgsz=160")});  // the headless demo's size
     labelled.exec();
+
+    // Drill-down: the same weights' per-image report on the demo dataset, the images behind
+    // class 0 (worst first).
+    const auto report =
+        std::filesystem::temp_directory_path() / "crucible-screenshot-per-image.json";
+    QProcess val;
+    val.start(
+        window.command_line(),
+        {QStringLiteral("val"), QStringLiteral("detect"), QStringLiteral("model=") + weights,
+         QStringLiteral("data=") +
+             QString::fromStdString(crucible::path_to_utf8(crucible::store::snapshot_dataset(
+                 *project, crucible::store::list_datasets(*project).front().id))),
+         QStringLiteral("imgsz=160"),
+         QStringLiteral("per_image=") + QString::fromStdString(crucible::path_to_utf8(report))});
+    if (!val.waitForFinished(120000) || val.exitCode() != 0) return;
+    crucible::ui::DrillFilter filter;
+    filter.cls = 0;
+    window.open_drill_down(runs.front().id, report, filter);
 }
 
 void take_screenshots(crucible::ui::MainWindow& window, const QString& dir) {

@@ -41,7 +41,16 @@ OptionSchema export_schema() {
     s.add(boolean_option("half", false, "fp16 weights, input and output", onnx));
     s.add(integer_option("opset", 17, static_cast<double>(kMinYoloOpset), 21, "ONNX operator set",
                          onnx));
-    s.add(boolean_option("nms", false, "add non-maximum suppression to the graph", onnx));
+    s.add(boolean_option("nms", false,
+                         "add non-maximum suppression: output0 becomes one row per box (batch, x1, "
+                         "y1, x2, y2, score, class); ONNX Runtime and TensorRT run it, OpenCV "
+                         "DNN 4.6 does not",
+                         onnx));
+    s.add(number_option("conf", 0.25, 0.0, 1.0, "with nms=true: the lowest score kept", onnx));
+    s.add(
+        number_option("iou", 0.7, 0.0, 1.0, "with nms=true: the IoU above which a box goes", onnx));
+    s.add(integer_option("max_det", 300, 1, 100000, "with nms=true: boxes kept per class and image",
+                         onnx));
     s.add(text_option("data", "",
                       "dataset (data.yaml, COCO .json or VOC folder): re-score the export on it "
                       "and refuse it if its mAP50 is more than 0.01 below the model's",
@@ -79,10 +88,10 @@ Json onnx_metrics(const std::filesystem::path& file, const YoloOnnxOptions& o, c
 // kAllowedMap50Drop of mAP50.
 void rescore_export(DetectionModelImpl& model, const std::filesystem::path& file,
                     const YoloOnnxOptions& o, const Json& opt) {
-    if (o.dynamic || o.half) {
+    if (o.dynamic || o.half || o.nms) {
         std::printf(
-            "not re-scored: OpenCV DNN 4.6 runs neither dynamic nor fp16 exports; "
-            "re-score a fixed-size fp32 export of the same model\n");
+            "not re-scored: OpenCV DNN 4.6 runs no dynamic, fp16 or NMS export; re-score "
+            "a fixed-size fp32 export of the same model without nms\n");
         return;
     }
     const auto dataset = load_data_argument(opt["data"].get<std::string>(), true);
@@ -125,10 +134,6 @@ int run_export(const Json& opt) {
     const std::string model = opt["model"].get<std::string>();
     if (model.empty()) throw InputError("model", "is required: a .pt or .safetensors file");
     const std::string format = opt["format"].get<std::string>();
-    if (format == "onnx" && opt["nms"].get<bool>())
-        throw InputError("nms",
-                         "is not available yet: the graph ends at the raw head output; "
-                         "run NMS in the application (examples/onnx_inference shows it)");
     auto loaded = load_detection_model(model, std::nullopt);
     const std::string suffix = format == "onnx" ? ".onnx" : ".safetensors";
     std::filesystem::path out = path_from_utf8(opt["out"].get<std::string>());
@@ -147,6 +152,10 @@ int run_export(const Json& opt) {
         o.dynamic = opt["dynamic"].get<bool>();
         o.half = opt["half"].get<bool>();
         o.opset = opt["opset"].get<std::int64_t>();
+        o.nms = opt["nms"].get<bool>();
+        o.nms_conf = opt["conf"].get<double>();
+        o.nms_iou = opt["iou"].get<double>();
+        o.max_det = opt["max_det"].get<std::int64_t>();
         loaded.model->eval();
         auto m = yolo_onnx_model(*loaded.model, names, o);
         m.producer_version = CRUCIBLE_VERSION;
@@ -182,6 +191,7 @@ engine::RegisterTaskCommand export_command(
      {"model"},
      {"model=WEIGHTS [format=safetensors] [out=FILE]",
       "model=WEIGHTS format=onnx [imgsz=640] [batch=1] [dynamic=true] [half=true] [opset=17]",
+      "model=WEIGHTS format=onnx nms=true [conf=0.25] [iou=0.7] [max_det=300]",
       "model=WEIGHTS format=onnx data=DATASET [split=val]   # re-score the export"}});
 
 }  // namespace

@@ -250,6 +250,36 @@ std::string detect_head(GraphBuilder& g, DetectImpl& head, const std::vector<std
     return g.concat({boxes, scores}, 1);
 }
 
+// Non-maximum suppression in the graph (ONNX NonMaxSuppression: per class, as `crucible
+// predict` suppresses): the raw output [B, 4 + nc, A] becomes one row per kept box, [K, 7] =
+// batch index, x1, y1, x2, y2 (input pixels), score, class, always in fp32 (the operator's type).
+std::string nms_rows(GraphBuilder& g, const std::string& raw, std::int64_t nc,
+                     const YoloOnnxOptions& o) {
+    const auto to_float = [&g](const std::string& x) {
+        return g.node("Cast", {x}, {{"to", static_cast<std::int64_t>(onnx::DataType::Float)}});
+    };
+    const auto as_float = [&](const std::string& x) {
+        return g.float_type() == onnx::DataType::Float ? x : to_float(x);
+    };
+    const auto boxes = g.node("Transpose", {as_float(g.slice(raw, 0, 4, 1))},
+                              {{"perm", std::vector<std::int64_t>{0, 2, 1}}});  // [B, A, 4]
+    const auto scores = as_float(g.slice(raw, 4, 4 + nc, 1));                   // [B, nc, A]
+    const auto selected =
+        g.node("NonMaxSuppression",
+               {boxes, scores, g.ints({o.max_det}), g.fp32({static_cast<float>(o.nms_iou)}),
+                g.fp32({static_cast<float>(o.nms_conf)})},
+               {{"center_point_box", std::int64_t{1}}});  // [K, 3]: batch, class, box
+    const auto batch = g.slice(selected, 0, 1, 1), cls = g.slice(selected, 1, 2, 1);
+    const auto box_index = g.concat({batch, g.slice(selected, 2, 3, 1)}, 1);
+    const auto cxcywh = g.node("GatherND", {boxes, box_index});  // [K, 4]
+    const auto half_size = g.node("Mul", {g.slice(cxcywh, 2, 4, 1), g.fp32({0.5f}, {})});
+    const auto centre = g.slice(cxcywh, 0, 2, 1);
+    const auto score = g.node("Unsqueeze", {g.node("GatherND", {scores, selected}), g.ints({1})});
+    return g.concat({to_float(batch), g.node("Sub", {centre, half_size}),
+                     g.node("Add", {centre, half_size}), score, to_float(cls)},
+                    1);
+}
+
 onnx::Dim dim(bool dynamic, std::int64_t value, const char* name) {
     return dynamic ? onnx::Dim{0, name} : onnx::Dim{value, ""};
 }
@@ -301,7 +331,8 @@ onnx::Model yolo_onnx_model(DetectionModelImpl& model, const std::vector<std::st
         c2f(g, *model.h18, g.concat({conv_block(g, *model.h16, p3, layer(16)), h12}, 1), layer(18));
     const auto p5 =
         c2f(g, *model.h21, g.concat({conv_block(g, *model.h19, p4, layer(19)), x9}, 1), layer(21));
-    const auto out = detect_head(g, *model.head, {p3, p4, p5}, o);
+    auto out = detect_head(g, *model.head, {p3, p4, p5}, o);
+    if (o.nms) out = nms_rows(g, out, model.num_classes(), o);
     // The graph's output gets the reference's name.
     g.graph.nodes.push_back({"Identity", {out}, {"output0"}, "output0", {}});
 
@@ -322,6 +353,7 @@ onnx::Model yolo_onnx_model(DetectionModelImpl& model, const std::vector<std::st
                         {dim(o.dynamic, o.batch, "batch"),
                          {4 + model.num_classes(), ""},
                          dim(o.dynamic, anchors, "anchors")}}};
+    if (o.nms) g.graph.outputs = {{"output0", onnx::DataType::Float, {{0, "detections"}, {7, ""}}}};
 
     onnx::Model m;
     m.opset = o.opset;
@@ -335,6 +367,7 @@ onnx::Model yolo_onnx_model(DetectionModelImpl& model, const std::vector<std::st
                   {"imgsz", "[" + std::to_string(o.height) + ", " + std::to_string(o.width) + "]"},
                   {"half", o.half ? "True" : "False"},
                   {"dynamic", o.dynamic ? "True" : "False"},
+                  {"nms", o.nms ? "True" : "False"},
                   {"names", python_names_literal(class_names)},
                   {"crucible_names", Json(class_names).dump()}};
     return m;

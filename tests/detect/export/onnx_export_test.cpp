@@ -221,6 +221,34 @@ TEST(OnnxExport, TrainedModelGivesTheSameFinalBoxesEverywhereAndPassesItsReScori
     }
     EXPECT_GE(boxes, 8) << "the trained model found almost nothing in 16 images of shapes";
 
+    // nms=true: the same boxes as `crucible predict`'s NMS, in ONNX Runtime, one row per box
+    // (batch, x1, y1, x2, y2, score, class), ordered by image, class and falling score.
+    o.nms = true;
+    const auto nms_file = dir / "trained_nms.onnx";
+    write_file_atomically(
+        nms_file, onnx::serialize_onnx_model(yolo_onnx_model(*loaded.model, loaded.names, o)));
+    const auto rows = onnxruntime_outputs(nms_file, {{"images", images}}).at("images");
+    ASSERT_EQ(rows.dim(), 2);
+    ASSERT_EQ(rows.size(1), 7);
+    EXPECT_EQ(rows.size(0), boxes) << rows;
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(ours.size()); ++i) {
+        const auto mine = rows.index({rows.select(1, 0) == static_cast<double>(i)});
+        ASSERT_EQ(mine.size(0), ours[static_cast<std::size_t>(i)].size(0)) << "image " << i;
+        if (mine.size(0) == 0) continue;
+        // Ours by falling score; the graph's by class, then falling score: order both alike.
+        const auto by = [](const torch::Tensor& t, int cls_col, int score_col) {
+            return t.index_select(0,
+                                  std::get<1>((t.select(1, cls_col) * 10 - t.select(1, score_col))
+                                                  .sort(0, /*descending=*/false)));
+        };
+        const auto a = by(ours[static_cast<std::size_t>(i)], 5, 4);
+        const auto b = by(mine, 6, 5);
+        EXPECT_TRUE(torch::equal(a.select(1, 5), b.select(1, 6))) << a << b;
+        EXPECT_LE((a.narrow(1, 0, 4) - b.narrow(1, 1, 4)).abs().max().item<double>(),
+                  box_tolerance(96));
+        EXPECT_LE((a.select(1, 4) - b.select(1, 5)).abs().max().item<double>(), kScoreTolerance);
+    }
+
     // `crucible export ... data=` re-scores the file it wrote (OpenCV DNN, in crucible-onnx-check)
     // against the model (LibTorch) on the validation split, and calls it good.
     const auto weights = dir / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
