@@ -713,20 +713,15 @@ void MainWindow::export_run_onnx(std::int64_t run_id, const QString& file) {
     if (!project_) return;
     const auto folder = store::run_files_folder(*project_, run_id);
     keep_run_files(run_id, [this, run_id, folder, file] {
-        std::filesystem::path weights;
-        for (const auto& w : run_weight_files(folder))
-            if (w.filename() == "best.safetensors" || weights.empty()) weights = w;
         // The run's size; re-scored on the run's dataset, so a bad export is said at once.
         QStringList args;
         try {
             const store::RunInfo run = store::get_run(*project_, run_id);
+            const auto weights = best_run_weights(folder);
             if (weights.empty()) throw InputError("run", "it has no weights");
             args << QStringLiteral("export") << QStringLiteral("detect")
                  << QStringLiteral("model=") + from_path(weights) << QStringLiteral("format=onnx")
-                 << QStringLiteral("out=") + file;
-            if (const auto it = run.setup.options.find("imgsz");
-                it != run.setup.options.end() && it->is_number_integer())
-                args << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+                 << QStringLiteral("out=") + file << run_size_args(run);
             if (run.setup.dataset_id)
                 args << QStringLiteral("data=") +
                             from_path(store::snapshot_dataset(*project_, *run.setup.dataset_id));
@@ -735,28 +730,49 @@ void MainWindow::export_run_onnx(std::int64_t run_id, const QString& file) {
                 tr("ONNX export: %1").arg(QString::fromUtf8(e.what())));
             return;
         }
-        auto* process = new QProcess(this);
-        process->setProcessChannelMode(QProcess::MergedChannels);
-        connect(process, &QProcess::finished, this,
-                [this, process, file](int code, QProcess::ExitStatus status) {
-                    process->deleteLater();
-                    const QString output = QString::fromUtf8(process->readAll()).trimmed();
-                    const bool ok = status == QProcess::NormalExit && code == 0;
-                    log(QString(log_level_name(ok ? LogLevel::Info : LogLevel::Error)),
-                        ok ? tr("ONNX export: %1").arg(output)
-                           : tr("ONNX export of %1 failed: %2").arg(file, output.right(1500)));
-                });
-        connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError e) {
-            if (e != QProcess::FailedToStart) return;
-            process->deleteLater();
-            log(QString(log_level_name(LogLevel::Error)),
-                tr("ONNX export needs the crucible command line next to the studio: %1")
-                    .arg(process->errorString()));
-        });
         log(QString(log_level_name(LogLevel::Info)),
             tr("ONNX export: writing %1 and re-scoring it…").arg(file));
-        process->start(command_line(), args);
+        run_command_line(args, tr("ONNX export"), [this, file](bool ok, const QString& output) {
+            log(QString(log_level_name(ok ? LogLevel::Info : LogLevel::Error)),
+                ok ? tr("ONNX export: %1").arg(output)
+                   : tr("ONNX export of %1 failed: %2").arg(file, output.right(1500)));
+        });
     });
+}
+
+void MainWindow::run_command_line(const QStringList& args, const QString& what,
+                                  std::function<void(bool, const QString&)> done) {
+    auto* process = new QProcess(this);
+    process->setProcessChannelMode(QProcess::MergedChannels);
+    connect(process, &QProcess::finished, this,
+            [process, done](int code, QProcess::ExitStatus status) {
+                process->deleteLater();
+                done(status == QProcess::NormalExit && code == 0,
+                     QString::fromUtf8(process->readAll()).trimmed());
+            });
+    connect(process, &QProcess::errorOccurred, this,
+            [this, process, what](QProcess::ProcessError e) {
+                if (e != QProcess::FailedToStart) return;
+                process->deleteLater();
+                log(QString(log_level_name(LogLevel::Error)),
+                    tr("%1 needs the crucible command line next to the studio: %2")
+                        .arg(what, process->errorString()));
+            });
+    process->start(command_line(), args);
+}
+
+std::filesystem::path MainWindow::best_run_weights(const std::filesystem::path& folder) {
+    std::filesystem::path weights;
+    for (const auto& w : run_weight_files(folder))
+        if (w.filename() == "best.safetensors" || weights.empty()) weights = w;
+    return weights;
+}
+
+QStringList MainWindow::run_size_args(const store::RunInfo& run) {
+    if (const auto it = run.setup.options.find("imgsz");
+        it != run.setup.options.end() && it->is_number_integer())
+        return {QStringLiteral("imgsz=%1").arg(it->get<long long>())};
+    return {};
 }
 
 QString MainWindow::command_line() const {
@@ -777,52 +793,34 @@ void MainWindow::drill_down(std::int64_t run_id, const DrillFilter& filter) {
     // The first drill-down of a run scores its best weights on its dataset's validation images
     // once, through the command line next to the studio (`crucible val ... per_image=`).
     keep_run_files(run_id, [this, run_id, folder, report, filter] {
-        std::filesystem::path weights;
-        for (const auto& w : run_weight_files(folder))
-            if (w.filename() == "best.safetensors" || weights.empty()) weights = w;
         QStringList args;
         try {
             const store::RunInfo run = store::get_run(*project_, run_id);
+            const auto weights = best_run_weights(folder);
             if (weights.empty() || !run.setup.dataset_id)
                 throw InputError("run", "it has no weights or no dataset of this project");
             args << QStringLiteral("val") << QStringLiteral("detect")
                  << QStringLiteral("model=") + from_path(weights)
                  << QStringLiteral("data=") +
                         from_path(store::snapshot_dataset(*project_, *run.setup.dataset_id))
-                 << QStringLiteral("per_image=") + from_path(report);
-            if (const auto it = run.setup.options.find("imgsz");
-                it != run.setup.options.end() && it->is_number_integer())
-                args << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+                 << QStringLiteral("per_image=") + from_path(report) << run_size_args(run);
         } catch (const std::exception& e) {
             log(QString(log_level_name(LogLevel::Error)),
                 tr("drill-down: %1").arg(QString::fromUtf8(e.what())));
             return;
         }
-        auto* process = new QProcess(this);
-        process->setProcessChannelMode(QProcess::MergedChannels);
-        connect(process, &QProcess::finished, this,
-                [this, process, run_id, report, filter](int code, QProcess::ExitStatus status) {
-                    process->deleteLater();
-                    std::error_code missing;
-                    if (status != QProcess::NormalExit || code != 0 ||
-                        !std::filesystem::exists(report, missing)) {
-                        log(QString(log_level_name(LogLevel::Error)),
-                            tr("drill-down: scoring the images failed: %1")
-                                .arg(QString::fromUtf8(process->readAll()).right(1500)));
-                        return;
-                    }
-                    open_drill_down(run_id, report, filter);
-                });
         log(QString(log_level_name(LogLevel::Info)),
             tr("drill-down: scoring the run's validation images once…"));
-        connect(process, &QProcess::errorOccurred, this, [this, process](QProcess::ProcessError e) {
-            if (e != QProcess::FailedToStart) return;
-            process->deleteLater();
-            log(QString(log_level_name(LogLevel::Error)),
-                tr("drill-down needs the crucible command line next to the studio: %1")
-                    .arg(process->errorString()));
-        });
-        process->start(command_line(), args);
+        run_command_line(
+            args, tr("drill-down"), [this, run_id, report, filter](bool ok, const QString& output) {
+                std::error_code missing;
+                if (!ok || !std::filesystem::exists(report, missing)) {
+                    log(QString(log_level_name(LogLevel::Error)),
+                        tr("drill-down: scoring the images failed: %1").arg(output.right(1500)));
+                    return;
+                }
+                open_drill_down(run_id, report, filter);
+            });
     });
 }
 
@@ -987,10 +985,7 @@ PredictPreview* MainWindow::open_predict_preview(std::int64_t run_id,
         if (run.setup.dataset_id)
             names = store::dataset_class_names(*project_, *run.setup.dataset_id);
         // Predicted at the size the run trained at, when it has one.
-        QStringList extra;
-        if (const auto it = run.setup.options.find("imgsz");
-            it != run.setup.options.end() && it->is_number_integer())
-            extra << QStringLiteral("imgsz=%1").arg(it->get<long long>());
+        const QStringList extra = run_size_args(run);
         auto* preview =
             new PredictPreview(program.isEmpty() ? command_line() : program, qs(run.setup.task),
                                weights, images, std::move(names), extra, tabs_);

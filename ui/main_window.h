@@ -170,6 +170,14 @@ class MainWindow : public QMainWindow {
     // the one beside the studio, unless set (tests run the build's).
     QString command_line() const;
     void set_command_line(const QString& program) { command_line_ = program; }
+    // Runs the command line with `args` in the background; `done` gets whether it exited 0 and
+    // its output. One that cannot start is said in the log, under `what`.
+    void run_command_line(const QStringList& args, const QString& what,
+                          std::function<void(bool ok, const QString& output)> done);
+    // The run's best weights among its kept files (empty when it has none).
+    static std::filesystem::path best_run_weights(const std::filesystem::path& folder);
+    // "imgsz=N" when the run was set up with a size: predictions and exports use the run's.
+    static QStringList run_size_args(const store::RunInfo& run);
     // Drill-down (a confusion cell or a class of a run's monitor): the run's per-image report
     // (made once beside the project by the command line next to the studio), in a view of the
     // images behind it, worst first.

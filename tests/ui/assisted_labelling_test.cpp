@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kCli = test_support::built_program("crucible", "app/cli");
+const fs::path kCli = uitest::command_line_program();
 const fs::path kWeights = fs::path(CRUCIBLE_FIXTURES_DIR) / "yolov8" / "yolov8n_shapes11.pt";
 
 // What the store holds for image `index` of the editor's dataset.
@@ -39,16 +39,10 @@ std::size_t stored_boxes(store::Project& project, const DatasetContent& content,
 }  // namespace
 
 TEST(AssistedLabelling, PrelabelAcceptUndoRejectSaveAndTrain) {
-    if (!QFileInfo(QString::fromStdString(path_to_utf8(kCli))).isExecutable())
+    if (!uitest::command_line_built())
         GTEST_SKIP() << "crucible (the command line) is not in this build (studio-only build)";
     const auto dir = uitest::temp_dir();
-    data::SynthOptions o;
-    o.classes = 4;
-    o.imgsz = 320;
-    o.train = 4;
-    o.val = 2;
-    o.seed = 11;
-    const auto yaml = data::write_synth_dataset(dir / "synth", o);
+    const auto yaml = uitest::fixture_like_shapes(dir / "synth", 4, 2, 11);
     auto project = store::Project::create(dir / "p.crucible");
     store::ImportOptions io;
     io.name = "shapes";

@@ -35,7 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kCli = test_support::built_program("crucible", "app/cli");
+const fs::path kCli = uitest::command_line_program();
 
 // Runs the command line; its output, or a failure naming it.
 std::string cli(const std::vector<std::string>& args, const fs::path& log) {
@@ -59,16 +59,10 @@ T* tab_of_type(MainWindow& window) {
 }  // namespace
 
 TEST(DrillDown, FromAConfusionCellToItsImagesAndIntoTheEditor) {
-    if (!QFileInfo(QString::fromStdString(path_to_utf8(kCli))).isExecutable())
+    if (!uitest::command_line_built())
         GTEST_SKIP() << "crucible (the command line) is not in this build (studio-only build)";
     const auto dir = uitest::temp_dir();
-    data::SynthOptions o;
-    o.classes = 4;
-    o.imgsz = 320;
-    o.train = 2;
-    o.val = 6;
-    o.seed = 21;
-    const auto yaml = data::write_synth_dataset(dir / "synth", o);
+    const auto yaml = uitest::fixture_like_shapes(dir / "synth", 2, 6, 21);
     std::int64_t run = 0;
     fs::path files;
     {

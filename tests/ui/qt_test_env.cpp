@@ -5,6 +5,7 @@
 #include <QAbstractButton>
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QMessageBox>
 #include <QTimer>
 #include <cstdlib>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include "core/base/file_io.h"
+#include "core/data/synth/synth.h"
 #include "core/net/remote_config.h"
+#include "tests/support/built_programs.h"
 #include "tests/support/temp_dir.h"
 
 namespace crucible::uitest {
@@ -71,6 +74,25 @@ void answer_next_message_box(int button, int timeout_ms) {
 void clear_server_registry() {
     std::error_code ec;
     std::filesystem::remove(net::default_remotes_file(), ec);
+}
+
+std::filesystem::path command_line_program() {
+    return test_support::built_program("crucible", "app/cli");
+}
+
+bool command_line_built() {
+    return QFileInfo(QString::fromStdString(path_to_utf8(command_line_program()))).isExecutable();
+}
+
+std::filesystem::path fixture_like_shapes(const std::filesystem::path& dir, int train, int val,
+                                          unsigned seed) {
+    data::SynthOptions o;
+    o.classes = 4;
+    o.imgsz = 320;
+    o.train = train;
+    o.val = val;
+    o.seed = seed;
+    return data::write_synth_dataset(dir, o);
 }
 
 }  // namespace crucible::uitest

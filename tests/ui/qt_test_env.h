@@ -15,6 +15,15 @@ void clear_server_registry();
 // answer it; returns at once (the box opens later, inside the code under test).
 void answer_next_message_box(int button, int timeout_ms = 5000);
 
+// The crucible command line of this build, for tests that predict, score or export through it
+// as the studio does (they skip in a studio-only build, which has none).
+std::filesystem::path command_line_program();
+bool command_line_built();
+// Synthetic shapes of the kind the reference's yolov8n fixture learnt (four classes, 320 px):
+// `train` and `val` images under `dir`; returns the data.yaml.
+std::filesystem::path fixture_like_shapes(const std::filesystem::path& dir, int train, int val,
+                                          unsigned seed);
+
 }  // namespace crucible::uitest
 
 #include <QDeadlineTimer>
