@@ -45,21 +45,29 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ensure_venv DIR CHECK WHAT PACKAGE...: a virtual environment this script owns, made again
+# (PACKAGEs from PyPI) unless its Python runs CHECK (a one-line program) with exit status 0.
+ensure_venv() {
+    local venv="$1" check="$2" what="$3"
+    shift 3
+    "$venv/bin/python" -c "$check" >/dev/null 2>&1 && return 0
+    echo "== installing $what into $venv"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off "$@"
+}
+
 # LibTorch 2.x with CUDA: PyPI's torch wheel (headers, CMake config and libraries, with the CUDA
 # libraries it needs as nvidia-* wheels) in a virtual environment this script owns. It lives
 # outside the build folder, so a clean build or a fresh clone reuses it.
 torch_version=2.11.0
 torch_venv="${CRUCIBLE_TORCH_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/torch-$torch_version}"
 torch_python="$torch_venv/bin/python"
-if ! "$torch_python" -c "import torch, sys; sys.exit(not torch.__version__.startswith('$torch_version'))" \
-        >/dev/null 2>&1; then
-    echo "== installing LibTorch $torch_version (PyPI torch wheel with its CUDA libraries, ~4.6 GB) into $torch_venv"
-    rm -rf "$torch_venv"
-    mkdir -p "$(dirname "$torch_venv")"
-    /usr/bin/python3 -m venv "$torch_venv"
-    "$torch_python" -m pip install --disable-pip-version-check --progress-bar off \
-        "torch==$torch_version"
-fi
+ensure_venv "$torch_venv" \
+    "import torch, sys; sys.exit(not torch.__version__.startswith('$torch_version'))" \
+    "LibTorch $torch_version (PyPI torch wheel with its CUDA libraries, ~4.6 GB)" \
+    "torch==$torch_version"
 
 # ccache: a rebuild after a clean (or CI's fresh clone, or the LibTorch-free build below) reuses
 # what was compiled before. Paths are taken relative to the checkout so another clone hits too.
@@ -82,15 +90,9 @@ test_configure=()
 if [ "$mode" = test ]; then
     moto_version=5.2.5
     moto_venv="${CRUCIBLE_MOTO_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/moto-$moto_version}"
-    if ! "$moto_venv/bin/python" -c "import moto, sys; sys.exit(moto.__version__ != '$moto_version')" \
-            >/dev/null 2>&1 || [ ! -x "$moto_venv/bin/moto_server" ]; then
-        echo "== installing moto $moto_version (an S3-compatible test server) into $moto_venv"
-        rm -rf "$moto_venv"
-        mkdir -p "$(dirname "$moto_venv")"
-        /usr/bin/python3 -m venv "$moto_venv"
-        "$moto_venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-            "moto[server]==$moto_version"
-    fi
+    ensure_venv "$moto_venv" \
+        "import moto, os, sys; sys.exit(moto.__version__ != '$moto_version' or not os.access('$moto_venv/bin/moto_server', os.X_OK))" \
+        "moto $moto_version (an S3-compatible test server)" "moto[server]==$moto_version"
     test_configure=(-DCRUCIBLE_MOTO_SERVER="$moto_venv/bin/moto_server")
 
     # The ONNX export's tests run each exported model in ONNX Runtime too, and through the ONNX
@@ -99,15 +101,10 @@ if [ "$mode" = test ]; then
     onnxruntime_version=1.32.0
     onnx_version=1.23.2
     onnx_venv="${CRUCIBLE_ONNX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/crucible/onnxruntime-$onnxruntime_version}"
-    if ! "$onnx_venv/bin/python" -c "import onnx, onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$onnxruntime_version' or onnx.__version__ != '$onnx_version')" \
-            >/dev/null 2>&1; then
-        echo "== installing onnxruntime $onnxruntime_version and onnx $onnx_version (test tooling) into $onnx_venv"
-        rm -rf "$onnx_venv"
-        mkdir -p "$(dirname "$onnx_venv")"
-        /usr/bin/python3 -m venv "$onnx_venv"
-        "$onnx_venv/bin/python" -m pip install --disable-pip-version-check --progress-bar off \
-            "onnxruntime==$onnxruntime_version" "onnx==$onnx_version"
-    fi
+    ensure_venv "$onnx_venv" \
+        "import onnx, onnxruntime, sys; sys.exit(onnxruntime.__version__ != '$onnxruntime_version' or onnx.__version__ != '$onnx_version')" \
+        "onnxruntime $onnxruntime_version and onnx $onnx_version (test tooling)" \
+        "onnxruntime==$onnxruntime_version" "onnx==$onnx_version"
     test_configure+=(-DCRUCIBLE_ONNX_PYTHON="$onnx_venv/bin/python")
 fi
 
