@@ -24,7 +24,7 @@ constexpr int kPictureSize = 360;
 PredictPreview::PredictPreview(QString program, QString task, fs::path weights,
                                std::vector<fs::path> images, std::vector<std::string> class_names,
                                QStringList extra_args, QWidget* parent)
-    : QWidget(parent), images_(images), class_names_(std::move(class_names)) {
+    : QWidget(parent), class_names_(std::move(class_names)) {
     predict_ = new PredictProcess(std::move(program), std::move(task), std::move(weights),
                                   std::move(images), std::move(extra_args), this);
     pictures_ = new QListWidget(this);
@@ -59,7 +59,8 @@ void PredictPreview::start() {
             status_->setText(predict_->error());
         emit done(ok);
     });
-    status_->setText(tr("predicting %n picture(s)…", nullptr, static_cast<int>(images_.size())));
+    status_->setText(
+        tr("predicting %n picture(s)…", nullptr, static_cast<int>(predict_->images().size())));
     predict_->start();
 }
 
@@ -82,8 +83,8 @@ int PredictPreview::shown_detections() const {
 
 void PredictPreview::redraw() {
     pictures_->clear();
-    for (std::size_t i = 0; i < images_.size(); ++i) {
-        QImageReader reader(QString::fromStdString(path_to_utf8(images_[i])));
+    for (std::size_t i = 0; i < predict_->images().size(); ++i) {
+        QImageReader reader(QString::fromStdString(path_to_utf8(predict_->images()[i])));
         reader.setAutoTransform(true);
         QImage image = reader.read();
         if (image.isNull()) continue;
@@ -115,14 +116,14 @@ void PredictPreview::redraw() {
         auto* item = new QListWidgetItem(
             QIcon(QPixmap::fromImage(image)),
             tr("%1 · %2 boxes")
-                .arg(QString::fromStdString(path_to_utf8(images_[i].filename())))
+                .arg(QString::fromStdString(path_to_utf8(predict_->images()[i].filename())))
                 .arg(shown));
         pictures_->addItem(item);
     }
     status_->setText(tr("confidence ≥ %1 · %2 detections in %3 pictures")
                          .arg(confidence_, 0, 'f', 3)
                          .arg(shown_detections())
-                         .arg(images_.size()));
+                         .arg(predict_->images().size()));
 }
 
 }  // namespace crucible::ui

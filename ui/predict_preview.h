@@ -46,9 +46,8 @@ class PredictPreview : public QWidget {
   private:
     void redraw();
 
-    std::vector<std::filesystem::path> images_;
     std::vector<std::string> class_names_;
-    PredictProcess* predict_ = nullptr;
+    PredictProcess* predict_ = nullptr;  // the images and their detections
     double confidence_ = 0.25;
     QListWidget* pictures_ = nullptr;
     QSlider* slider_ = nullptr;

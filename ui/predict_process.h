@@ -46,7 +46,7 @@ class PredictProcess : public QObject {
     QString error() const { return error_; }
     // Per image, in the order given (empty for an image the command skipped).
     const std::vector<std::vector<Detection>>& detections() const { return detections_; }
-    int image_count() const { return static_cast<int>(images_.size()); }
+    const std::vector<std::filesystem::path>& images() const { return images_; }
 
   signals:
     void progress(int done, int total);

@@ -1,8 +1,7 @@
 #include "core/base/prometheus_text.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 
 namespace crucible {
 
@@ -26,14 +25,8 @@ std::string prometheus_number(double value) {
     if (std::isnan(value)) return "NaN";
     if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
     char text[32];
-    std::snprintf(text, sizeof text, "%.17g", value);
-    // The shortest form that reads back exactly, for whole numbers and short decimals.
-    for (int precision = 1; precision < 17; ++precision) {
-        char shorter[32];
-        std::snprintf(shorter, sizeof shorter, "%.*g", precision, value);
-        if (std::strtod(shorter, nullptr) == value) return shorter;
-    }
-    return text;
+    const auto end = std::to_chars(text, text + sizeof text, value).ptr;  // shortest exact form
+    return std::string(text, end);
 }
 
 void PrometheusText::family(const std::string& name, const std::string& type,

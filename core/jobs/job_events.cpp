@@ -16,19 +16,21 @@ Event append_job_event(const std::filesystem::path& job_dir, const Event& event)
 
 std::string allocator_note(const std::filesystem::path& job_dir) {
     // The last 64 KiB hold many report windows; a long log is not read whole for an alarm.
-    for (const auto& event : recent_events(JobFolder{job_dir}.events(), 64u << 10)) {
-        if (event.value("kind", "") != event_kind::kMetric) continue;
+    std::string note;
+    visit_recent_events(JobFolder{job_dir}.events(), 64u << 10, [&note](const Json& event) {
+        if (event.value("kind", "") != event_kind::kMetric) return true;
         const Json values = event.value("values", Json::object());
         const Json allocated = values.value(metric_key::kGpuMemAllocatedGib, Json());
         const Json reserved = values.value(metric_key::kGpuMemReservedGib, Json());
-        if (!allocated.is_number() || !reserved.is_number()) continue;
-        char note[96];
-        std::snprintf(note, sizeof note,
+        if (!allocated.is_number() || !reserved.is_number()) return true;
+        char text[96];
+        std::snprintf(text, sizeof text,
                       " (the job's allocator: allocated %.1f GiB, reserved %.1f GiB)",
                       allocated.get<double>(), reserved.get<double>());
-        return note;
-    }
-    return "";
+        note = text;
+        return false;
+    });
+    return note;
 }
 
 }  // namespace crucible::jobs

@@ -29,29 +29,28 @@ std::optional<T> number_field(const Json& event, const char* name) {
 
 }  // namespace
 
-std::vector<Json> recent_events(const std::filesystem::path& events_file, std::size_t max_bytes) {
+void visit_recent_events(const std::filesystem::path& events_file, std::size_t max_bytes,
+                         const std::function<bool(const Json& event)>& visit) {
     std::ifstream in(events_file, std::ios::binary | std::ios::ate);
-    if (!in) return {};
+    if (!in) return;
     const std::streamoff size = in.tellg();
     const auto tail = static_cast<std::streamoff>(max_bytes);
     in.seekg(size > tail ? size - tail : 0);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<Json> out;
     std::size_t end = text.size();
     while (end > 0) {
         const std::size_t start = text.rfind('\n', end - 1);
         const std::size_t from = start == std::string::npos ? 0 : start + 1;
-        Json event = Json::parse(text.substr(from, end - from), nullptr, false);
-        if (event.is_object() && event.contains("kind")) out.push_back(std::move(event));
+        const Json event = Json::parse(text.substr(from, end - from), nullptr, false);
+        if (event.is_object() && event.contains("kind") && !visit(event)) return;
         end = start == std::string::npos ? 0 : start;
     }
-    return out;
 }
 
 JobSnapshot latest_job_snapshot(const std::filesystem::path& job_dir) {
     JobSnapshot s;
     bool progress = false, metric = false, eval = false;
-    for (const auto& e : recent_events(JobFolder{job_dir}.events(), JobSnapshot::kTailBytes)) {
+    visit_recent_events(JobFolder{job_dir}.events(), JobSnapshot::kTailBytes, [&](const Json& e) {
         const std::string kind = e.value("kind", "");
         if (kind == event_kind::kProgress && !progress) {
             progress = true;
@@ -69,8 +68,8 @@ JobSnapshot latest_job_snapshot(const std::filesystem::path& job_dir) {
             eval = true;
             s.eval = number_values(e);
         }
-        if (progress && metric && eval) break;
-    }
+        return !(progress && metric && eval);
+    });
     return s;
 }
 

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -14,9 +15,11 @@
 
 namespace crucible::jobs {
 
-// The parsable events among the last `max_bytes` of `events_file`, newest first (a torn or
-// damaged line is passed over). None when the file is missing.
-std::vector<Json> recent_events(const std::filesystem::path& events_file, std::size_t max_bytes);
+// Hands `visit` the parsable events among the last `max_bytes` of `events_file`, newest first,
+// until it returns false (a torn or damaged line is passed over; a missing file has none). Lines
+// are parsed only as they are visited: a reader that wants the newest metric parses one or two.
+void visit_recent_events(const std::filesystem::path& events_file, std::size_t max_bytes,
+                         const std::function<bool(const Json& event)>& visit);
 
 struct JobSnapshot {
     static constexpr std::size_t kTailBytes = 256u << 10;

@@ -2,9 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 
 #include "core/base/event.h"
+#include "core/data/formats/yolo_labels.h"
 #include "core/store/run_store.h"
 
 namespace crucible::store {
@@ -50,12 +50,7 @@ std::string csv_text_field(const std::string& text) {
 std::string csv_number(double value) {
     if (std::isnan(value)) return "";
     if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-    char text[32];
-    for (int precision = 1; precision <= 17; ++precision) {
-        std::snprintf(text, sizeof text, "%.*g", precision, value);
-        if (std::strtod(text, nullptr) == value) break;
-    }
-    return text;
+    return data::format_number(value);  // the shortest text that reads back exactly
 }
 
 std::string tidy_metrics_csv(Project& project, std::vector<std::int64_t> run_ids) {

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <opencv2/core.hpp>
-#include <opencv2/dnn.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -23,6 +22,7 @@
 #include "core/engine/safetensors_torch.h"
 #include "plugins/detect/export/yolo_onnx.h"
 #include "plugins/detect/metrics/nms.h"
+#include "plugins/detect/onnx_check/onnx_detector.h"
 #include "plugins/detect/task/model_source.h"
 #include "tests/support/built_programs.h"
 #include "tests/support/temp_dir.h"
@@ -55,15 +55,9 @@ torch::Tensor libtorch_output(DetectionModelImpl& model, const torch::Tensor& im
     return model.forward(images).decoded;
 }
 
+// OpenCV DNN runs the file as crucible-onnx-check does (the export's re-scoring).
 torch::Tensor opencv_output(const fs::path& file, const torch::Tensor& images) {
-    auto net = cv::dnn::readNetFromONNX(path_to_utf8(file));
-    net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
-    const auto x = images.contiguous();
-    const std::vector<int> dims(x.sizes().begin(), x.sizes().end());
-    net.setInput(cv::Mat(dims, CV_32F, x.data_ptr<float>()));
-    const cv::Mat y = net.forward();
-    std::vector<std::int64_t> shape(y.size.p, y.size.p + y.dims);
-    return torch::from_blob(const_cast<float*>(y.ptr<float>()), shape, torch::kFloat).clone();
+    return OnnxDetector(file, images.size(0)).forward(images);
 }
 
 // Runs onnx_runtime_run.py: every input tensor through the model, the outputs back by name.
