@@ -83,9 +83,11 @@ LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where
     if (json.contains("model_type") && !json["model_type"].is_string())
         throw InputError(where, "field 'model_type': expected a string");
     c.model_type = json.value("model_type", std::string());
-    if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2")
+    if (c.model_type != "llama" && c.model_type != "mistral" && c.model_type != "qwen2" &&
+        c.model_type != "qwen3")
         throw InputError(where, "unsupported architecture: model_type '" + c.model_type +
-                                    "' (supported: llama, mistral, qwen2)");
+                                    "' (supported: llama, mistral, qwen2, qwen3)");
+    c.qk_norm = c.model_type == "qwen3";
     c.vocab_size = int_field(json, "vocab_size", 0, where);
     c.hidden_size = int_field(json, "hidden_size", 0, where);
     c.intermediate_size = int_field(json, "intermediate_size", 0, where);
@@ -106,6 +108,9 @@ LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where
         !json["sliding_window"].is_null() &&
         int_field(json, "sliding_window", 0, where) < c.max_position_embeddings)
         throw InputError(where, "sliding-window attention is not supported");
+    // Qwen2/3 configs carry a sliding window that only applies when use_sliding_window is set.
+    if (bool_field(json, "use_sliding_window", false, where))
+        throw InputError(where, "use_sliding_window true is not supported");
     // transformers 5 writes the rotary settings as one object, "rope_parameters" (rope_type,
     // rope_theta and the scaling fields); 4.x wrote "rope_theta" and "rope_scaling".
     const char* rope_field = nullptr;
@@ -144,6 +149,7 @@ LlamaConfig LlamaConfig::from_hf_json(const Json& json, const std::string& where
 Json LlamaConfig::to_hf_json() const {
     Json j;
     j["architectures"] = Json::array({model_type == "qwen2"     ? "Qwen2ForCausalLM"
+                                      : model_type == "qwen3"   ? "Qwen3ForCausalLM"
                                       : model_type == "mistral" ? "MistralForCausalLM"
                                                                 : "LlamaForCausalLM"});
     j["model_type"] = model_type;
@@ -216,6 +222,10 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c) : config(c) {
     k_proj = register_module("k_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b));
     v_proj = register_module("v_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b));
     o_proj = register_module("o_proj", LoraLinear(c.num_attention_heads * d, c.hidden_size, false));
+    if (c.qk_norm) {
+        q_norm = register_module("q_norm", RmsNorm(d, c.rms_norm_eps));
+        k_norm = register_module("k_norm", RmsNorm(d, c.rms_norm_eps));
+    }
 }
 
 torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const AttentionContext& ctx,
@@ -223,10 +233,14 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Attentio
     const auto batch = x.size(0), time = x.size(1);
     const auto heads = config.num_attention_heads, kv_heads = config.num_key_value_heads;
     const auto d = config.head_size();
-    torch::Tensor q =
-        apply_rotary(q_proj(x).view({batch, time, heads, d}), ctx.cos, ctx.sin).transpose(1, 2);
-    torch::Tensor k =
-        apply_rotary(k_proj(x).view({batch, time, kv_heads, d}), ctx.cos, ctx.sin).transpose(1, 2);
+    torch::Tensor q = q_proj(x).view({batch, time, heads, d});
+    torch::Tensor k = k_proj(x).view({batch, time, kv_heads, d});
+    if (config.qk_norm) {
+        q = q_norm(q);
+        k = k_norm(k);
+    }
+    q = apply_rotary(q, ctx.cos, ctx.sin).transpose(1, 2);
+    k = apply_rotary(k, ctx.cos, ctx.sin).transpose(1, 2);
     torch::Tensor v = v_proj(x).view({batch, time, kv_heads, d}).transpose(1, 2);
     if (cache_k != nullptr) {
         if (cache_k->defined()) {
@@ -386,6 +400,17 @@ int LlamaForCausalLmImpl::add_lora(const LoraSpec& given) {
         ++n;
     }
     return n;
+}
+
+std::pair<std::int64_t, std::int64_t> LlamaForCausalLmImpl::quantize_nf4() {
+    std::int64_t before = 0, after = 0;
+    for (auto& [name, proj] : projections()) {
+        if (!proj->is_quantized())
+            before += proj->weight.numel() * static_cast<std::int64_t>(proj->weight.element_size());
+        proj->quantize_nf4();
+        after += proj->nf4.storage_bytes();
+    }
+    return {before, after};
 }
 
 void LlamaForCausalLmImpl::merge_lora() {

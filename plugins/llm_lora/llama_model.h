@@ -1,8 +1,9 @@
 #pragma once
 // A Llama-family decoder (SPECS.md "Llama-family decoder"): pre-norm blocks with RMSNorm (fp32),
 // rotary embeddings in the Hugging Face layout (rotate_half, cat(freqs, freqs); `llama3`
-// rope_scaling), grouped-query attention, SwiGLU MLP, optional q/k/v biases (Qwen2), tied or
-// untied head. Module and parameter names follow the Hugging Face checkpoint names
+// rope_scaling), grouped-query attention, SwiGLU MLP, optional q/k/v biases (Qwen2), optional
+// per-head RMSNorm of queries and keys before the rotary embedding (Qwen3), tied or untied head.
+// Module and parameter names follow the Hugging Face checkpoint names
 // (`model.layers.0.self_attn.q_proj.weight`), so state dicts map one to one. Every projection
 // is a LoraLinear; LoRA adapters are switched on per target module (plugins/llm_lora/lora.h).
 #include <torch/torch.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/base/json.h"
@@ -40,6 +42,7 @@ struct LlamaConfig {
     RopeScaling rope_scaling;
     bool tie_word_embeddings = false;
     bool attention_bias = false;  // q/k/v biases (Qwen2)
+    bool qk_norm = false;         // RMSNorm over each head of q and k (Qwen3: q_norm, k_norm)
     std::string model_type = "llama";
 
     std::int64_t head_size() const {
@@ -49,7 +52,7 @@ struct LlamaConfig {
     // that do not divide, ...).
     void validate(const std::string& where) const;
     // Hugging Face config.json. Refuses architectures other than Llama-family decoders
-    // (llama, mistral without sliding window, qwen2) with a message naming model_type.
+    // (llama, mistral without sliding window, qwen2, qwen3) with a message naming model_type.
     static LlamaConfig from_hf_json(const Json& json, const std::string& where);
     Json to_hf_json() const;
 };
@@ -88,6 +91,7 @@ struct LlamaAttentionImpl : torch::nn::Module {
                           torch::Tensor* cache_k, torch::Tensor* cache_v);
     LlamaConfig config;
     LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+    RmsNorm q_norm{nullptr}, k_norm{nullptr};  // config.qk_norm only
 };
 TORCH_MODULE(LlamaAttention);
 
@@ -134,6 +138,10 @@ struct LlamaForCausalLmImpl : torch::nn::Module {
     int add_lora(const LoraSpec& spec);
     // Folds every adapter into its base weight and removes it.
     void merge_lora();
+    // QLoRA: every decoder projection's base weight becomes NF4 codes (LoraLinear::quantize_nf4);
+    // embeddings, norms and the head stay as they are. Returns the projections' weight bytes
+    // {before, after}.
+    std::pair<std::int64_t, std::int64_t> quantize_nf4();
     // (HF-style name of the projection, module), for every projection.
     std::vector<std::pair<std::string, LoraLinear>> projections();
 

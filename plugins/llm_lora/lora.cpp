@@ -47,7 +47,8 @@ LoraLinearImpl::LoraLinearImpl(std::int64_t in, std::int64_t out, bool with_bias
 }
 
 torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
-    const torch::Tensor y = torch::nn::functional::linear(x, weight, bias);
+    const torch::Tensor y = is_quantized() ? engine::nf4_linear(x, nf4, bias)
+                                           : torch::nn::functional::linear(x, weight, bias);
     return has_adapter() ? lora.add_to_linear(y, x, is_training()) : y;
 }
 
@@ -60,20 +61,33 @@ void LoraLinearImpl::add_adapter(const engine::LoraOptions& options) {
     if (bias.defined()) bias.set_requires_grad(false);
 }
 
+torch::Tensor LoraLinearImpl::base_weight() const {
+    return is_quantized() ? nf4.dequantize() : weight.detach();
+}
+
 torch::Tensor LoraLinearImpl::merged_weight() const {
-    if (!has_adapter()) return weight.detach().clone();
-    return lora.merged(weight);
+    if (!has_adapter()) return base_weight().clone();
+    return lora.merged(base_weight());
 }
 
 void LoraLinearImpl::merge() {
-    if (!has_adapter()) return;
+    if (!has_adapter() && !is_quantized()) return;
     const torch::Tensor merged = merged_weight();
     {
         torch::NoGradGuard no_grad;
-        weight.copy_(merged);
+        weight.set_data(merged);
     }
-    engine::unregister_lora(*this);
+    nf4 = {};
+    if (has_adapter()) engine::unregister_lora(*this);
     lora = {};
+}
+
+void LoraLinearImpl::quantize_nf4() {
+    if (is_quantized()) return;
+    nf4 = engine::Nf4Tensor::quantize(weight.detach());
+    torch::NoGradGuard no_grad;
+    weight.set_requires_grad(false);
+    weight.set_data(torch::empty({0}, weight.options()));
 }
 
 }  // namespace crucible::llm

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/engine/lora.h"
+#include "core/engine/nf4.h"
 
 namespace crucible::llm {
 
@@ -36,11 +37,21 @@ struct LoraLinearImpl : torch::nn::Module {
     bool has_adapter() const { return lora.defined(); }
     // W + scale·B·A (the base weight when there is no adapter).
     torch::Tensor merged_weight() const;
-    // Folds the adapter into the weight and removes it.
+    // Folds the adapter into the weight and removes it (a quantized base is dequantized first:
+    // the merged layer is a plain one again).
     void merge();
+
+    // QLoRA: the base weight is replaced by its NF4 codes (core/engine/nf4.h) on its device and
+    // its full-precision storage is released (`weight` becomes an empty tensor); forward and
+    // backward dequantize on the fly. Any adapter stays as it is.
+    void quantize_nf4();
+    bool is_quantized() const { return nf4.defined(); }
+    // The base weight as forward uses it (dequantized when quantized).
+    torch::Tensor base_weight() const;
 
     std::int64_t in_features, out_features;
     torch::Tensor weight, bias;
+    engine::Nf4Tensor nf4;
     engine::LoraWeights lora;  // lora.down is lora_A.weight, lora.up lora_B.weight
 };
 TORCH_MODULE(LoraLinear);

@@ -1,8 +1,9 @@
 // The Llama-family decoder, its Hugging Face loader and PEFT adapters against golden references
 // made by the real implementations (tests/fixtures/golden, written by
 // tests/fixtures/make_golden.py with transformers and peft; versions in its README): logits of
-// tiny Llama 2-style, Llama 3-style and Qwen2 folders as transformers 5 saves them, and one LoRA
-// training step (loss and adapter gradients) on a PEFT adapter file. fp32 on the CPU.
+// tiny Llama 2-style, Llama 3-style, Qwen2 and Qwen3 folders as transformers 5 saves them, one
+// LoRA training step (loss and adapter gradients) on a PEFT adapter file, NF4 codes as
+// bitsandbytes quantizes, and the same LoRA step on NF4 base weights (QLoRA). fp32 on the CPU.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 
+#include "core/engine/nf4.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
@@ -54,7 +56,8 @@ TEST_P(GoldenLlm, LogitsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transformers, GoldenLlm,
-                         ::testing::Values("llama2_tiny", "llama3_tiny", "qwen2_tiny"));
+                         ::testing::Values("llama2_tiny", "llama3_tiny", "qwen2_tiny",
+                                           "qwen3_tiny"));
 
 TEST(GoldenLlmConfig, Transformers5ConfigsAreReadWithTheirRopeParameters) {
     // transformers 5 writes rope_theta and the scaling inside "rope_parameters".
@@ -73,28 +76,38 @@ TEST(GoldenLlmConfig, Transformers5ConfigsAreReadWithTheirRopeParameters) {
     EXPECT_EQ(qwen2.rope_theta, 1000000.0);
     EXPECT_TRUE(qwen2.attention_bias);
     EXPECT_EQ(qwen2.rms_norm_eps, 1e-6);
+    EXPECT_FALSE(qwen2.qk_norm);
+    const auto qwen3 = load_base_model(golden::path("qwen3_tiny"))->config;
+    EXPECT_TRUE(qwen3.qk_norm);
+    EXPECT_FALSE(qwen3.attention_bias);
+    EXPECT_EQ(qwen3.head_size(), 16);  // not hidden 48 / 4 heads
 }
 
-TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
+// One PEFT LoRA step of the Llama 3-style model against `case_file`: logits, loss and every
+// adapter gradient. With `nf4`, the projections are quantized first (QLoRA).
+void check_lora_step(const std::string& case_file, bool nf4) {
     auto model = load_base_model(golden::path("llama3_tiny"));
+    if (nf4) model->quantize_nf4();
     const LoraSpec spec = load_peft_adapter(*model, golden::path("llama3_tiny_lora"));
     EXPECT_EQ(spec.rank, 4);
     EXPECT_EQ(spec.alpha, 8.0);
     EXPECT_EQ(spec.targets, lora_target_names());
     model->train();
-    const auto c = load_case("llama3_tiny_lora_step.safetensors");
+    const auto c = load_case(case_file);
     const torch::Tensor tokens = c.at("tokens"), labels = c.at("labels");
     {
         torch::NoGradGuard no_grad;
-        EXPECT_LE(relative_diff(model->forward(tokens), c.at("logits"), "lora logits"), kTolerance);
+        EXPECT_LE(relative_diff(model->forward(tokens), c.at("logits"), case_file + " logits"),
+                  kTolerance);
     }
     const torch::Tensor loss = model->loss(tokens, labels);
-    EXPECT_LE(relative_diff(loss.detach(), c.at("loss"), "lora loss"), kTolerance);
+    EXPECT_LE(relative_diff(loss.detach(), c.at("loss"), case_file + " loss"), kTolerance);
     loss.backward();
     int compared = 0;
     double worst = 0;
     for (auto& [name, proj] : model->projections()) {
         ASSERT_TRUE(proj->has_adapter()) << name;
+        EXPECT_EQ(proj->is_quantized(), nf4) << name;
         for (const char* part : {"lora_A", "lora_B"}) {
             const std::string key = "base_model.model." + name + "." + part + ".weight";
             const auto it = c.find("grad." + key);
@@ -112,8 +125,45 @@ TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
     const auto references = std::count_if(
         c.begin(), c.end(), [](const auto& item) { return item.first.rfind("grad.", 0) == 0; });
     EXPECT_EQ(compared, references);
-    std::cout << "[golden] lora gradients: " << compared << " tensors, worst relative " << worst
-              << "\n";
+    std::cout << "[golden] " << case_file << " gradients: " << compared
+              << " tensors, worst relative " << worst << "\n";
+}
+
+TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
+    check_lora_step("llama3_tiny_lora_step.safetensors", /*nf4=*/false);
+}
+
+TEST(GoldenQlora, StepOnNf4BaseWeightsGivesTheReferenceLossAndAdapterGradients) {
+    // The reference ran PEFT on bitsandbytes' NF4 round trip of every projection: equal
+    // figures need our codes to be bitsandbytes' and our on-the-fly dequantizing (forward and
+    // backward) to be right.
+    check_lora_step("llama3_tiny_qlora_step.safetensors", /*nf4=*/true);
+}
+
+TEST(GoldenNf4, CodesAndDoubleQuantizedConstantsAreBitsandbytes) {
+    const auto c = load_case("nf4_case.safetensors");
+    const auto& levels = engine::nf4_levels();
+    const torch::Tensor ours =
+        torch::from_blob(const_cast<float*>(levels.data()), {16}, torch::kFloat32);
+    EXPECT_TRUE(torch::equal(ours, c.at("nf4_code")));
+    EXPECT_TRUE(torch::equal(engine::dynamic_code_levels(), c.at("absmax_code")));
+    for (const std::string name : {"big", "ragged"}) {
+        const auto q = engine::Nf4Tensor::quantize(c.at(name + ".weight"));
+        // Codes are exact: a single differing index is a different model.
+        const auto mismatched = [](const torch::Tensor& a, const torch::Tensor& b) {
+            return (a.to(torch::kInt32) != b.to(torch::kInt32)).sum().item<std::int64_t>();
+        };
+        ASSERT_EQ(q.packed.sizes(), c.at(name + ".packed").sizes()) << name;
+        EXPECT_EQ(mismatched(q.packed, c.at(name + ".packed")), 0) << name;
+        ASSERT_EQ(q.absmax_codes.sizes(), c.at(name + ".absmax_codes").sizes()) << name;
+        EXPECT_EQ(mismatched(q.absmax_codes, c.at(name + ".absmax_codes")), 0) << name;
+        EXPECT_LE(relative_diff(q.absmax_scales, c.at(name + ".absmax_scales"), name + " scales"),
+                  1e-6);
+        EXPECT_LE(relative_diff(q.absmax_offset, c.at(name + ".absmax_offset"), name + " offset"),
+                  1e-6);
+        EXPECT_LE(relative_diff(q.dequantize(), c.at(name + ".dequantized"), name + " values"),
+                  1e-6);
+    }
 }
 
 }  // namespace

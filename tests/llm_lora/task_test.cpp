@@ -18,6 +18,7 @@
 #include "plugins/llm_lora/generate.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llm_task.h"
+#include "plugins/llm_lora/peft_adapter.h"
 #include "plugins/llm_lora/tokenizer.h"
 #include "tests/support/results_csv.h"
 #include "tests/support/run_command.h"
@@ -134,38 +135,44 @@ TEST(LlmData, LossMaskCoversResponsesOnly) {
     fs::remove_all(dir);
 }
 
-TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
+// Trains the question-answer pairs with LoRA on every projection (plus `patch`) in
+// `dir`/job and returns the train/loss of every step.
+std::vector<double> train_pairs(const fs::path& dir, const Json& patch) {
     ensure_llm_task_registered();
-    const auto dir = fresh("run");
     write_random_model(dir / "model");  // tokenizer.json sits in the model folder
     write_data(dir / "qa.jsonl");
-    const Json options = {{"model", path_to_utf8(dir / "model")},
-                          {"data", path_to_utf8(dir / "qa.jsonl")},
-                          {"val_split", 0.0},
-                          {"epochs", 80},
-                          {"batch", 8},
-                          {"nbs", 8},
-                          {"lr0", 0.005},
-                          {"lora_r", 8},
-                          {"lora_alpha", 16},
-                          {"lora_dropout", 0.0},
-                          {"lora_targets", "all"},
-                          {"workers", 1},
-                          {"checkpoint_steps", 0},
-                          {"log_steps", 1},
-                          {"sample_prompts", "Capital of Peru?"},
-                          {"sample_tokens", 6}};
+    Json options = {{"model", path_to_utf8(dir / "model")},
+                    {"data", path_to_utf8(dir / "qa.jsonl")},
+                    {"val_split", 0.0},
+                    {"epochs", 80},
+                    {"batch", 8},
+                    {"nbs", 8},
+                    {"lr0", 0.005},
+                    {"lora_r", 8},
+                    {"lora_alpha", 16},
+                    {"lora_dropout", 0.0},
+                    {"lora_targets", "all"},
+                    {"workers", 1},
+                    {"checkpoint_steps", 0},
+                    {"log_steps", 1}};
+    options.update(patch);
     write_json_file(dir / "job" / "spec.json", {{"task", "llm.lora"}, {"options", options}});
     engine::JobOptions jo;
     jo.console = false;
     jo.install_signals = false;
-    ASSERT_EQ(engine::run_job(dir / "job", jo), 0) << read_file_bytes(dir / "job" / "worker.log");
-
+    EXPECT_EQ(engine::run_job(dir / "job", jo), 0) << read_file_bytes(dir / "job" / "worker.log");
     std::vector<double> losses;
     for (const auto& e : read_event_log(dir / "job" / "events.jsonl"))
         if (e.kind == "metric" && e.fields.contains("values") &&
             e.fields["values"].contains("train/loss"))
             losses.push_back(e.fields["values"]["train/loss"].get<double>());
+    return losses;
+}
+
+TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
+    const auto dir = fresh("run");
+    const auto losses =
+        train_pairs(dir, {{"sample_prompts", "Capital of Peru?"}, {"sample_tokens", 6}});
     ASSERT_GE(losses.size(), 80u);
     // The answers are a fixed function of the questions, so the loss on them can go to zero. A
     // model that learned only their shape (letters, the final <|eot_id|>) stays near
@@ -192,6 +199,37 @@ TEST(LlmTask, LoraFineTuningLearnsQuestionAnswerPairs) {
                        e.fields.at("step").get<std::int64_t>() > 0;
     }
     EXPECT_TRUE(sample_event);
+    fs::remove_all(dir);
+}
+
+// [B2 8/8] QLoRA: the same pairs learned on NF4 base weights; the merged export is the
+// dequantized base plus the adapters, so it predicts what the quantized model with its adapter
+// predicts.
+TEST(LlmTask, QloraOnNf4BaseWeightsLearnsThePairsAndExportsTheMergedModel) {
+    const auto dir = fresh("qlora");
+    const auto losses = train_pairs(dir, {{"quantize", "nf4"}, {"export_merged", true}});
+    ASSERT_GE(losses.size(), 80u);
+    EXPECT_GT(losses.front(), 5.0);
+    EXPECT_LT(losses.back(), 0.5) << "first " << losses.front();
+    const std::string log = read_file_bytes(dir / "job" / "worker.log");
+    EXPECT_NE(log.find("nf4: projection weights"), std::string::npos) << log;
+
+    auto quantized = load_base_model(dir / "model");
+    quantized->quantize_nf4();
+    load_peft_adapter(*quantized, dir / "job" / "artifacts" / "adapter");
+    auto merged = load_base_model(dir / "job" / "artifacts" / "merged");
+    quantized->eval();
+    merged->eval();
+    torch::NoGradGuard no_grad;
+    const torch::Tensor tokens = torch::randint(0, 256, {2, 12});
+    const torch::Tensor a = quantized->forward(tokens), b = merged->forward(tokens);
+    EXPECT_LT((a - b).abs().max().item<double>(), 1e-4);
+    // ... and differs from the unquantized base with the same adapter (the export is not the
+    // full-precision base).
+    auto full = load_base_model(dir / "model");
+    load_peft_adapter(*full, dir / "job" / "artifacts" / "adapter");
+    full->eval();
+    EXPECT_GT((full->forward(tokens) - b).abs().max().item<double>(), 1e-3);
     fs::remove_all(dir);
 }
 

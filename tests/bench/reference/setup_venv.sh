@@ -57,7 +57,7 @@ say "checking that the installed packages are consistent"
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as m
 for name in ("torch", "torchvision", "transformers", "peft", "diffusers", "safetensors", "numpy",
-             "ultralytics", "onnxruntime"):
+             "ultralytics", "onnxruntime", "bitsandbytes"):
     print(f"setup_venv: {name} {m.version(name)}")
 PY
 say "done: $venv/bin/python"

@@ -1,0 +1,188 @@
+#include "core/engine/nf4.h"
+
+#include <cmath>
+
+#include "core/base/error.h"
+
+namespace crucible::engine {
+namespace {
+
+torch::Tensor nf4_table(torch::Device device) {
+    const auto& l = nf4_levels();
+    return torch::from_blob(const_cast<float*>(l.data()), {16}, torch::kFloat32)
+        .to(device, /*non_blocking=*/false, /*copy=*/true);
+}
+
+// Index of the nearest level of `levels` (ascending) for each value of `x`: the count of
+// midpoints below it.
+torch::Tensor nearest_level(const torch::Tensor& x, const torch::Tensor& levels) {
+    const torch::Tensor mid =
+        (levels.narrow(0, 0, levels.size(0) - 1) + levels.narrow(0, 1, levels.size(0) - 1)) / 2;
+    return torch::bucketize(x, mid);
+}
+
+// Scales of `values` [blocks·size] padded with zeros, by block: (values / absmax, absmax); a
+// block of zeros keeps scale 0 and normalized values 0.
+std::pair<torch::Tensor, torch::Tensor> normalize_blocks(const torch::Tensor& values,
+                                                         std::int64_t size) {
+    const std::int64_t n = values.numel();
+    const std::int64_t blocks = (n + size - 1) / size;
+    torch::Tensor padded = values;
+    if (blocks * size != n)
+        padded = torch::cat({values, torch::zeros({blocks * size - n}, values.options())});
+    padded = padded.view({blocks, size});
+    const torch::Tensor absmax = padded.abs().amax(1);
+    const torch::Tensor safe = torch::where(absmax > 0, absmax, torch::ones_like(absmax));
+    return {padded / safe.unsqueeze(1), absmax};
+}
+
+struct Nf4LinearFunction : torch::autograd::Function<Nf4LinearFunction> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& packed, const torch::Tensor& absmax_codes,
+                                 const torch::Tensor& absmax_scales,
+                                 const torch::Tensor& absmax_offset,
+                                 std::vector<std::int64_t> shape, std::int64_t dtype) {
+        Nf4Tensor w{packed,        absmax_codes, absmax_scales,
+                    absmax_offset, shape,        static_cast<torch::ScalarType>(dtype)};
+        ctx->save_for_backward({packed, absmax_codes, absmax_scales, absmax_offset});
+        ctx->saved_data["shape"] = shape;
+        ctx->saved_data["dtype"] = dtype;
+        return torch::nn::functional::linear(x, w.dequantize().to(x.scalar_type()));
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads) {
+        const auto saved = ctx->get_saved_variables();
+        Nf4Tensor w{saved[0],
+                    saved[1],
+                    saved[2],
+                    saved[3],
+                    ctx->saved_data["shape"].toIntVector(),
+                    static_cast<torch::ScalarType>(ctx->saved_data["dtype"].toInt())};
+        const torch::Tensor& g = grads[0];
+        return {torch::matmul(g, w.dequantize().to(g.scalar_type())), {}, {}, {}, {}, {}, {}};
+    }
+};
+
+}  // namespace
+
+const std::array<float, 16>& nf4_levels() {
+    // The published table (QLoRA, Appendix E), as fp32.
+    static const std::array<float, 16> levels{-1.0f,
+                                              -0.6961928009986877f,
+                                              -0.5250730514526367f,
+                                              -0.39491748809814453f,
+                                              -0.28444138169288635f,
+                                              -0.18477343022823334f,
+                                              -0.09105003625154495f,
+                                              0.0f,
+                                              0.07958029955625534f,
+                                              0.16093020141124725f,
+                                              0.24611230194568634f,
+                                              0.33791524171829224f,
+                                              0.44070982933044434f,
+                                              0.5626170039176941f,
+                                              0.7229568362236023f,
+                                              1.0f};
+    return levels;
+}
+
+torch::Tensor dynamic_code_levels() {
+    // Built once (dequantize asks for it on every forward); callers get the shared CPU tensor.
+    static const torch::Tensor built = [] {
+        std::vector<float> levels{0.0f, 1.0f};
+        for (int k = 0; k <= 6; ++k) {
+            const std::int64_t steps = std::int64_t{1} << k;
+            // The step boundaries in fp32, as the reference computes them, then their midpoints.
+            const torch::Tensor bounds = torch::linspace(0.1, 1.0, steps + 1, torch::kFloat32);
+            const torch::Tensor mids =
+                (bounds.narrow(0, 0, steps) + bounds.narrow(0, 1, steps)) / 2;
+            const torch::Tensor values = mids * static_cast<float>(std::pow(10.0, k - 6));
+            for (std::int64_t i = 0; i < steps; ++i) {
+                levels.push_back(values[i].item<float>());
+                levels.push_back(-values[i].item<float>());
+            }
+        }
+        torch::Tensor t = torch::tensor(levels, torch::kFloat32);
+        return std::get<0>(t.sort());
+    }();
+    return built;
+}
+
+std::int64_t Nf4Tensor::numel() const {
+    std::int64_t n = 1;
+    for (auto d : shape)
+        n *= d;
+    return n;
+}
+
+std::int64_t Nf4Tensor::storage_bytes() const {
+    if (!defined()) return 0;
+    return packed.numel() + absmax_codes.numel() + 4 * absmax_scales.numel() + 4;
+}
+
+Nf4Tensor Nf4Tensor::quantize(const torch::Tensor& weight) {
+    if (!weight.is_floating_point()) throw Error("nf4: only floating-point weights quantize");
+    if (weight.numel() == 0) throw Error("nf4: an empty weight does not quantize");
+    torch::NoGradGuard no_grad;
+    Nf4Tensor out;
+    out.shape = weight.sizes().vec();
+    out.dtype = weight.scalar_type();
+    const torch::Tensor flat = weight.detach().to(torch::kFloat32).reshape({-1});
+    const std::int64_t n = flat.numel();
+
+    auto [normalized, absmax] = normalize_blocks(flat, kNf4BlockSize);
+    torch::Tensor idx =
+        nearest_level(normalized.reshape({-1}).narrow(0, 0, n), nf4_table(flat.device()))
+            .to(torch::kUInt8);
+    if (n % 2 != 0) idx = torch::cat({idx, torch::zeros({1}, idx.options())});
+    idx = idx.view({-1, 2});
+    out.packed = torch::bitwise_or(torch::bitwise_left_shift(idx.select(1, 0), 4), idx.select(1, 1))
+                     .contiguous();
+
+    out.absmax_offset = absmax.mean();
+    const torch::Tensor centered = absmax - out.absmax_offset;
+    auto [normalized2, scales] = normalize_blocks(centered, kNf4AbsmaxBlockSize);
+    out.absmax_codes = nearest_level(normalized2.reshape({-1}).narrow(0, 0, absmax.numel()),
+                                     dynamic_code_levels().to(flat.device()))
+                           .to(torch::kUInt8)
+                           .contiguous();
+    out.absmax_scales = scales.contiguous();
+    return out;
+}
+
+torch::Tensor Nf4Tensor::absmax() const {
+    const std::int64_t blocks = absmax_codes.numel();
+    const torch::Tensor levels = dynamic_code_levels().to(absmax_codes.device());
+    const torch::Tensor scale =
+        absmax_scales.repeat_interleave(kNf4AbsmaxBlockSize).narrow(0, 0, blocks);
+    return levels.index_select(0, absmax_codes.to(torch::kLong)) * scale + absmax_offset;
+}
+
+torch::Tensor Nf4Tensor::dequantize() const {
+    if (!defined()) throw Error("nf4: dequantize of an empty tensor");
+    const std::int64_t n = numel();
+    const std::int64_t blocks = absmax_codes.numel();
+    const torch::Tensor idx =
+        torch::stack({torch::bitwise_right_shift(packed, 4), torch::bitwise_and(packed, 15)}, 1)
+            .reshape({-1})
+            .to(torch::kLong);
+    torch::Tensor values = nf4_table(packed.device()).index_select(0, idx);
+    if (values.numel() != blocks * kNf4BlockSize)
+        values = torch::cat(
+            {values, torch::zeros({blocks * kNf4BlockSize - values.numel()}, values.options())});
+    values = values.view({blocks, kNf4BlockSize}) * absmax().unsqueeze(1);
+    return values.reshape({-1}).narrow(0, 0, n).view(shape).to(dtype);
+}
+
+torch::Tensor nf4_linear(const torch::Tensor& x, const Nf4Tensor& weight,
+                         const torch::Tensor& bias) {
+    if (weight.shape.size() != 2 || x.size(-1) != weight.shape[1])
+        throw Error("nf4_linear: input width does not match the weight");
+    torch::Tensor y = Nf4LinearFunction::apply(
+        x, weight.packed, weight.absmax_codes, weight.absmax_scales, weight.absmax_offset,
+        weight.shape, static_cast<std::int64_t>(weight.dtype));
+    return bias.defined() ? y + bias.to(y.scalar_type()) : y;
+}
+
+}  // namespace crucible::engine
