@@ -1,6 +1,8 @@
 // Windows half of process_info.h (compiled on Windows and by the mingw-w64 check in CI).
 #ifdef _WIN32
 #include <windows.h>
+// After windows.h: K32GetProcessMemoryInfo lives in kernel32 (no psapi.lib needed).
+#include <psapi.h>
 
 #include "core/base/process_info.h"
 
@@ -30,6 +32,30 @@ void kill_process(long pid) {
     if (!h) return;
     TerminateProcess(h, 137);
     CloseHandle(h);
+}
+
+namespace {
+
+PROCESS_MEMORY_COUNTERS memory_counters() {
+    PROCESS_MEMORY_COUNTERS counters{};
+    counters.cb = sizeof counters;
+    if (!K32GetProcessMemoryInfo(GetCurrentProcess(), &counters, sizeof counters))
+        return PROCESS_MEMORY_COUNTERS{};
+    return counters;
+}
+
+}  // namespace
+
+std::int64_t resident_bytes() {
+    return static_cast<std::int64_t>(memory_counters().WorkingSetSize);
+}
+
+std::int64_t peak_resident_bytes() {
+    return static_cast<std::int64_t>(memory_counters().PeakWorkingSetSize);
+}
+
+bool reset_peak_resident_bytes() {
+    return false;  // Windows keeps PeakWorkingSetSize for the process's life
 }
 
 }  // namespace crucible

@@ -1,5 +1,6 @@
 #include "core/engine/nf4.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/base/error.h"
@@ -18,7 +19,7 @@ torch::Tensor nf4_table(torch::Device device) {
 torch::Tensor nearest_level(const torch::Tensor& x, const torch::Tensor& levels) {
     const torch::Tensor mid =
         (levels.narrow(0, 0, levels.size(0) - 1) + levels.narrow(0, 1, levels.size(0) - 1)) / 2;
-    return torch::bucketize(x, mid);
+    return torch::bucketize(x, mid, /*out_int32=*/true);
 }
 
 // Scales of `values` [blocks·size] padded with zeros, by block: (values / absmax, absmax); a
@@ -121,34 +122,67 @@ std::int64_t Nf4Tensor::storage_bytes() const {
     return packed.numel() + absmax_codes.numel() + 4 * absmax_scales.numel() + 4;
 }
 
+Nf4Tensor Nf4Tensor::allocate(const std::vector<std::int64_t>& shape, torch::ScalarType dtype,
+                              torch::Device device) {
+    Nf4Tensor out;
+    out.shape = shape;
+    out.dtype = dtype;
+    const std::int64_t n = out.numel();
+    if (n <= 0) throw Error("nf4: an empty weight does not quantize");
+    const std::int64_t blocks = (n + kNf4BlockSize - 1) / kNf4BlockSize;
+    const auto bytes = torch::TensorOptions().dtype(torch::kUInt8).device(device);
+    const auto floats = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+    out.packed = torch::empty({(n + 1) / 2}, bytes);
+    out.absmax_codes = torch::empty({blocks}, bytes);
+    out.absmax_scales =
+        torch::empty({(blocks + kNf4AbsmaxBlockSize - 1) / kNf4AbsmaxBlockSize}, floats);
+    out.absmax_offset = torch::empty({}, floats);
+    return out;
+}
+
 Nf4Tensor Nf4Tensor::quantize(const torch::Tensor& weight) {
     if (!weight.is_floating_point()) throw Error("nf4: only floating-point weights quantize");
-    if (weight.numel() == 0) throw Error("nf4: an empty weight does not quantize");
-    torch::NoGradGuard no_grad;
-    Nf4Tensor out;
-    out.shape = weight.sizes().vec();
-    out.dtype = weight.scalar_type();
-    const torch::Tensor flat = weight.detach().to(torch::kFloat32).reshape({-1});
-    const std::int64_t n = flat.numel();
-
-    auto [normalized, absmax] = normalize_blocks(flat, kNf4BlockSize);
-    torch::Tensor idx =
-        nearest_level(normalized.reshape({-1}).narrow(0, 0, n), nf4_table(flat.device()))
-            .to(torch::kUInt8);
-    if (n % 2 != 0) idx = torch::cat({idx, torch::zeros({1}, idx.options())});
-    idx = idx.view({-1, 2});
-    out.packed = torch::bitwise_or(torch::bitwise_left_shift(idx.select(1, 0), 4), idx.select(1, 1))
-                     .contiguous();
-
-    out.absmax_offset = absmax.mean();
-    const torch::Tensor centered = absmax - out.absmax_offset;
-    auto [normalized2, scales] = normalize_blocks(centered, kNf4AbsmaxBlockSize);
-    out.absmax_codes = nearest_level(normalized2.reshape({-1}).narrow(0, 0, absmax.numel()),
-                                     dynamic_code_levels().to(flat.device()))
-                           .to(torch::kUInt8)
-                           .contiguous();
-    out.absmax_scales = scales.contiguous();
+    Nf4Tensor out = allocate(weight.sizes().vec(), weight.scalar_type(), weight.device());
+    out.assign(weight);
     return out;
+}
+
+void Nf4Tensor::assign(const torch::Tensor& weight) {
+    if (!weight.is_floating_point()) throw Error("nf4: only floating-point weights quantize");
+    if (weight.sizes().vec() != shape || !packed.defined())
+        throw Error("nf4: the weight's shape differs from the storage's");
+    torch::NoGradGuard no_grad;
+    dtype = weight.scalar_type();
+    const torch::Tensor flat = weight.detach().reshape({-1});
+    const std::int64_t n = flat.numel();
+    const std::int64_t blocks = absmax_codes.numel();
+    const torch::Tensor table = nf4_table(packed.device());
+    torch::Tensor absmax = torch::empty(
+        {blocks}, torch::TensorOptions().dtype(torch::kFloat32).device(packed.device()));
+    // A million values at a time (whole blocks, so an even count but for the last): the
+    // scratch stays a few MB whatever the weight, and the same sizes come back every chunk.
+    constexpr std::int64_t kChunkBlocks = 16384;
+    for (std::int64_t b0 = 0; b0 < blocks; b0 += kChunkBlocks) {
+        const std::int64_t v0 = b0 * kNf4BlockSize;
+        const std::int64_t count = std::min(kChunkBlocks * kNf4BlockSize, n - v0);
+        auto [normalized, chunk_absmax] =
+            normalize_blocks(flat.narrow(0, v0, count).to(torch::kFloat32), kNf4BlockSize);
+        absmax.narrow(0, b0, chunk_absmax.size(0)).copy_(chunk_absmax);
+        torch::Tensor idx =
+            nearest_level(normalized.reshape({-1}).narrow(0, 0, count), table).to(torch::kUInt8);
+        if (count % 2 != 0) idx = torch::cat({idx, torch::zeros({1}, idx.options())});
+        idx = idx.view({-1, 2});
+        packed.narrow(0, v0 / 2, idx.size(0))
+            .copy_(torch::bitwise_or(torch::bitwise_left_shift(idx.select(1, 0), 4),
+                                     idx.select(1, 1)));
+    }
+
+    absmax_offset.copy_(absmax.mean());
+    const torch::Tensor centered = absmax - absmax_offset;
+    auto [normalized2, scales] = normalize_blocks(centered, kNf4AbsmaxBlockSize);
+    absmax_codes.copy_(nearest_level(normalized2.reshape({-1}).narrow(0, 0, blocks),
+                                     dynamic_code_levels().to(packed.device())));
+    absmax_scales.copy_(scales);
 }
 
 torch::Tensor Nf4Tensor::absmax() const {

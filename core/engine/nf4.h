@@ -52,6 +52,15 @@ struct Nf4Tensor {
     // `weight` (any float dtype and device) quantized on its device; dequantize() returns
     // `weight`'s shape and dtype.
     static Nf4Tensor quantize(const torch::Tensor& weight);
+    // The same in two steps: storage for a weight of `shape`, then assign() fills it. A loader
+    // allocates the codes (which live on) before it reads the dense weight (which does not), so
+    // that the freed dense weight and the quantizer's scratch sit above the codes in the heap
+    // and the next weight reuses them: quantizing tensor by tensor then never grows the
+    // process by more than one dense weight (glibc keeps freed memory that a later, live
+    // allocation pins).
+    static Nf4Tensor allocate(const std::vector<std::int64_t>& shape, torch::ScalarType dtype,
+                              torch::Device device);
+    void assign(const torch::Tensor& weight);
     // The block maxima as the codes give them back (fp32 [blocks]).
     torch::Tensor absmax() const;
     torch::Tensor dequantize() const;

@@ -3,6 +3,7 @@
 #include <torch/version.h>
 
 #include <bit>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -84,6 +85,21 @@ torch::Tensor to_torch(const SafetensorsFile& file, const SafetensorsTensorInfo&
                     " bytes in the file");
     if (!bytes.empty()) std::memcpy(out.data_ptr(), bytes.data(), bytes.size());
     return device.is_cpu() ? out : out.to(device);
+}
+
+torch::Tensor view_torch(const SafetensorsFile& file, const SafetensorsTensorInfo& tensor) {
+    const auto type = torch_dtype_of(tensor.dtype);
+    const auto bytes = file.data(tensor);
+    if (!type || tensor.dtype == SafetensorsDtype::BOOL || bytes.empty() ||
+        reinterpret_cast<std::uintptr_t>(bytes.data()) % c10::elementSize(*type) != 0)
+        return to_torch(file, tensor);
+    const torch::Tensor view = torch::from_blob(const_cast<std::byte*>(bytes.data()), tensor.shape,
+                                                torch::TensorOptions().dtype(*type));
+    if (static_cast<std::size_t>(view.nbytes()) != bytes.size())
+        throw Error(file.where() + ": tensor '" + tensor.name + "': LibTorch size " +
+                    std::to_string(view.nbytes()) + " differs from " +
+                    std::to_string(bytes.size()) + " bytes in the file");
+    return view;
 }
 
 std::map<std::string, torch::Tensor> load_safetensors(const SafetensorsFile& file,

@@ -26,6 +26,13 @@ SafetensorsDtype safetensors_dtype_of(torch::ScalarType type, const std::string&
 torch::Tensor to_torch(const SafetensorsFile& file, const SafetensorsTensorInfo& tensor,
                        torch::Device device = torch::kCPU);
 
+// One tensor of a file as a CPU tensor over the file's own bytes (memory-mapped: pages are read
+// as they are touched, and no copy is made). Valid only while `file` is open: a caller copies
+// what it keeps (`.to(..., /*copy=*/true)`). Where the bytes are not aligned to the element size,
+// or the dtype is BOOL (whose bytes are checked), this is to_torch's copy. Same errors as
+// to_torch.
+torch::Tensor view_torch(const SafetensorsFile& file, const SafetensorsTensorInfo& tensor);
+
 // Every tensor of a file, by name.
 std::map<std::string, torch::Tensor> load_safetensors(const SafetensorsFile& file,
                                                       torch::Device device = torch::kCPU);

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -69,16 +71,6 @@ Llama2cHeader parse_llama2c_header(const std::filesystem::path& path) {
                                     std::to_string(vocab) + "): expected " +
                                     std::to_string(r.expected_bytes) + " bytes");
     return r;
-}
-
-std::string hf_tensor_list(const std::map<std::string, torch::Tensor>& tensors) {
-    std::string s;
-    int n = 0;
-    for (const auto& [name, t] : tensors) {
-        if (n++ == 5) return s + ", ...";
-        s += (s.empty() ? "" : ", ") + name;
-    }
-    return s;
 }
 
 }  // namespace
@@ -150,10 +142,18 @@ std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem:
     return t;
 }
 
-std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path& folder) {
+namespace {
+
+using TensorVisitor =
+    std::function<void(const std::string& name, const std::function<torch::Tensor()>& read)>;
+
+// Calls `visit` for every tensor of a Hugging Face folder, shard by shard, one shard mapped at a
+// time; `read` gives a view of the tensor's bytes in the mapped file, valid during the call only
+// (whoever keeps it copies it). The index's weight_map is checked: each named tensor must be in
+// the shard it names.
+void visit_hf_tensors(const std::filesystem::path& folder, const TensorVisitor& visit) {
     const auto single = folder / "model.safetensors";
     const auto index = folder / "model.safetensors.index.json";
-    std::map<std::string, torch::Tensor> out;
     if (std::filesystem::exists(index)) {
         const std::string where = path_to_utf8(index);
         const Json j = read_json_file(index);
@@ -178,18 +178,100 @@ std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path
                     throw InputError(
                         st.where(),
                         "tensor '" + name + "' is missing (the index puts it in this file)");
-                out[name] = engine::to_torch(st, *info);
+                visit(name, [&st, info] { return engine::view_torch(st, *info); });
             }
         }
-        return out;
+        return;
     }
     if (!std::filesystem::exists(single))
         throw InputError(path_to_utf8(folder),
                          "no model.safetensors or model.safetensors.index.json in the folder");
-    return engine::load_safetensors(single);
+    const auto st = SafetensorsFile::open(single);
+    for (const auto& info : st.tensors())
+        visit(info.name, [&st, &info] { return engine::view_torch(st, info); });
 }
 
-namespace {
+// Puts tensors into a model's base parameters one at a time, checking each by name, shape and
+// dtype: a missing, unexpected or mis-shaped tensor is an InputError naming it. Each goes to
+// `device` / `dtype` (default: the parameter's own); with `nf4`, a decoder projection is
+// quantized as soon as its weight is in, so its full-precision copy lives no longer than that.
+class BaseWeightSink {
+  public:
+    BaseWeightSink(LlamaForCausalLmImpl& model, std::string where,
+                   std::optional<torch::Device> device = std::nullopt,
+                   std::optional<torch::ScalarType> dtype = std::nullopt, bool nf4 = false)
+        : model_(model),
+          where_(std::move(where)),
+          device_(device),
+          dtype_(dtype),
+          nf4_(nf4),
+          params_(model.base_state_dict()) {
+        for (auto& [name, proj] : model.projections())
+            projections_.emplace(name + ".weight", proj);
+    }
+
+    void put(const std::string& name, const std::function<torch::Tensor()>& read) {
+        seen_.push_back(name);
+        const auto it = params_.find(name);
+        if (it == params_.end()) {
+            const bool inv_freq = name.size() > 21 && name.ends_with(".rotary_emb.inv_freq");
+            const bool tied_head = name == "lm_head.weight" && model_.config.tie_word_embeddings;
+            if (inv_freq || tied_head) return;
+            throw InputError(where_, "unexpected tensor '" + name +
+                                         "': this Llama config has no such parameter (another "
+                                         "architecture, or a config.json that does not match?)");
+        }
+        torch::Tensor& param = it->second;
+        const auto proj = nf4_ ? projections_.find(name) : projections_.end();
+        const torch::Device device = device_.value_or(param.device());
+        const torch::ScalarType dtype = dtype_.value_or(param.scalar_type());
+        if (proj != projections_.end()) proj->second->reserve_nf4(device);
+        const torch::Tensor value = read();
+        if (value.sizes() != param.sizes())
+            throw InputError(where_, "tensor '" + name + "' has shape " +
+                                         shape_text(value.sizes()) + ", expected " +
+                                         shape_text(param.sizes()));
+        if (!value.is_floating_point())
+            throw InputError(where_, "tensor '" + name + "' has a non-floating dtype");
+        loaded_.insert(name);
+        if (proj != projections_.end()) {
+            // Quantized straight from the file's bytes (on a GPU, from their one upload): the
+            // dense weight is never a tensor of this process's own.
+            proj->second->quantize_nf4_from(value.to(device), dtype);
+            return;
+        }
+        torch::NoGradGuard no_grad;
+        param.set_data(value.to(device, dtype, /*non_blocking=*/false, /*copy=*/true));
+    }
+
+    void finish() const {
+        for (const auto& [name, param] : params_)
+            if (!loaded_.contains(name))
+                throw InputError(where_, "missing tensor '" + name + "' (expected shape " +
+                                             shape_text(param.sizes()) + "; the file has " +
+                                             name_list() + ")");
+    }
+
+  private:
+    std::string name_list() const {
+        std::string s;
+        for (std::size_t i = 0; i < seen_.size(); ++i) {
+            if (i == 5) return s + ", ...";
+            s += (s.empty() ? "" : ", ") + seen_[i];
+        }
+        return s;
+    }
+
+    LlamaForCausalLmImpl& model_;
+    std::string where_;
+    std::optional<torch::Device> device_;
+    std::optional<torch::ScalarType> dtype_;
+    bool nf4_;
+    std::map<std::string, torch::Tensor> params_;
+    std::map<std::string, LoraLinear> projections_;
+    std::vector<std::string> seen_;
+    std::set<std::string> loaded_;
+};
 
 LlamaConfig read_hf_config(const std::filesystem::path& folder) {
     const auto config_path = folder / "config.json";
@@ -198,7 +280,21 @@ LlamaConfig read_hf_config(const std::filesystem::path& folder) {
     return LlamaConfig::from_hf_json(read_json_file(config_path), path_to_utf8(config_path));
 }
 
+void require_model_path(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+        throw InputError(path_to_utf8(path),
+                         "does not exist (expected a Hugging Face folder or a llama2.c .bin)");
+}
+
 }  // namespace
+
+std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path& folder) {
+    std::map<std::string, torch::Tensor> out;
+    visit_hf_tensors(
+        folder, [&](const std::string& name, const auto& read) { out[name] = read().clone(); });
+    return out;
+}
 
 std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path& path,
                                                      LlamaConfig& config) {
@@ -207,48 +303,41 @@ std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path
         config = read_hf_config(path);
         return read_hf_tensors(path);
     }
-    if (!std::filesystem::exists(path, ec))
-        throw InputError(path_to_utf8(path),
-                         "does not exist (expected a Hugging Face folder or a llama2.c .bin)");
+    require_model_path(path);
     return read_llama2c_tensors(path, &config);
 }
 
-LlamaForCausalLm load_base_model(const std::filesystem::path& path) {
-    LlamaConfig config;
-    const auto tensors = read_base_model(path, config);
-    LlamaForCausalLm model(config);
-    assign_base_weights(*model, tensors, path_to_utf8(path));
+LlamaConfig read_base_config(const std::filesystem::path& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return read_hf_config(path);
+    require_model_path(path);
+    return parse_llama2c_header(path).config;
+}
+
+LlamaForCausalLm load_base_model(const std::filesystem::path& path, const BaseModelLoad& how) {
+    const LlamaConfig config = read_base_config(path);
+    LlamaForCausalLm model(config, WeightInit::Empty);
+    BaseWeightSink sink(*model, path_to_utf8(path), how.device, how.dtype, how.nf4);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+        visit_hf_tensors(path,
+                         [&](const std::string& name, const auto& read) { sink.put(name, read); });
+    } else {
+        for (const auto& [name, tensor] : read_llama2c_tensors(path))
+            sink.put(name, [&tensor] { return tensor; });
+    }
+    sink.finish();
+    model->to(how.device);  // the buffers (rotary frequencies); parameters are there already
     return model;
 }
 
 void assign_base_weights(LlamaForCausalLmImpl& model,
                          const std::map<std::string, torch::Tensor>& tensors,
                          const std::string& where) {
-    auto params = model.base_state_dict();
-    for (const auto& [name, value] : tensors) {
-        if (params.count(name)) continue;
-        const bool inv_freq = name.size() > 21 && name.ends_with(".rotary_emb.inv_freq");
-        const bool tied_head = name == "lm_head.weight" && model.config.tie_word_embeddings;
-        if (inv_freq || tied_head) continue;
-        throw InputError(where, "unexpected tensor '" + name +
-                                    "': this Llama config has no such parameter (another "
-                                    "architecture, or a config.json that does not match?)");
-    }
-    torch::NoGradGuard no_grad;
-    for (auto& [name, param] : params) {
-        const auto it = tensors.find(name);
-        if (it == tensors.end())
-            throw InputError(where, "missing tensor '" + name + "' (expected shape " +
-                                        shape_text(param.sizes()) + "; the file has " +
-                                        hf_tensor_list(tensors) + ")");
-        const torch::Tensor& value = it->second;
-        if (value.sizes() != param.sizes())
-            throw InputError(where, "tensor '" + name + "' has shape " + shape_text(value.sizes()) +
-                                        ", expected " + shape_text(param.sizes()));
-        if (!value.is_floating_point())
-            throw InputError(where, "tensor '" + name + "' has a non-floating dtype");
-        param.copy_(value.to(param.device(), param.scalar_type()));
-    }
+    BaseWeightSink sink(model, where);
+    for (const auto& [name, tensor] : tensors)
+        sink.put(name, [&tensor] { return tensor; });
+    sink.finish();
 }
 
 void save_hf_folder(LlamaForCausalLmImpl& model, const std::filesystem::path& folder,

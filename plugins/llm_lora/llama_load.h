@@ -27,9 +27,23 @@ std::map<std::string, torch::Tensor> read_llama2c_tensors(const std::filesystem:
 // (config.json + safetensors) or a llama2.c .bin file. InputError naming `path` otherwise.
 std::map<std::string, torch::Tensor> read_base_model(const std::filesystem::path& path,
                                                      LlamaConfig& config);
-// A Hugging Face folder or a llama2.c file, whichever `path` is; on the CPU in fp32 (callers
-// move it).
-LlamaForCausalLm load_base_model(const std::filesystem::path& path);
+// The config of a Hugging Face folder or a llama2.c file, without reading any weight.
+LlamaConfig read_base_config(const std::filesystem::path& path);
+
+// Where and how load_base_model puts the weights.
+struct BaseModelLoad {
+    torch::Device device = torch::kCPU;
+    torch::ScalarType dtype = torch::kFloat32;
+    // QLoRA: each decoder projection becomes NF4 codes as soon as its weight is read.
+    bool nf4 = false;
+};
+
+// A Hugging Face folder or a llama2.c file, whichever `path` is, built tensor by tensor: the
+// model starts without weights, and each tensor is copied out of its memory-mapped shard,
+// converted to `how.dtype` on `how.device` (and quantized with `how.nf4`) before the next is
+// read. Host memory holds one tensor beyond the model's own (none of it when the device is a
+// GPU), never a second copy of the model. Checked as assign_base_weights checks.
+LlamaForCausalLm load_base_model(const std::filesystem::path& path, const BaseModelLoad& how = {});
 // Every tensor of the folder's safetensors file(s), by name (the index's weight_map is checked:
 // each named tensor must be in the shard it names).
 std::map<std::string, torch::Tensor> read_hf_tensors(const std::filesystem::path& folder);

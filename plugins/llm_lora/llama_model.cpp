@@ -215,13 +215,17 @@ torch::Tensor RmsNormImpl::forward(const torch::Tensor& x) {
     return weight * normed.to(x.scalar_type());
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c) : config(c) {
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& c, WeightInit init) : config(c) {
     const auto d = c.head_size();
     const bool b = c.attention_bias;
-    q_proj = register_module("q_proj", LoraLinear(c.hidden_size, c.num_attention_heads * d, b));
-    k_proj = register_module("k_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b));
-    v_proj = register_module("v_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b));
-    o_proj = register_module("o_proj", LoraLinear(c.num_attention_heads * d, c.hidden_size, false));
+    q_proj =
+        register_module("q_proj", LoraLinear(c.hidden_size, c.num_attention_heads * d, b, init));
+    k_proj =
+        register_module("k_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b, init));
+    v_proj =
+        register_module("v_proj", LoraLinear(c.hidden_size, c.num_key_value_heads * d, b, init));
+    o_proj = register_module("o_proj",
+                             LoraLinear(c.num_attention_heads * d, c.hidden_size, false, init));
     if (c.qk_norm) {
         q_norm = register_module("q_norm", RmsNorm(d, c.rms_norm_eps));
         k_norm = register_module("k_norm", RmsNorm(d, c.rms_norm_eps));
@@ -269,19 +273,22 @@ torch::Tensor LlamaAttentionImpl::forward(const torch::Tensor& x, const Attentio
     return o_proj(out.transpose(1, 2).reshape({batch, time, heads * d}));
 }
 
-LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c) {
-    gate_proj = register_module("gate_proj", LoraLinear(c.hidden_size, c.intermediate_size, false));
-    up_proj = register_module("up_proj", LoraLinear(c.hidden_size, c.intermediate_size, false));
-    down_proj = register_module("down_proj", LoraLinear(c.intermediate_size, c.hidden_size, false));
+LlamaMlpImpl::LlamaMlpImpl(const LlamaConfig& c, WeightInit init) {
+    gate_proj =
+        register_module("gate_proj", LoraLinear(c.hidden_size, c.intermediate_size, false, init));
+    up_proj =
+        register_module("up_proj", LoraLinear(c.hidden_size, c.intermediate_size, false, init));
+    down_proj =
+        register_module("down_proj", LoraLinear(c.intermediate_size, c.hidden_size, false, init));
 }
 
 torch::Tensor LlamaMlpImpl::forward(const torch::Tensor& x) {
     return down_proj(torch::silu(gate_proj(x)) * up_proj(x));
 }
 
-LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c) {
-    self_attn = register_module("self_attn", LlamaAttention(c));
-    mlp = register_module("mlp", LlamaMlp(c));
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& c, WeightInit init) {
+    self_attn = register_module("self_attn", LlamaAttention(c, init));
+    mlp = register_module("mlp", LlamaMlp(c, init));
     input_layernorm = register_module("input_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
     post_attention_layernorm =
         register_module("post_attention_layernorm", RmsNorm(c.hidden_size, c.rms_norm_eps));
@@ -293,22 +300,28 @@ torch::Tensor LlamaDecoderLayerImpl::forward(const torch::Tensor& x, const Atten
     return h + mlp(post_attention_layernorm(h));
 }
 
-LlamaBackboneImpl::LlamaBackboneImpl(const LlamaConfig& c) {
-    embed_tokens =
-        register_module("embed_tokens", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+LlamaBackboneImpl::LlamaBackboneImpl(const LlamaConfig& c, WeightInit init) {
+    torch::nn::EmbeddingOptions embedding(c.vocab_size, c.hidden_size);
+    if (init == WeightInit::Empty) embedding._weight(torch::empty({c.vocab_size, c.hidden_size}));
+    embed_tokens = register_module("embed_tokens", torch::nn::Embedding(embedding));
     layers = register_module("layers", torch::nn::ModuleList());
     for (std::int64_t i = 0; i < c.num_hidden_layers; ++i)
-        layers->push_back(LlamaDecoderLayer(c));
+        layers->push_back(LlamaDecoderLayer(c, init));
     norm = register_module("norm", RmsNorm(c.hidden_size, c.rms_norm_eps));
 }
 
-LlamaForCausalLmImpl::LlamaForCausalLmImpl(const LlamaConfig& c) : config(c) {
+LlamaForCausalLmImpl::LlamaForCausalLmImpl(const LlamaConfig& c, WeightInit init) : config(c) {
     c.validate("model config");
-    model = register_module("model", LlamaBackbone(c));
-    if (!c.tie_word_embeddings)
+    model = register_module("model", LlamaBackbone(c, init));
+    if (!c.tie_word_embeddings) {
         lm_head = register_module(
             "lm_head",
             torch::nn::Linear(torch::nn::LinearOptions(c.hidden_size, c.vocab_size).bias(false)));
+        // Linear has no uninitialized form: its random weight is dropped at once, before
+        // anything else is loaded.
+        if (init == WeightInit::Empty)
+            lm_head->weight.set_data(torch::empty({c.vocab_size, c.hidden_size}));
+    }
     inv_freq_ = register_buffer("inv_freq", rope_inv_freq(c));
 }
 

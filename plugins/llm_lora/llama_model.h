@@ -85,7 +85,7 @@ struct AttentionContext {
 };
 
 struct LlamaAttentionImpl : torch::nn::Module {
-    explicit LlamaAttentionImpl(const LlamaConfig& config);
+    explicit LlamaAttentionImpl(const LlamaConfig& config, WeightInit init = WeightInit::Random);
     // x [B, T, hidden]; cache entries are replaced by the extended ones.
     torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx,
                           torch::Tensor* cache_k, torch::Tensor* cache_v);
@@ -96,14 +96,14 @@ struct LlamaAttentionImpl : torch::nn::Module {
 TORCH_MODULE(LlamaAttention);
 
 struct LlamaMlpImpl : torch::nn::Module {
-    explicit LlamaMlpImpl(const LlamaConfig& config);
+    explicit LlamaMlpImpl(const LlamaConfig& config, WeightInit init = WeightInit::Random);
     torch::Tensor forward(const torch::Tensor& x);
     LoraLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
 TORCH_MODULE(LlamaMlp);
 
 struct LlamaDecoderLayerImpl : torch::nn::Module {
-    explicit LlamaDecoderLayerImpl(const LlamaConfig& config);
+    explicit LlamaDecoderLayerImpl(const LlamaConfig& config, WeightInit init = WeightInit::Random);
     torch::Tensor forward(const torch::Tensor& x, const AttentionContext& ctx,
                           torch::Tensor* cache_k, torch::Tensor* cache_v);
     RmsNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
@@ -113,7 +113,7 @@ struct LlamaDecoderLayerImpl : torch::nn::Module {
 TORCH_MODULE(LlamaDecoderLayer);
 
 struct LlamaBackboneImpl : torch::nn::Module {
-    explicit LlamaBackboneImpl(const LlamaConfig& config);
+    explicit LlamaBackboneImpl(const LlamaConfig& config, WeightInit init = WeightInit::Random);
     torch::nn::Embedding embed_tokens{nullptr};
     torch::nn::ModuleList layers{nullptr};
     RmsNorm norm{nullptr};
@@ -122,7 +122,7 @@ TORCH_MODULE(LlamaBackbone);
 
 // The causal language model: `model.*` (backbone) and `lm_head` (absent when tied).
 struct LlamaForCausalLmImpl : torch::nn::Module {
-    explicit LlamaForCausalLmImpl(const LlamaConfig& config);
+    explicit LlamaForCausalLmImpl(const LlamaConfig& config, WeightInit init = WeightInit::Random);
 
     // tokens [B, T] int64 -> logits [B, T, vocab] (fp32). With a cache, the tokens continue
     // the cached positions and the cache grows by T.

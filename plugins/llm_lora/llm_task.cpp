@@ -183,8 +183,9 @@ class LlmLoraTask : public engine::Task {
         const Json& cfg = c.config;
         model_path_ = path_from_utf8(cfg["model"].get<std::string>());
         if (cfg["model"].get<std::string>().empty()) throw InputError("model", "is required");
-        // Model weights, read once and kept on the CPU: build_model is called several times.
-        base_ = read_base_model(model_path_, config_);
+        // Only the config here: build_model (called more than once) reads the weights tensor by
+        // tensor from the memory-mapped files, so the host never holds a second copy.
+        config_ = read_base_config(model_path_);
         std::string tok = cfg["tokenizer"].get<std::string>();
         if (tok.empty()) {
             if (!std::filesystem::is_directory(model_path_))
@@ -301,16 +302,15 @@ class LlmLoraTask : public engine::Task {
     }
 
     std::shared_ptr<torch::nn::Module> build_model() override {
-        LlamaForCausalLm m(config_);
-        assign_base_weights(*m, base_, path_to_utf8(model_path_));
-        m->to(ctx_.device, dtype_);
-        if (quantize_nf4_) {
-            const auto [before, after] = m->quantize_nf4();
-            if (!quantize_logged_)
-                ctx_.log("info", "nf4: projection weights " + std::to_string(before >> 20) +
-                                     " MiB -> " + std::to_string(after >> 20) + " MiB (" +
-                                     std::to_string(before / std::max<std::int64_t>(after, 1)) +
-                                     "x smaller)");
+        LlamaForCausalLm m = load_base_model(model_path_, {ctx_.device, dtype_, quantize_nf4_});
+        if (quantize_nf4_ && !quantize_logged_) {
+            std::int64_t dense = 0, codes = 0;
+            for (auto& [name, proj] : m->projections()) {
+                dense += proj->nf4.numel() * c10::elementSize(dtype_);
+                codes += proj->nf4.storage_bytes();
+            }
+            ctx_.log("info", "nf4: projection weights " + std::to_string(codes >> 20) +
+                                 " MiB instead of " + std::to_string(dense >> 20) + " MiB");
             quantize_logged_ = true;
         }
         m->add_lora(lora_);  // adapters on the weights' device, fp32 under bf16 weights
@@ -423,7 +423,6 @@ class LlmLoraTask : public engine::Task {
     engine::TaskContext ctx_;
     std::filesystem::path model_path_;
     LlamaConfig config_;
-    std::map<std::string, torch::Tensor> base_;
     std::unique_ptr<Tokenizer> tokenizer_;
     LoraSpec lora_;
     bool gradient_checkpointing_ = false;

@@ -37,13 +37,17 @@ void LoraSpec::validate() {
     targets = ordered;
 }
 
-LoraLinearImpl::LoraLinearImpl(std::int64_t in, std::int64_t out, bool with_bias)
+LoraLinearImpl::LoraLinearImpl(std::int64_t in, std::int64_t out, bool with_bias, WeightInit init)
     : in_features(in), out_features(out) {
-    // The base weight's own init does not matter (loaders overwrite it); a Linear's default
-    // keeps randomly initialized test models well conditioned.
-    torch::nn::Linear init(torch::nn::LinearOptions(in, out).bias(with_bias));
-    weight = register_parameter("weight", init->weight.detach().clone());
-    if (with_bias) bias = register_parameter("bias", init->bias.detach().clone());
+    if (init == WeightInit::Empty) {
+        weight = register_parameter("weight", torch::empty({out, in}));
+        if (with_bias) bias = register_parameter("bias", torch::empty({out}));
+        return;
+    }
+    // A Linear's default keeps randomly initialized test models well conditioned.
+    torch::nn::Linear linear(torch::nn::LinearOptions(in, out).bias(with_bias));
+    weight = register_parameter("weight", linear->weight.detach().clone());
+    if (with_bias) bias = register_parameter("bias", linear->bias.detach().clone());
 }
 
 torch::Tensor LoraLinearImpl::forward(const torch::Tensor& x) {
@@ -82,12 +86,30 @@ void LoraLinearImpl::merge() {
     lora = {};
 }
 
+void LoraLinearImpl::reserve_nf4(torch::Device device) {
+    if (!is_quantized())
+        reserved_nf4_ =
+            engine::Nf4Tensor::allocate({out_features, in_features}, weight.scalar_type(), device);
+}
+
 void LoraLinearImpl::quantize_nf4() {
-    if (is_quantized()) return;
-    nf4 = engine::Nf4Tensor::quantize(weight.detach());
+    if (!is_quantized()) quantize_nf4_from(weight.detach(), weight.scalar_type());
+}
+
+void LoraLinearImpl::quantize_nf4_from(const torch::Tensor& dense, torch::ScalarType dtype) {
+    if (dense.sizes() != torch::IntArrayRef({out_features, in_features}))
+        throw Error("nf4: the weight's shape differs from the layer's");
+    if (reserved_nf4_.defined() && reserved_nf4_.packed.device() == dense.device()) {
+        nf4 = std::move(reserved_nf4_);
+        nf4.assign(dense);
+    } else {
+        nf4 = engine::Nf4Tensor::quantize(dense);
+    }
+    nf4.dtype = dtype;
+    reserved_nf4_ = {};
     torch::NoGradGuard no_grad;
     weight.set_requires_grad(false);
-    weight.set_data(torch::empty({0}, weight.options()));
+    weight.set_data(torch::empty({0}, weight.options().device(dense.device()).dtype(dtype)));
 }
 
 }  // namespace crucible::llm

@@ -28,8 +28,14 @@ struct LoraSpec : engine::LoraOptions {
 // The projection names LoRA can target, in model order.
 const std::vector<std::string>& lora_target_names();
 
+// How a new model's weights start: random (LibTorch's Linear init: tests and benchmarks) or
+// uninitialized for a loader that overwrites every one. Uninitialized CPU storage is never
+// written, so it takes no memory until the loader replaces it.
+enum class WeightInit { Random, Empty };
+
 struct LoraLinearImpl : torch::nn::Module {
-    LoraLinearImpl(std::int64_t in_features, std::int64_t out_features, bool bias);
+    LoraLinearImpl(std::int64_t in_features, std::int64_t out_features, bool bias,
+                   WeightInit init = WeightInit::Random);
 
     torch::Tensor forward(const torch::Tensor& x);
     // Adds an adapter (replacing any previous one); freezes the base weight and bias.
@@ -45,6 +51,12 @@ struct LoraLinearImpl : torch::nn::Module {
     // its full-precision storage is released (`weight` becomes an empty tensor); forward and
     // backward dequantize on the fly. Any adapter stays as it is.
     void quantize_nf4();
+    // The same from a dense weight given apart (a loader's view of the file, on this layer's
+    // device), which this layer never holds: `dtype` is what dequantizing gives back.
+    void quantize_nf4_from(const torch::Tensor& dense, torch::ScalarType dtype);
+    // Allocates the NF4 storage now, on `device`, for a quantize_nf4 after the weight is loaded
+    // (Nf4Tensor::allocate says why a loader does this first).
+    void reserve_nf4(torch::Device device);
     bool is_quantized() const { return nf4.defined(); }
     // The base weight as forward uses it (dequantized when quantized).
     torch::Tensor base_weight() const;
@@ -53,6 +65,9 @@ struct LoraLinearImpl : torch::nn::Module {
     torch::Tensor weight, bias;
     engine::Nf4Tensor nf4;
     engine::LoraWeights lora;  // lora.down is lora_A.weight, lora.up lora_B.weight
+
+  private:
+    engine::Nf4Tensor reserved_nf4_;
 };
 TORCH_MODULE(LoraLinear);
 

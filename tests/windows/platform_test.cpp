@@ -312,6 +312,16 @@ TEST_F(JobObject, AGrandchildEndsWithItsParent) {
 
 using ProcessInfo = WineTest;
 
+TEST_F(ProcessInfo, ResidentMemoryGrowsWithWrittenPagesAndThePeakFollows) {
+    const std::int64_t before = resident_bytes();
+    ASSERT_GT(before, 0);
+    std::vector<char> block(64 << 20, 1);  // written: resident
+    const std::int64_t after = resident_bytes();
+    EXPECT_GT(after - before, 48 << 20) << before << " -> " << after;
+    EXPECT_GE(peak_resident_bytes(), after);
+    EXPECT_EQ(block[12345], 1);
+}
+
 TEST_F(ProcessInfo, IdentityOfARunningAndAnEndedProcess) {
     const long self = platform::process_id();
     EXPECT_TRUE(process_alive(self));
