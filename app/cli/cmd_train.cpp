@@ -2,7 +2,8 @@
 // engine, events and folder layout as crucible-worker, in runs/<task>/<name> (yolo CLI habit).
 // `crucible train resume=RUN_DIR [epochs=N ...]` continues a run from its newest valid
 // checkpoint (with more epochs to extend a finished run); weights=FILE starts a new run from
-// another run's weights.
+// another run's weights. `dry_run=true [gpu_memory=GB]` prints the run's predicted peak device
+// memory and whether it fits, and trains nothing.
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -21,6 +22,8 @@
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
 #include "core/base/json.h"
+#include "core/engine/device.h"
+#include "core/engine/device_memory.h"
 #include "core/engine/job.h"
 #include "core/engine/stop_control.h"
 #include "core/engine/task.h"
@@ -78,7 +81,8 @@ Json read_config_file(const std::string& file) {
 void print_train_usage() {
     std::printf(
         "usage: crucible train <task> key=value ... [cfg=FILE.yaml|json]\n"
-        "       crucible train resume=RUN_DIR [epochs=N ...]\n\n"
+        "       crucible train resume=RUN_DIR [epochs=N ...]\n"
+        "       crucible train <task> key=value ... dry_run=true [gpu_memory=GB]\n\n"
         "Runs go to runs/<task>/<name> (project= and name= override). Tasks:\n");
     for (const auto* info : engine::TaskRegistry::instance().all()) {
         std::string aliases;
@@ -124,6 +128,53 @@ int run_local_job(const std::filesystem::path& dir, bool resume) {
     return engine::run_job(dir, job);
 }
 
+// dry_run=true: the predicted peak device memory of the run `options` describe, on this
+// machine's device or, with gpu_memory, on a GPU of that many GiB (a server's, planned from a
+// workstation). Exit 0 when it fits or nothing is known of the device, 3 when it will not fit.
+int dry_run(const engine::TaskInfo& info, const Json& options, double gpu_gib) {
+    torch::DeviceType type = torch::kCPU;
+    std::int64_t capacity = 0;
+    std::string where;
+    if (gpu_gib > 0) {
+        type = torch::kCUDA;
+        capacity = static_cast<std::int64_t>(gpu_gib * static_cast<double>(1ll << 30));
+        char text[64];
+        std::snprintf(text, sizeof text, "a GPU of %.1f GiB", gpu_gib);
+        where = text;
+    } else {
+        const auto choice = engine::choose_device(options.value("device", std::string()));
+        type = choice.device.type();
+        where = choice.describe();
+        if (const auto memory = engine::device_memory(choice.device))
+            capacity = static_cast<std::int64_t>(memory->dedicated);
+    }
+    const auto estimate = info.make()->estimate_memory(options, type);
+    if (!estimate) {
+        std::printf("%s makes no memory prediction yet; nothing was trained\n", info.id.c_str());
+        return 0;
+    }
+    std::printf("predicted peak memory of this %s run on %s:\n%s", info.id.c_str(), where.c_str(),
+                estimate->table().c_str());
+    if (capacity <= 0) {
+        std::printf("dry run: nothing was trained (give gpu_memory=GB to check a GPU's size)\n");
+        return 0;
+    }
+    const double cap = static_cast<double>(capacity) / (1ll << 30);
+    if (estimate->fits(capacity)) {
+        std::printf(
+            "fits in %.1f GiB (with %.1f GiB kept for the CUDA context and 10 %% for "
+            "fragmentation); dry run: nothing was trained\n",
+            cap, static_cast<double>(engine::kDeviceReserve) / (1ll << 30));
+        return 0;
+    }
+    std::printf(
+        "warning: this run will not fit in %.1f GiB; try quantize=nf4, "
+        "gradient_checkpointing=true, a smaller batch or a shorter cutoff_len. Dry run: "
+        "nothing was trained\n",
+        cap);
+    return 3;
+}
+
 void merge_into(Json& target, const Json& source) {
     for (const auto& [k, v] : source.items())
         target[k] = v;
@@ -150,16 +201,32 @@ int run_train(const std::vector<std::string>& args) {
     parse_words(app, args, &extras);
     std::string task_name, cfg;
     std::vector<std::string> words;
+    bool plan_only = false;
+    double gpu_gib = 0;
     for (std::size_t i = 0; i < extras.size(); ++i) {
         const std::string& a = extras[i];
-        if (i == 0 && a.find('=') == std::string::npos)
+        if (i == 0 && a.find('=') == std::string::npos) {
             task_name = a;
-        else if (a.rfind("cfg=", 0) == 0)
+        } else if (a.rfind("cfg=", 0) == 0) {
             cfg = a.substr(4);
-        else if (a.rfind("resume=", 0) == 0)
+        } else if (a.rfind("resume=", 0) == 0) {
             resume = a.substr(7);
-        else
+        } else if (a.rfind("dry_run=", 0) == 0) {
+            const std::string v = a.substr(8);
+            if (v != "true" && v != "false" && v != "1" && v != "0")
+                throw InputError("dry_run", "expected true or false, got '" + v + "'");
+            plan_only = v == "true" || v == "1";
+        } else if (a.rfind("gpu_memory=", 0) == 0) {
+            try {
+                gpu_gib = std::stod(a.substr(11));
+            } catch (const std::exception&) {
+                gpu_gib = -1;
+            }
+            if (!(gpu_gib > 0 && gpu_gib < 100000))
+                throw InputError("gpu_memory", "expected a size in GiB, e.g. gpu_memory=24");
+        } else {
             words.push_back(a);
+        }
     }
     if (task_flags) {  // flags first: a key=value word given after them overrides them
         const auto flags = task_flags->key_values();
@@ -203,6 +270,7 @@ int run_train(const std::vector<std::string>& args) {
     Json options = Json::object();
     if (!cfg.empty()) merge_into(options, read_config_file(cfg));
     merge_into(options, schema.parse_key_values(words));
+    if (plan_only) return dry_run(info, schema.resolve(options), gpu_gib);
     const auto dir = prepare_new_run(info, options, std::filesystem::current_path());
     std::printf("run folder: %s\n", path_to_utf8(dir).c_str());
     return run_local_job(dir, false);

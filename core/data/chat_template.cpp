@@ -50,6 +50,14 @@ ChatTemplate parse_chat_template(const std::string& name) {
                                      "' (known: llama-3, chatml, alpaca, mistral)");
 }
 
+std::optional<ChatTemplate> detect_chat_template(const std::string& jinja) {
+    const auto has = [&](const char* marker) { return jinja.find(marker) != std::string::npos; };
+    if (has("<|start_header_id|>") && has("<|eot_id|>")) return ChatTemplate::Llama3;
+    if (has("<|im_start|>") && has("<|im_end|>")) return ChatTemplate::ChatMl;
+    if (has("[INST]") && has("[/INST]")) return ChatTemplate::Mistral;
+    return std::nullopt;
+}
+
 const char* chat_template_name(ChatTemplate t) {
     switch (t) {
         case ChatTemplate::Llama3:

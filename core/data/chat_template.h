@@ -14,6 +14,7 @@
 //            message is put before the first user message, separated by a blank line)
 // The end-of-text spelling of alpaca is a parameter (`</s>` for Llama 1/2, `<|end_of_text|>`
 // for Llama 3).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ enum class ChatTemplate { Llama3, ChatMl, Alpaca, Mistral };
 ChatTemplate parse_chat_template(const std::string& name);
 const char* chat_template_name(ChatTemplate t);
 const std::vector<std::string>& chat_template_names();
+
+// Which of our templates a model's own Jinja chat template (tokenizer_config.json's
+// "chat_template") writes, told by the markers it emits: <|start_header_id|> is llama-3,
+// <|im_start|> chatml (Qwen2; Qwen3's adds <think> blocks only to generation prompts and
+// reasoning turns), [INST] mistral. nullopt for any other template (we do not run Jinja).
+std::optional<ChatTemplate> detect_chat_template(const std::string& jinja);
 
 struct TemplateSegment {
     std::string text;

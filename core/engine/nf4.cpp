@@ -1,5 +1,8 @@
 #include "core/engine/nf4.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -193,19 +196,67 @@ torch::Tensor Nf4Tensor::absmax() const {
     return levels.index_select(0, absmax_codes.to(torch::kLong)) * scale + absmax_offset;
 }
 
+namespace {
+
+// The CPU path: one pass over the codes, straight into the output dtype, in parallel over
+// blocks (no index tensors or fp32 scratch as large as the weight: the ops path below costs
+// several passes over memory, and a QLoRA step dequantizes every projection twice).
+template <typename T>
+void dequantize_cpu(const std::uint8_t* packed, const float* absmax, std::int64_t n, T* out) {
+    const auto& levels = nf4_levels();
+    const std::int64_t blocks = (n + kNf4BlockSize - 1) / kNf4BlockSize;
+    at::parallel_for(0, blocks, 256, [&](std::int64_t begin, std::int64_t end) {
+        T scaled[16];
+        for (std::int64_t b = begin; b < end; ++b) {
+            // The block's 16 values, each level times the block's scale (the same product the
+            // ops path takes per value), then plain lookups.
+            for (std::size_t k = 0; k < 16; ++k)
+                scaled[k] = static_cast<T>(levels[k] * absmax[b]);
+            const std::int64_t first = b * kNf4BlockSize;
+            const std::int64_t last = std::min(first + kNf4BlockSize, n);
+            const std::uint8_t* bytes = packed + first / 2;
+            T* o = out + first;
+            const std::int64_t pairs = (last - first) / 2;
+            for (std::int64_t j = 0; j < pairs; ++j) {
+                o[2 * j] = scaled[bytes[j] >> 4];
+                o[2 * j + 1] = scaled[bytes[j] & 15];
+            }
+            if ((last - first) % 2 != 0) o[2 * pairs] = scaled[bytes[pairs] >> 4];
+        }
+    });
+}
+
+}  // namespace
+
 torch::Tensor Nf4Tensor::dequantize() const {
     if (!defined()) throw Error("nf4: dequantize of an empty tensor");
     const std::int64_t n = numel();
+    const torch::Tensor scales = absmax().contiguous();
+    if (packed.is_cpu()) {
+        torch::Tensor out = torch::empty({n}, torch::TensorOptions().dtype(dtype));
+        const torch::Tensor codes = packed.contiguous();
+        AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dtype, "nf4_dequantize", [&] {
+            dequantize_cpu<scalar_t>(codes.data_ptr<std::uint8_t>(), scales.data_ptr<float>(), n,
+                                     out.data_ptr<scalar_t>());
+        });
+        return out.view(shape);
+    }
+    return dequantize_in_ops();
+}
+
+torch::Tensor Nf4Tensor::dequantize_in_ops() const {
+    const std::int64_t n = numel();
     const std::int64_t blocks = absmax_codes.numel();
-    const torch::Tensor idx =
-        torch::stack({torch::bitwise_right_shift(packed, 4), torch::bitwise_and(packed, 15)}, 1)
-            .reshape({-1})
-            .to(torch::kLong);
-    torch::Tensor values = nf4_table(packed.device()).index_select(0, idx);
+    const torch::Tensor scales = absmax();
+    // Each byte looks up its two levels at once.
+    const torch::Tensor table = nf4_table(packed.device());
+    const torch::Tensor pairs =
+        torch::stack({table.repeat_interleave(16), table.repeat(16)}, 1);  // [256, 2]
+    torch::Tensor values = pairs.index_select(0, packed.to(torch::kInt)).reshape({-1});
     if (values.numel() != blocks * kNf4BlockSize)
         values = torch::cat(
             {values, torch::zeros({blocks * kNf4BlockSize - values.numel()}, values.options())});
-    values = values.view({blocks, kNf4BlockSize}) * absmax().unsqueeze(1);
+    values = values.view({blocks, kNf4BlockSize}).mul_(scales.unsqueeze(1));
     return values.reshape({-1}).narrow(0, 0, n).view(shape).to(dtype);
 }
 

@@ -64,6 +64,9 @@ struct Nf4Tensor {
     // The block maxima as the codes give them back (fp32 [blocks]).
     torch::Tensor absmax() const;
     torch::Tensor dequantize() const;
+    // The path dequantize() takes off the CPU (CUDA): LibTorch ops only. On the CPU it takes
+    // a loop of its own, one pass into the output dtype; tests hold the two equal.
+    torch::Tensor dequantize_in_ops() const;
 };
 
 // x [..., in] · Wᵀ with W = weight.dequantize() ([out, in]), plus `bias` when defined. The

@@ -17,6 +17,7 @@
 #include "core/base/event.h"
 #include "core/base/json.h"
 #include "core/base/options_schema.h"
+#include "core/engine/memory_estimate.h"
 #include "core/engine/param_groups.h"
 
 namespace crucible::engine {
@@ -130,6 +131,19 @@ class Task {
     virtual int num_classes() const { return 0; }
     // Called before each epoch (e.g. to switch mosaic off for the last epochs).
     virtual void on_epoch_start(int /*epoch*/, int /*epochs*/) {}
+    // The predicted peak device memory of training with `options` (resolved) on a device of
+    // `device_type` (kCUDA plans for a GPU even where none is present), or nullopt when the task
+    // makes no prediction. Reads what it needs (a model's config.json), never the data, and
+    // allocates nothing: `crucible train ... dry_run=true` and the studio ask it before a run.
+    virtual std::optional<MemoryEstimate> estimate_memory(const Json& /*options*/,
+                                                          torch::DeviceType /*device_type*/) const {
+        return std::nullopt;
+    }
+    // True when build_model restores every frozen parameter from its own source (a base model
+    // read from disk, frozen under LoRA adapters): weights files, checkpoints and the first
+    // broadcast to other ranks then carry only the trainable parameters and the buffers (a LoRA
+    // run of an 8B model writes megabytes, not its 16 GB base, at every checkpoint).
+    virtual bool rebuilds_frozen_weights() const { return false; }
     // Extra metadata for the weight files (class names, ...), string values.
     virtual Json weights_metadata() const { return Json::object(); }
     // SHA-256 of the dataset manifest, for provenance; empty when unknown.

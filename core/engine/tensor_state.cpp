@@ -42,23 +42,48 @@ torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::st
 
 }  // namespace
 
-std::string module_to_bytes(torch::nn::Module& module) {
-    torch::serialize::OutputArchive archive;
-    std::int64_t i = 0;
+namespace {
+
+std::vector<std::pair<std::string, torch::Tensor>> selected_parameters(torch::nn::Module& module,
+                                                                       ModuleState which) {
+    std::vector<std::pair<std::string, torch::Tensor>> out;
     for (const auto& p : module.named_parameters())
-        archive.write(key_of("p", i++), p.value().detach());
-    i = 0;
+        if (which == ModuleState::All || p.value().requires_grad())
+            out.emplace_back(p.key(), p.value());
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, torch::Tensor>> module_state(torch::nn::Module& module,
+                                                                ModuleState which) {
+    auto out = selected_parameters(module, which);
     for (const auto& b : module.named_buffers())
+        out.emplace_back(b.key(), b.value());
+    return out;
+}
+
+// Layout (unchanged since the first checkpoints, so they still resume): the selected
+// parameters as p0, p1, ... with their count "np", the buffers as b0, ... with "nb".
+std::string module_to_bytes(torch::nn::Module& module, ModuleState which) {
+    torch::serialize::OutputArchive archive;
+    const auto params = selected_parameters(module, which);
+    const auto buffers = module.named_buffers();
+    std::int64_t i = 0;
+    for (const auto& [name, p] : params)
+        archive.write(key_of("p", i++), p.detach());
+    i = 0;
+    for (const auto& b : buffers)
         archive.write(key_of("b", i++), b.value(), true);
-    archive.write("np", torch::tensor(static_cast<std::int64_t>(module.named_parameters().size())));
-    archive.write("nb", torch::tensor(static_cast<std::int64_t>(module.named_buffers().size())));
+    archive.write("np", torch::tensor(static_cast<std::int64_t>(params.size())));
+    archive.write("nb", torch::tensor(static_cast<std::int64_t>(buffers.size())));
     return archive_bytes(archive);
 }
 
-void module_from_bytes(torch::nn::Module& module, const std::string& bytes) {
+void module_from_bytes(torch::nn::Module& module, const std::string& bytes, ModuleState which) {
     torch::serialize::InputArchive archive;
     load_archive(archive, bytes);
-    auto params = module.named_parameters();
+    const auto params = selected_parameters(module, which);
     auto buffers = module.named_buffers();
     if (read_tensor(archive, "np").item<std::int64_t>() !=
             static_cast<std::int64_t>(params.size()) ||
@@ -67,11 +92,11 @@ void module_from_bytes(torch::nn::Module& module, const std::string& bytes) {
         throw Error("checkpoint: the model in the checkpoint has a different structure");
     torch::NoGradGuard no_grad;
     std::int64_t i = 0;
-    for (auto& p : params) {
+    for (const auto& [name, p] : params) {
         torch::Tensor t = read_tensor(archive, key_of("p", i++));
-        if (!t.sizes().equals(p.value().sizes()))
-            throw Error("checkpoint: tensor '" + p.key() + "' has another shape in the checkpoint");
-        p.value().copy_(t);
+        if (!t.sizes().equals(p.sizes()))
+            throw Error("checkpoint: tensor '" + name + "' has another shape in the checkpoint");
+        p.copy_(t);
     }
     i = 0;
     for (auto& b : buffers) {

@@ -6,12 +6,23 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace crucible::engine {
 
-std::string module_to_bytes(torch::nn::Module& module);
+// Which of a module's tensors a weights file, a checkpoint or a broadcast carries: all of them,
+// or only the parameters that train plus every buffer (for tasks whose frozen parameters are
+// rebuilt from their own source: Task::rebuilds_frozen_weights).
+enum class ModuleState { All, Trainable };
+// The selected (name, tensor) pairs, parameters first, in the module's order.
+std::vector<std::pair<std::string, torch::Tensor>> module_state(torch::nn::Module& module,
+                                                                ModuleState which);
+
+std::string module_to_bytes(torch::nn::Module& module, ModuleState which = ModuleState::All);
 // Values are copied into the module's existing tensors (the optimizer keeps its references).
-void module_from_bytes(torch::nn::Module& module, const std::string& bytes);
+void module_from_bytes(torch::nn::Module& module, const std::string& bytes,
+                       ModuleState which = ModuleState::All);
 
 std::string optimizer_to_bytes(torch::optim::Optimizer& optimizer);
 // The state is placed on the device of the optimizer's parameters.

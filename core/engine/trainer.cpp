@@ -132,19 +132,22 @@ void Trainer::Impl::save_weights(const std::string& name) {
         for (const auto& [k, v] : extra.items())
             meta[k] = v.is_string() ? v.get<std::string>() : v.dump();
     meta["crucible_epoch"] = std::to_string(s.epoch);
-    save_module_safetensors(eval_model(), paths.weights() / (name + ".safetensors"), meta);
+    save_module_safetensors(eval_model(), paths.weights() / (name + ".safetensors"), meta,
+                            saved_state());
 }
 
 void Trainer::Impl::connect_ranks() {
     collective = Collective::connect(rank, std::chrono::seconds(opt.dist_timeout_s));
 }
 
+ModuleState Trainer::Impl::saved_state() const {
+    return task.rebuilds_frozen_weights() ? ModuleState::Trainable : ModuleState::All;
+}
+
 void Trainer::Impl::share_initial_weights() {
     std::vector<torch::Tensor> state;
-    for (const auto& p : model->parameters())
-        state.push_back(p);
-    for (const auto& b : model->buffers())
-        state.push_back(b);
+    for (const auto& [name, tensor] : module_state(*model, saved_state()))
+        state.push_back(tensor);
     collective->broadcast(state);
 }
 

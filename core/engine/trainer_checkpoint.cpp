@@ -120,8 +120,8 @@ std::string Trainer::Impl::encode_state() {
                   {"results_rows", results.rows_json()},
                   {"last_event_seq", events->next_seq() - 1},
                   {"device", device.describe()}};
-    state.blobs["model"] = module_to_bytes(*model);
-    if (ema) state.blobs["ema"] = module_to_bytes(ema->module());
+    state.blobs["model"] = module_to_bytes(*model, saved_state());
+    if (ema) state.blobs["ema"] = module_to_bytes(ema->module());  // its copies never train
     state.blobs["optimizer"] = optimizer_state_to_bytes(*optimizer, group_names);
     state.blobs["grads"] = grads_to_bytes(*model);
     state.blobs["rng"] = rng_to_bytes();
@@ -216,7 +216,7 @@ void Trainer::Impl::restore_state(const CheckpointData& saved, const std::string
         if (!saved.blobs.count(blob))
             throw InputError(where, std::string("checkpoint lacks '") + blob + "'");
 
-    module_from_bytes(*model, saved.blobs.at("model"));
+    module_from_bytes(*model, saved.blobs.at("model"), saved_state());
     if (ema) {
         if (saved.blobs.count("ema"))
             module_from_bytes(ema->module(), saved.blobs.at("ema"));

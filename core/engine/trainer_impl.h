@@ -25,6 +25,7 @@
 #include "core/engine/schedule.h"
 #include "core/engine/stop_control.h"
 #include "core/engine/task.h"
+#include "core/engine/tensor_state.h"
 #include "core/engine/train_options.h"
 #include "core/engine/trainer.h"
 
@@ -110,6 +111,9 @@ struct Trainer::Impl {
     void connect_ranks();
     // Gives every rank rank 0's parameters and buffers.
     void share_initial_weights();
+    // What weights files, checkpoints and the first broadcast carry
+    // (Task::rebuilds_frozen_weights).
+    ModuleState saved_state() const;
     // The stop request every rank agrees on (rank 0 reads the job folder's; any rank's signal).
     StopRequest agreed_stop_request();
     TrainOutcome loop();

@@ -65,20 +65,12 @@ std::optional<torch::ScalarType> to_torch_dtype(SafetensorsDtype t) {
     }
 }
 
-std::vector<std::pair<std::string, torch::Tensor>> named_state(torch::nn::Module& module) {
-    std::vector<std::pair<std::string, torch::Tensor>> out;
-    for (const auto& p : module.named_parameters())
-        out.emplace_back(p.key(), p.value());
-    for (const auto& b : module.named_buffers())
-        out.emplace_back(b.key(), b.value());
-    return out;
-}
-
 }  // namespace
 
 void save_module_safetensors(torch::nn::Module& module, const std::filesystem::path& path,
-                             const std::map<std::string, std::string>& metadata) {
-    auto state = named_state(module);
+                             const std::map<std::string, std::string>& metadata,
+                             ModuleState which) {
+    auto state = module_state(module, which);
     std::vector<torch::Tensor> keep;  // contiguous CPU copies alive during the write
     std::vector<SafetensorsTensorView> views;
     for (auto& [name, tensor] : state) {
@@ -103,7 +95,7 @@ WeightsLoadReport load_module_safetensors(torch::nn::Module& module,
     WeightsLoadReport report;
     std::set<std::string> used;
     torch::NoGradGuard no_grad;
-    for (auto& [name, tensor] : named_state(module)) {
+    for (auto& [name, tensor] : module_state(module, ModuleState::All)) {
         const SafetensorsTensorInfo* info = file.find(name);
         if (!info) {
             report.missing.push_back(name);

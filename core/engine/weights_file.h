@@ -9,11 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "core/engine/tensor_state.h"
+
 namespace crucible::engine {
 
-// Writes atomically.
+// Writes atomically the tensors `which` selects (tensor_state.h).
 void save_module_safetensors(torch::nn::Module& module, const std::filesystem::path& path,
-                             const std::map<std::string, std::string>& metadata);
+                             const std::map<std::string, std::string>& metadata,
+                             ModuleState which = ModuleState::All);
 
 struct WeightsLoadReport {
     std::size_t loaded = 0;

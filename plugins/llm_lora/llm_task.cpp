@@ -19,6 +19,7 @@
 #include "plugins/llm_lora/chat_batches.h"
 #include "plugins/llm_lora/generate.h"
 #include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/memory_estimate.h"
 #include "plugins/llm_lora/peft_adapter.h"
 #include "plugins/llm_lora/tokenizer.h"
 
@@ -37,6 +38,26 @@ std::vector<std::string> split_list(const std::string& text, char sep) {
         if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
     }
     return out;
+}
+
+// The LoRA options of a resolved config, validated (targets normalized).
+LoraSpec lora_spec_of(const Json& cfg) {
+    LoraSpec lora;
+    lora.rank = cfg["lora_r"].get<std::int64_t>();
+    lora.alpha = cfg["lora_alpha"].get<double>();
+    lora.dropout = cfg["lora_dropout"].get<double>();
+    lora.rslora = cfg["use_rslora"].get<bool>();
+    const std::string targets = cfg["lora_targets"].get<std::string>();
+    lora.targets = targets == "all" ? lora_target_names() : split_list(targets, ',');
+    lora.validate();
+    return lora;
+}
+
+// The base weights' dtype: auto is bf16 on CUDA, fp32 on the CPU.
+torch::ScalarType weights_dtype(const Json& cfg, torch::DeviceType device) {
+    const std::string dt = cfg["dtype"].get<std::string>();
+    return dt == "bf16" || (dt == "auto" && device == torch::kCUDA) ? torch::kBFloat16
+                                                                    : torch::kFloat32;
 }
 
 using Samples = std::shared_ptr<const std::vector<TokenizedSample>>;
@@ -145,8 +166,13 @@ class LlmLoraTask : public engine::Task {
                           "validation data (default: val_split of the training data)", g_data));
         s.add(option_spec("val_split", OptionType::Number, 0.1,
                           "fraction held out for validation when no val_data", g_data, 0, 0.9));
-        s.add(option_spec("template", OptionType::Choice, "llama-3", "chat template of the model",
-                          g_data, {}, {}, data::chat_template_names()));
+        std::vector<std::string> templates{"auto"};
+        for (const auto& name : data::chat_template_names())
+            templates.push_back(name);
+        s.add(option_spec("template", OptionType::Choice, "auto",
+                          "chat template: auto reads the model's own (tokenizer_config.json); "
+                          "llama-3 when it has none",
+                          g_data, {}, {}, templates));
         s.add(option_spec("cutoff_len", OptionType::Integer, 1024,
                           "maximum tokens per sample (longer ones are cut)", g_data, 8, 1 << 20));
         s.add(option_spec("train_on_prompt", OptionType::Boolean, false,
@@ -200,22 +226,14 @@ class LlmLoraTask : public engine::Task {
                                  " tokens but the model only " +
                                  std::to_string(config_.vocab_size));
 
-        lora_.rank = cfg["lora_r"].get<std::int64_t>();
-        lora_.alpha = cfg["lora_alpha"].get<double>();
-        lora_.dropout = cfg["lora_dropout"].get<double>();
-        lora_.rslora = cfg["use_rslora"].get<bool>();
+        lora_ = lora_spec_of(cfg);
         gradient_checkpointing_ = cfg["gradient_checkpointing"].get<bool>();
         const std::string targets = cfg["lora_targets"].get<std::string>();
-        lora_.targets = targets == "all" ? lora_target_names() : split_list(targets, ',');
-        lora_.validate();
-
         quantize_nf4_ = cfg["quantize"].get<std::string>() == "nf4";
-        const std::string dt = cfg["dtype"].get<std::string>();
-        dtype_ = dt == "bf16" || (dt == "auto" && c.device.is_cuda()) ? torch::kBFloat16
-                                                                      : torch::kFloat32;
+        dtype_ = weights_dtype(cfg, c.device.type());
 
         TokenizeOptions t;
-        t.chat_template = data::parse_chat_template(cfg["template"].get<std::string>());
+        t.chat_template = chosen_template(cfg["template"].get<std::string>(), tok);
         t.cutoff_len = cfg["cutoff_len"].get<std::int64_t>();
         t.train_on_prompt = cfg["train_on_prompt"].get<bool>();
         t.eos_token = tokenizer_->eos_token.empty() ? "</s>" : tokenizer_->eos_token;
@@ -377,6 +395,23 @@ class LlmLoraTask : public engine::Task {
         return r;
     }
 
+    std::optional<engine::MemoryEstimate> estimate_memory(
+        const Json& cfg, torch::DeviceType device_type) const override {
+        LlmMemoryPlan plan;
+        plan.config = read_base_config(path_from_utf8(cfg["model"].get<std::string>()));
+        plan.dtype = weights_dtype(cfg, device_type);
+        plan.nf4 = cfg["quantize"].get<std::string>() == "nf4";
+        plan.batch = cfg["batch"].get<std::int64_t>();
+        plan.seq = cfg["cutoff_len"].get<std::int64_t>();
+        plan.lora = lora_spec_of(cfg);
+        plan.gradient_checkpointing = cfg["gradient_checkpointing"].get<bool>();
+        return estimate_llm_memory(plan);
+    }
+
+    // The base model is read again from `model` by build_model: weights files and checkpoints
+    // hold the adapters only.
+    bool rebuilds_frozen_weights() const override { return true; }
+
     Json weights_metadata() const override {
         return {{"lora_config", peft_adapter_config(lora_, path_to_utf8(model_path_)).dump()},
                 {"model_config", config_.to_hf_json().dump()}};
@@ -394,6 +429,26 @@ class LlmLoraTask : public engine::Task {
     }
 
   private:
+    // template=auto: the one the tokenizer's tokenizer_config.json writes (its markers), else
+    // llama-3 when it has none; a template we cannot write is an error naming the option.
+    data::ChatTemplate chosen_template(const std::string& option, const std::string& tokenizer) {
+        if (option != "auto") return data::parse_chat_template(option);
+        if (tokenizer_->chat_template.empty()) {
+            ctx_.log("info", "template=auto: " + tokenizer +
+                                 " has no chat_template in tokenizer_config.json; using llama-3");
+            return data::ChatTemplate::Llama3;
+        }
+        const auto found = data::detect_chat_template(tokenizer_->chat_template);
+        if (!found)
+            throw InputError("template",
+                             "auto: the chat_template of " + tokenizer +
+                                 " is none of llama-3, chatml, mistral; give template= one of "
+                                 "them (or alpaca)");
+        ctx_.log("info", std::string("template=auto: ") + data::chat_template_name(*found) +
+                             " (the model's chat_template)");
+        return *found;
+    }
+
     void log_samples(LlamaForCausalLmImpl& m) {
         if (prompts_.empty()) return;
         std::optional<std::int64_t> stop = tokenizer_->eos_id;

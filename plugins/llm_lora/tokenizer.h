@@ -41,6 +41,8 @@ class Tokenizer {
     // From tokenizer_config.json: ends generations and closes chat turns.
     std::optional<std::int64_t> eos_id;
     std::string eos_token;
+    // The model's Jinja chat template ("" when the config has none); template=auto reads it.
+    std::string chat_template;
 };
 
 // tokenizer.json text. `where` names it in errors; `config_json` is the text of

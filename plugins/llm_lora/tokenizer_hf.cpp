@@ -630,6 +630,14 @@ class HfTokenizer : public Tokenizer {
         if (!c.is_object()) return;
         eos_token = token_of(c.value("eos_token", Json()));
         if (!eos_token.empty()) eos_id = token_id(eos_token);
+        // A string, or a list of {"name", "template"} of which "default" is the chat one.
+        const Json t = c.value("chat_template", Json());
+        if (t.is_string()) chat_template = t.get<std::string>();
+        if (t.is_array())
+            for (const auto& item : t)
+                if (item.is_object() && item.value("name", Json()) == "default" &&
+                    item.value("template", Json()).is_string())
+                    chat_template = item["template"].get<std::string>();
     }
 
     static std::uint64_t pair_key(std::int64_t a, std::int64_t b) {

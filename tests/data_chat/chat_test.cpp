@@ -196,6 +196,32 @@ TEST(ChatTemplate, Mistral) {
     EXPECT_EQ(response_text(s), "Hello!</s>|Bye.</s>|");
 }
 
+// [B2 8/8] template=auto: the models' own Jinja templates (abridged from their
+// tokenizer_config.json files) are told apart by what they emit.
+TEST(ChatTemplate, ModelsOwnTemplatesAreRecognizedByTheirMarkers) {
+    const std::string llama3 =
+        "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+        "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ "
+        "message['content'] | trim + '<|eot_id|>' %}{{ content }}{% endfor %}";
+    const std::string qwen3 =
+        "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\n' + "
+        "message.content + '<|im_end|>' + '\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+        "{{- '<|im_start|>assistant\n<think>\n\n</think>\n\n' }}{%- endif %}";
+    const std::string mistral =
+        "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ "
+        "'[INST] ' + message['content'] + ' [/INST]' }}{% else %}{{ message['content'] + "
+        "eos_token}}{% endif %}{% endfor %}";
+    const std::string gemma =
+        "{% for message in messages %}{{ '<start_of_turn>' + message['role'] + '\n' + "
+        "message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}";
+    EXPECT_EQ(detect_chat_template(llama3), ChatTemplate::Llama3);
+    EXPECT_EQ(detect_chat_template(qwen3), ChatTemplate::ChatMl);
+    EXPECT_EQ(detect_chat_template(mistral), ChatTemplate::Mistral);
+    EXPECT_EQ(detect_chat_template(gemma), std::nullopt);
+    EXPECT_EQ(detect_chat_template(""), std::nullopt);
+    EXPECT_EQ(detect_chat_template("<|im_start|> alone"), std::nullopt);
+}
+
 TEST(ChatTemplate, NamesAreChecked) {
     EXPECT_EQ(parse_chat_template("llama3"), ChatTemplate::Llama3);
     try {

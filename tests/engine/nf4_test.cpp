@@ -83,6 +83,16 @@ TEST(Nf4, EveryDtypeAndOddSizeRoundTripsWithinHalfAStep) {
     }
 }
 
+TEST(Nf4, TheCpuLoopAndTheOpsPathGiveTheSameValues) {
+    torch::manual_seed(5);
+    for (auto dtype : {torch::kFloat32, torch::kBFloat16, torch::kFloat16})
+        for (std::int64_t n : {1, 63, 64, 129, 3001}) {
+            const Nf4Tensor q = Nf4Tensor::quantize(torch::randn({n}).to(dtype));
+            EXPECT_TRUE(torch::equal(q.dequantize(), q.dequantize_in_ops()))
+                << "dtype " << dtype << " n " << n;
+        }
+}
+
 TEST(Nf4, ZerosStayZeroAndStorageIsAboutFourBitsAWeight) {
     const Nf4Tensor zeros = Nf4Tensor::quantize(torch::zeros({4, 64}));
     EXPECT_EQ(zeros.dequantize().abs().max().item<float>(), 0.0f);

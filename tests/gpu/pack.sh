@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the bundle tests/gpu/run.sh needs on a GPU machine, which builds nothing: .gpu-bundle/,
 # packed as .gpu-bundle.tar.xz to travel (both git-ignored), with
-#   bin/       gpu_tests, bench_train_detect, bench_llm_step, bench_sd_lora, crucible (stripped),
+#   bin/       gpu_tests, bench_train_detect, bench_llm_step, bench_qlora_step, bench_sd_lora, crucible (stripped),
 #              built here with CUDA for Ampere, Hopper and Blackwell (TORCH_CUDA_ARCH_LIST)
 #   lib/       the shared libraries they need beyond LibTorch, CUDA and the C/C++ runtime
 #              (OpenCV, yaml-cpp, PCRE2, ...), which the GPU machine lacks; stubs for the
@@ -17,7 +17,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="${1:-$root/build}"
 bundle="$root/.gpu-bundle"
 # crucible-worker beside crucible: `crucible train ... device=0,1` starts it once per rank.
-targets=(gpu_tests bench_train_detect bench_llm_step bench_sd_lora crucible crucible-worker)
+targets=(gpu_tests bench_train_detect bench_llm_step bench_qlora_step bench_sd_lora crucible
+    crucible-worker)
 cmake --build "$build" --target "${targets[@]}" -j "$(nproc)"
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/fixtures/yolov8" "$bundle/wheels"

@@ -40,7 +40,8 @@ else  # this machine's build (the CPU half)
     bin="$work/bin"
     mkdir -p "$bin"
     for t in tests/gpu/gpu_tests tests/detect/task/bench_train_detect \
-        tests/llm_lora/bench_llm_step tests/sd_lora/bench_sd_lora app/cli/crucible; do
+        tests/llm_lora/bench_llm_step tests/llm_lora/bench_qlora_step tests/sd_lora/bench_sd_lora \
+        app/cli/crucible; do
         [ -x "$build/$t" ] || { echo "missing $build/$t: build first (bash installer/setup.sh test)"; exit 2; }
         ln -s "$build/$t" "$bin/$(basename "$t")"
     done
@@ -167,6 +168,22 @@ if [ "$gpu" = 1 ]; then
     ours=$(result "$log")
     row "LLM LoRA bf16 tokens/s (stories15M)" "$(field "$ours" lora_tokens_s)" "" "" \
         "$([ -n "$ours" ] && echo ok || echo FAIL)"
+    # [B2 8/8] An 8B-class step: Llama 3 8B's shapes with random bf16 weights, LoRA r 16 on every
+    # projection, batch 1 x 2048 tokens, with the bf16 base and with NF4 (QLoRA); the peak beside
+    # the prediction that dry_run=true prints (status ok within 10 %). PEFT is not on this machine.
+    for mode in lora qlora; do
+        log="$work/llm8b_$mode.log"
+        "$bin/bench_qlora_step" mode=$mode device=cuda steps=5 batch=1 seq=2048 layers=32 \
+            hidden=4096 intermediate=14336 heads=32 kv_heads=8 vocab=128256 >"$log" 2>&1
+        ours=$(result "$log")
+        peak=$(field "$ours" peak_mb)
+        predicted=$(field "$ours" predicted_mb)
+        ok=$("$python" -c "import sys; a,b=sys.argv[1:3]; print('ok' if a and b and abs(float(a)/float(b)-1) <= 0.10 else 'FAIL')" "$peak" "$predicted")
+        row "LLM 8B-class $mode bf16 tokens/s (seq 2048)" "$(field "$ours" tokens_s)" "" "" \
+            "$([ -n "$ours" ] && echo ok || echo FAIL)"
+        row "LLM 8B-class $mode peak MiB vs predicted" "$peak" "$predicted" \
+            "$(ratio "$peak" "$predicted")" "$ok"
+    done
     log="$work/sd.log"
     "$bin/bench_sd_lora" device=cuda precision=fp16 unet=sd15 px=512 steps=10 >"$log" 2>&1
     ours=$(result "$log")

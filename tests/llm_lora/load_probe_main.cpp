@@ -1,28 +1,136 @@
-// llama_load_probe FOLDER fp32|nf4: loads a Llama folder on the CPU as the llm.lora task does
-// (load_base_model) in a fresh process and prints how far the resident size rose above where it
-// stood before the load ("peak_mb=<MB>"). A process of its own, so that memory freed by earlier
-// work cannot hide a loader's peak (load_memory_test.cpp reads it).
+// A fresh process for memory figures that earlier work in the test process would blur:
+//
+//   llama_load_probe FOLDER fp32|bf16|nf4|nf4-bf16
+//       loads a Llama folder on the CPU as the llm.lora task does (load_base_model) and prints
+//       how far the resident size rose above where it stood before ("peak_mb=<MB>");
+//   llama_load_probe FOLDER fp32|bf16|nf4|nf4-bf16 train BATCH SEQ [checkpointing]
+//       then adds LoRA (r 16, every projection), takes two training steps (forward, loss,
+//       backward, AdamW) on BATCH x SEQ random tokens, and prints the peak of live tensor bytes
+//       ("tensor_peak_mb=", counted by an allocator in front of LibTorch's CPU allocator, the
+//       figure a GPU's caching allocator reports as allocated) and the peak resident size above
+//       the start ("peak_mb=": glibc's freed-but-kept memory on top) beside the prediction of
+//       estimate_llm_memory ("predicted_mb=").
+// nf4 quantizes the projections and keeps the rest in fp32; nf4-bf16 keeps the rest in bf16.
+// Read by load_memory_test.cpp.
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/process_info.h"
 #include "plugins/llm_lora/llama_load.h"
+#include "plugins/llm_lora/memory_estimate.h"
+
+namespace {
+
+// Counts the bytes of live CPU tensors and their peak: a CPU allocator of its own (c10's
+// alloc_cpu / free_cpu, as LibTorch's default), remembering each block's size.
+class CountingAllocator final : public c10::Allocator {
+  public:
+    c10::DataPtr allocate(std::size_t n) override {
+        void* data = c10::alloc_cpu(n);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            sizes_[data] = n;
+            live_ += static_cast<std::int64_t>(n);
+            peak_ = std::max(peak_, live_);
+        }
+        return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
+    }
+    c10::DeleterFnPtr raw_deleter() const override { return &release; }
+    void copy_data(void* dest, const void* src, std::size_t count) const override {
+        default_copy_data(dest, src, count);
+    }
+    std::int64_t peak() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return peak_;
+    }
+
+    static CountingAllocator& instance() {
+        static CountingAllocator allocator;
+        return allocator;
+    }
+
+  private:
+    static void release(void* data) {
+        if (data == nullptr) return;
+        auto& self = instance();
+        {
+            std::lock_guard<std::mutex> lock(self.mutex_);
+            const auto it = self.sizes_.find(data);
+            if (it != self.sizes_.end()) {
+                self.live_ -= static_cast<std::int64_t>(it->second);
+                self.sizes_.erase(it);
+            }
+        }
+        c10::free_cpu(data);
+    }
+
+    std::mutex mutex_;
+    std::unordered_map<void*, std::size_t> sizes_;
+    std::int64_t live_ = 0, peak_ = 0;
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
     using namespace crucible;
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: llama_load_probe FOLDER fp32|nf4\n");
+    const bool train = argc >= 6 && std::string(argv[3]) == "train";
+    if (argc != 3 && !train) {
+        std::fprintf(stderr,
+                     "usage: llama_load_probe FOLDER fp32|bf16|nf4|nf4-bf16 [train BATCH SEQ "
+                     "[checkpointing]]\n");
         return 2;
     }
     try {
+        const std::string mode = argv[2];
         llm::BaseModelLoad how;
-        how.nf4 = std::string(argv[2]) == "nf4";
+        how.nf4 = mode.rfind("nf4", 0) == 0;
+        how.dtype = mode == "fp32" || mode == "nf4" ? torch::kFloat32 : torch::kBFloat16;
+        torch::set_num_threads(2);
+        auto& counting = CountingAllocator::instance();
+        c10::SetCPUAllocator(&counting, /*priority=*/100);
         torch::ones({1});  // LibTorch's own start-up memory stays out of the figure
         const std::int64_t start = resident_bytes();
         reset_peak_resident_bytes();
-        const auto model = llm::load_base_model(path_from_utf8(argv[1]), how);
+        auto model = llm::load_base_model(path_from_utf8(argv[1]), how);
+        if (train) {
+            llm::LlmMemoryPlan plan;
+            plan.config = model->config;
+            plan.dtype = how.dtype;
+            plan.nf4 = how.nf4;
+            plan.batch = std::atoi(argv[4]);
+            plan.seq = std::atoi(argv[5]);
+            plan.gradient_checkpointing = argc >= 7 && std::string(argv[6]) == "checkpointing";
+            plan.lora.rank = 16;
+            plan.lora.alpha = 32;
+            plan.lora.targets = llm::lora_target_names();
+            model->add_lora(plan.lora);
+            model->gradient_checkpointing = plan.gradient_checkpointing;
+            model->train();
+            std::vector<torch::Tensor> params;
+            for (auto& p : model->parameters())
+                if (p.requires_grad()) params.push_back(p);
+            torch::optim::AdamW opt(params, torch::optim::AdamWOptions(1e-4));
+            torch::manual_seed(1);
+            const auto tokens =
+                torch::randint(0, plan.config.vocab_size, {plan.batch, plan.seq}, torch::kLong);
+            for (int step = 0; step < 2; ++step) {
+                opt.zero_grad();
+                model->loss(tokens, tokens).backward();
+                opt.step();
+            }
+            std::printf("tensor_peak_mb=%.1f\n", static_cast<double>(counting.peak()) / (1 << 20));
+            std::printf("predicted_mb=%.1f\n",
+                        static_cast<double>(llm::estimate_llm_memory(plan).total()) / (1 << 20));
+        }
         std::printf("peak_mb=%.1f\n",
                     static_cast<double>(peak_resident_bytes() - start) / (1 << 20));
         return 0;

@@ -10,6 +10,7 @@
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
+#include "core/base/job_folder.h"
 #include "core/base/safetensors.h"
 #include "core/data/chat_dataset.h"
 #include "core/data/text/byte_level.h"
@@ -213,6 +214,10 @@ TEST(LlmTask, QloraOnNf4BaseWeightsLearnsThePairsAndExportsTheMergedModel) {
     EXPECT_LT(losses.back(), 0.5) << "first " << losses.front();
     const std::string log = read_file_bytes(dir / "job" / "worker.log");
     EXPECT_NE(log.find("nf4: projection weights"), std::string::npos) << log;
+    // template=auto (the default) and a tokenizer_config.json without a chat_template.
+    EXPECT_NE(log.find("has no chat_template in tokenizer_config.json; using llama-3"),
+              std::string::npos)
+        << log;
 
     auto quantized = load_base_model(dir / "model");
     quantized->quantize_nf4();
@@ -290,6 +295,66 @@ TEST(LlmTask, TwoRanksTrainTheAdaptersOneProcessTrains) {
     }
     EXPECT_GT(largest, 1e-3) << "the adapters trained";
     EXPECT_LT(worst, 1e-5) << "largest weight " << largest;
+    fs::remove_all(dir);
+}
+#endif
+
+#ifndef _WIN32  // the worker runs through the shell
+// [B2 8/8] A QLoRA run's weights files and checkpoints hold the adapters only (the base is read
+// again from the model folder and quantized the same way), and a run killed mid-epoch resumes
+// to the very adapters of the run that was never killed.
+TEST(LlmTask, QloraCheckpointsHoldTheAdaptersAndAKilledRunResumesBitIdentical) {
+    ensure_llm_task_registered();
+    const auto dir = fresh("qlora_resume");
+    write_random_model(dir / "model");
+    write_data(dir / "qa.jsonl");
+    const Json options = {{"model", path_to_utf8(dir / "model")},
+                          {"data", path_to_utf8(dir / "qa.jsonl")},
+                          {"quantize", "nf4"},
+                          {"val_split", 0.0},
+                          {"epochs", 3},
+                          {"batch", 2},
+                          {"nbs", 2},
+                          {"lora_r", 4},
+                          {"lora_targets", "all"},
+                          {"lora_dropout", 0.1},  // draws from the generators that must resume
+                          {"workers", 1},
+                          {"checkpoint_steps", 1},
+                          {"seed", 5},
+                          {"device", "cpu"}};
+    const auto run = [&](const char* name, const std::string& fault, bool resume) {
+        write_json_file(dir / name / "spec.json", {{"task", "llm.lora"}, {"options", options}});
+        std::string command = fault.empty() ? "" : "CRUCIBLE_FAULT=" + fault + " ";
+        command += test_support::shell_quote(CRUCIBLE_WORKER_EXE);
+        command += " --job ";
+        command += test_support::shell_quote(dir / name);
+        if (resume) command += " --resume";
+        command += " 2>&1";
+        return test_support::run_command(command);
+    };
+    ASSERT_EQ(run("whole", "", false).code, 0) << read_file_bytes(dir / "whole" / "worker.log");
+    EXPECT_NE(run("killed", "mid_epoch:1", false).code, 0);
+    const auto resumed = run("killed", "", true);
+    ASSERT_EQ(resumed.code, 0) << resumed.out << read_file_bytes(dir / "killed" / "worker.log");
+
+    // Adapters only: 2 layers x 7 projections x (A, B), plus the rotary buffer.
+    const JobFolder whole(dir / "whole");
+    const auto best = SafetensorsFile::open(whole.weights() / "best.safetensors");
+    for (const auto& t : best.tensors())
+        EXPECT_TRUE(t.name.find(".lora_") != std::string::npos || t.name == "inv_freq") << t.name;
+    EXPECT_EQ(best.size(), 2u * 7u * 2u + 1u);
+    std::uintmax_t checkpoint_bytes = 0;
+    for (const auto& f : fs::directory_iterator(whole.checkpoints()))
+        checkpoint_bytes = std::max(checkpoint_bytes, fs::file_size(f.path()));
+    std::uintmax_t model_bytes = 0;
+    for (const auto& f : fs::directory_iterator(dir / "model"))
+        model_bytes += fs::file_size(f.path());
+    EXPECT_LT(checkpoint_bytes * 2, model_bytes) << "a checkpoint holds no base weights";
+
+    const auto adapter = [&](const char* name) {
+        return read_file_bytes(dir / name / "artifacts" / "adapter" / "adapter_model.safetensors");
+    };
+    EXPECT_EQ(adapter("killed"), adapter("whole"));
     fs::remove_all(dir);
 }
 #endif
