@@ -15,11 +15,11 @@ std::string MemoryEstimate::table() const {
     std::string out;
     char line[160];
     for (const auto& [name, bytes] : parts) {
-        std::snprintf(line, sizeof line, "  %-34s %10.1f MiB\n", name.c_str(),
+        std::snprintf(line, sizeof line, "  %-42s %10.1f MiB\n", name.c_str(),
                       static_cast<double>(bytes) / (1 << 20));
         out += line;
     }
-    std::snprintf(line, sizeof line, "  %-34s %10.1f MiB (%.2f GiB)\n", "predicted peak",
+    std::snprintf(line, sizeof line, "  %-42s %10.1f MiB (%.2f GiB)\n", "predicted peak",
                   static_cast<double>(total()) / (1 << 20),
                   static_cast<double>(total()) / (1 << 30));
     out += line;

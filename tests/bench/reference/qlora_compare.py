@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from llm_reference import rss_mb  # this folder's LLM reference: the same RSS reading
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 
@@ -49,14 +51,6 @@ def parse_args():
 SHAPES = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632,
               num_attention_heads=32, num_key_value_heads=4)
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def rss_mb():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 def child(args):
