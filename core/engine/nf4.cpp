@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "core/base/error.h"
+#include "core/engine/nf4_simd.h"
 
 namespace crucible::engine {
 namespace {
@@ -205,7 +207,16 @@ template <typename T>
 void dequantize_cpu(const std::uint8_t* packed, const float* absmax, std::int64_t n, T* out) {
     const auto& levels = nf4_levels();
     const std::int64_t blocks = (n + kNf4BlockSize - 1) / kNf4BlockSize;
+    const std::int64_t whole = n / kNf4BlockSize;  // blocks of 64 values, for the SIMD path
+    constexpr bool kSimd = std::is_same_v<T, float> || std::is_same_v<T, c10::BFloat16>;
     at::parallel_for(0, blocks, 256, [&](std::int64_t begin, std::int64_t end) {
+        if constexpr (kSimd) {
+            const std::int64_t simd_end = std::min(end, whole);
+            if (begin < simd_end &&
+                nf4_blocks_avx512(packed, absmax, levels.data(), begin, simd_end, out,
+                                  std::is_same_v<T, c10::BFloat16>))
+                begin = simd_end;
+        }
         T scaled[16];
         for (std::int64_t b = begin; b < end; ++b) {
             // The block's 16 values, each level times the block's scale (the same product the

@@ -9,7 +9,8 @@
 #
 # GPU half: gpu_tests (golden YOLO loss on CUDA vs CPU, autocast, fused attention, optimizer
 # state across devices, device order vs NVML, out-of-memory by type), detection training at 640
-# with AMP fp16 and bf16 beside Ultralytics on the same GPU, LLM LoRA bf16 tokens/s, SD LoRA fp16
+# with AMP fp16 and bf16 beside Ultralytics on the same GPU, LLM LoRA bf16 tokens/s, an 8B-class
+# LoRA and QLoRA step (tokens/s, peak memory beside dry_run's prediction), SD LoRA fp16
 # it/s, kill and resume on CUDA with deterministic algorithms (bit-identical weights), and with two
 # or more GPUs the data-parallel scaling of yolov8s at 640 (efficiency against linear).
 # CPU half (always, also here without a GPU, from build/): kill and resume on the CPU and a short
