@@ -222,6 +222,16 @@ TEST(LlamaLoad, HostileInputsAreRefusedWithClearMessages) {
              c["rope_scaling"] = {{"type", "yarn"}, {"factor", 2}};
          }),
          false, "rope_scaling type 'yarn'"},
+        {"qwen3 without its q/k norms", hf_with([](Json& c, auto&) { c["model_type"] = "qwen3"; }),
+         false, "missing tensor 'model.layers.0.self_attn.k_norm.weight'"},
+        {"sliding window switched on", hf_with([](Json& c, auto&) {
+             c["model_type"] = "qwen2";
+             c["use_sliding_window"] = true;
+         }),
+         false, "use_sliding_window true is not supported"},
+        {"sliding window of the wrong type",
+         hf_with([](Json& c, auto&) { c["use_sliding_window"] = "yes"; }), false,
+         "use_sliding_window"},
         {"no weights", [&](const fs::path& d) { write_json_file(d / "config.json", config); },
          false, "no model.safetensors"},
         {"index escapes the folder",

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <random>
 
 #include "core/base/error.h"
@@ -147,6 +149,37 @@ TEST(SafetensorsTorch, RejectsBadBoolsAndUnsavableTensors) {
     EXPECT_THROW(save_safetensors_bytes({{"c", torch::zeros({2}, torch::kComplexDouble)}}),
                  InputError);
     EXPECT_THROW(save_safetensors_bytes({{"s", torch::eye(3).to_sparse()}}), InputError);
+}
+
+// view_torch (what the Llama loader reads shards through) shows the mapped bytes themselves when
+// they are aligned for their dtype, and copies them when they are not: a tensor after a 1-byte
+// one sits at an odd offset, which LibTorch's kernels must not be handed.
+TEST(SafetensorsTorch, ViewsShowTheFileAlignedAndCopyItUnaligned) {
+    const auto dir = test_support::scratch_dir("safetensors_view");
+    const torch::Tensor values = torch::arange(5, torch::kFloat32) * 1.5;
+    const auto path = dir / "views.safetensors";
+    {
+        std::ofstream out(path, std::ios::binary);
+        out << save_safetensors_bytes({{"a_byte", torch::ones({1}, torch::kUInt8)},
+                                       {"b_floats", values},
+                                       {"c_floats", values * 2}});
+    }
+    const auto file = SafetensorsFile::open(path);
+    const auto address = [&](const char* name) {
+        return reinterpret_cast<std::uintptr_t>(file.data(name).data());
+    };
+    ASSERT_NE(address("b_floats") % 4, 0u) << "the case needs an unaligned tensor";
+    const torch::Tensor unaligned = view_torch(file, file.at("b_floats"));
+    EXPECT_NE(reinterpret_cast<std::uintptr_t>(unaligned.data_ptr()), address("b_floats"));
+    EXPECT_TRUE(torch::equal(unaligned, values));
+    // Whatever its offset, a tensor reads back its values (and is a view exactly when aligned).
+    const torch::Tensor byte_view = view_torch(file, file.at("a_byte"));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(byte_view.data_ptr()), address("a_byte"));
+    EXPECT_EQ(byte_view.item<std::uint8_t>(), 1);
+    const torch::Tensor c = view_torch(file, file.at("c_floats"));
+    EXPECT_TRUE(torch::equal(c, values * 2));
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(c.data_ptr()) == address("c_floats"),
+              address("c_floats") % 4 == 0);
 }
 
 TEST(SafetensorsTorch, LoadsTheYoloLossFixture) {
