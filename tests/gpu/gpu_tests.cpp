@@ -2,8 +2,9 @@
 // pins the suite to the CPU): the golden YOLO loss cases on CUDA against the CPU, autocast fp16
 // and bf16 on CUDA, fused attention on CUDA against the plain formula, optimizer state moving
 // between CUDA and the CPU on resume, the device order against NVML, and an out-of-memory on
-// CUDA recognised by its type. Without a GPU every test says so and fails: run.sh does not run
-// this binary then.
+// CUDA recognised by its type, and NF4 (QLoRA) quantized and dequantized on CUDA exactly as on
+// the CPU, with the linear layer's gradient. Without a GPU every test says so and fails: run.sh
+// does not run this binary then.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -19,6 +20,7 @@
 #include "core/engine/device.h"
 #include "core/engine/device_memory.h"
 #include "core/engine/device_upload.h"
+#include "core/engine/nf4.h"
 #include "core/engine/tensor_state.h"
 #include "core/jobs/gpu_inventory.h"
 #include "plugins/detect/loss/detection_loss.h"
@@ -44,6 +46,32 @@ torch::Tensor read_f32(const SafetensorsFile& file, const std::string& name) {
     const auto bytes = file.data(info);
     std::memcpy(t.data_ptr<float>(), bytes.data(), bytes.size());
     return t;
+}
+
+// [B2 8/8] On CUDA the codes are made and read back by LibTorch ops (dequantize_in_ops), on the
+// CPU by a loop of its own: the same codes, the same values and input gradient to rounding.
+TEST_F(Gpu, Nf4OnCudaGivesTheCpusCodesValuesAndGradients) {
+    torch::manual_seed(21);
+    const torch::Tensor w = torch::randn({384, 1000}).to(torch::kBFloat16);  // a short last block
+    const auto cpu = engine::Nf4Tensor::quantize(w);
+    const auto cuda = engine::Nf4Tensor::quantize(w.to(torch::kCUDA));
+    // The 4-bit codes are exact; the block maxima's mean is a reduction whose order differs, so
+    // the constants (and through them the values) may differ in their last bit.
+    EXPECT_TRUE(torch::equal(cuda.packed.cpu(), cpu.packed));
+    EXPECT_TRUE(torch::allclose(cuda.absmax().cpu(), cpu.absmax(), 1e-5, 1e-7));
+    EXPECT_TRUE(torch::allclose(cuda.dequantize().cpu().to(torch::kFloat32),
+                                cpu.dequantize().to(torch::kFloat32), 1e-2, 1e-3));
+    const torch::Tensor x = torch::randn({4, 7, 1000}).to(torch::kBFloat16);
+    const torch::Tensor xc = x.clone().requires_grad_(true), xg = x.cuda().requires_grad_(true);
+    const torch::Tensor g = torch::randn({4, 7, 384}).to(torch::kBFloat16);
+    engine::nf4_linear(xc, cpu).backward(g);
+    engine::nf4_linear(xg, cuda).backward(g.cuda());
+    const double scale = xc.grad().abs().max().item<double>();
+    EXPECT_LT((xg.grad().cpu().to(torch::kFloat32) - xc.grad().to(torch::kFloat32))
+                  .abs()
+                  .max()
+                  .item<double>(),
+              0.02 * scale);  // bf16 products summed in another order
 }
 
 TEST_F(Gpu, GoldenYoloLossCasesOnCudaEqualTheCpu) {
