@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <type_traits>
+#include <utility>
 
 #include "core/base/error.h"
 #include "core/engine/nf4_simd.h"
@@ -13,10 +16,34 @@
 namespace crucible::engine {
 namespace {
 
+// The code tables on a device, made once per device: dequantizing runs in every forward and
+// backward, and a fresh host-to-device copy there would wait for the GPU each time.
+struct CodeTables {
+    torch::Tensor nf4;      // [16] fp32
+    torch::Tensor pairs;    // [256, 2]: the two levels of each byte (high nibble, low nibble)
+    torch::Tensor dynamic;  // [256] the 8-bit dynamic code of the block maxima
+};
+
+const CodeTables& tables_on(torch::Device device) {
+    static std::mutex mutex;
+    static std::map<std::pair<int, int>, CodeTables> by_device;
+    std::lock_guard<std::mutex> lock(mutex);
+    const std::pair<int, int> key{static_cast<int>(device.type()), device.index()};
+    auto it = by_device.find(key);
+    if (it == by_device.end()) {
+        const auto& l = nf4_levels();
+        CodeTables t;
+        t.nf4 = torch::from_blob(const_cast<float*>(l.data()), {16}, torch::kFloat32)
+                    .to(device, /*non_blocking=*/false, /*copy=*/true);
+        t.pairs = torch::stack({t.nf4.repeat_interleave(16), t.nf4.repeat(16)}, 1);
+        t.dynamic = dynamic_code_levels().to(device);
+        it = by_device.emplace(key, std::move(t)).first;
+    }
+    return it->second;
+}
+
 torch::Tensor nf4_table(torch::Device device) {
-    const auto& l = nf4_levels();
-    return torch::from_blob(const_cast<float*>(l.data()), {16}, torch::kFloat32)
-        .to(device, /*non_blocking=*/false, /*copy=*/true);
+    return tables_on(device).nf4;
 }
 
 // Index of the nearest level of `levels` (ascending) for each value of `x`: the count of
@@ -186,13 +213,13 @@ void Nf4Tensor::assign(const torch::Tensor& weight) {
     const torch::Tensor centered = absmax - absmax_offset;
     auto [normalized2, scales] = normalize_blocks(centered, kNf4AbsmaxBlockSize);
     absmax_codes.copy_(nearest_level(normalized2.reshape({-1}).narrow(0, 0, blocks),
-                                     dynamic_code_levels().to(packed.device())));
+                                     tables_on(packed.device()).dynamic));
     absmax_scales.copy_(scales);
 }
 
 torch::Tensor Nf4Tensor::absmax() const {
     const std::int64_t blocks = absmax_codes.numel();
-    const torch::Tensor levels = dynamic_code_levels().to(absmax_codes.device());
+    const torch::Tensor& levels = tables_on(absmax_codes.device()).dynamic;
     const torch::Tensor scale =
         absmax_scales.repeat_interleave(kNf4AbsmaxBlockSize).narrow(0, 0, blocks);
     return levels.index_select(0, absmax_codes.to(torch::kLong)) * scale + absmax_offset;
@@ -260,9 +287,7 @@ torch::Tensor Nf4Tensor::dequantize_in_ops() const {
     const std::int64_t blocks = absmax_codes.numel();
     const torch::Tensor scales = absmax();
     // Each byte looks up its two levels at once.
-    const torch::Tensor table = nf4_table(packed.device());
-    const torch::Tensor pairs =
-        torch::stack({table.repeat_interleave(16), table.repeat(16)}, 1);  // [256, 2]
+    const torch::Tensor& pairs = tables_on(packed.device()).pairs;
     torch::Tensor values = pairs.index_select(0, packed.to(torch::kInt)).reshape({-1});
     if (values.numel() != blocks * kNf4BlockSize)
         values = torch::cat(
