@@ -103,28 +103,38 @@ torch::Tensor BasicTransformerBlockImpl::forward(const torch::Tensor& x,
 
 Transformer2DImpl::Transformer2DImpl(std::int64_t channels, std::int64_t heads,
                                      std::int64_t context_dim, std::int64_t groups,
-                                     std::int64_t layers) {
+                                     std::int64_t layers, bool linear_projection) {
     if (heads <= 0 || channels % heads != 0)
         throw InputError("attention_head_dim", std::to_string(channels) +
                                                    " channels cannot be split into " +
                                                    std::to_string(heads) + " heads");
     norm = register_module("norm", GroupNorm(groups, channels, 1e-6));
-    proj_in = register_module("proj_in", Conv2d(channels, channels, 1));
+    if (linear_projection)
+        proj_in_linear = register_module("proj_in", Linear(channels, channels));
+    else
+        proj_in_conv = register_module("proj_in", Conv2d(channels, channels, 1));
     transformer_blocks = register_module("transformer_blocks", torch::nn::ModuleList());
     for (std::int64_t i = 0; i < layers; ++i)
         transformer_blocks->push_back(
             BasicTransformerBlock(channels, heads, channels / heads, context_dim));
-    proj_out = register_module("proj_out", Conv2d(channels, channels, 1));
+    if (linear_projection)
+        proj_out_linear = register_module("proj_out", Linear(channels, channels));
+    else
+        proj_out_conv = register_module("proj_out", Conv2d(channels, channels, 1));
 }
 
 torch::Tensor Transformer2DImpl::forward(const torch::Tensor& x, const torch::Tensor& context) {
     const auto b = x.size(0), c = x.size(1), hh = x.size(2), ww = x.size(3);
-    torch::Tensor h = proj_in(norm(x));
+    torch::Tensor h = norm(x);
+    if (proj_in_conv) h = proj_in_conv(h);
     h = h.permute({0, 2, 3, 1}).reshape({b, hh * ww, c});
+    if (proj_in_linear) h = proj_in_linear(h);
     for (const auto& block : *transformer_blocks)
         h = block->as<BasicTransformerBlockImpl>()->forward(h, context);
+    if (proj_out_linear) h = proj_out_linear(h);
     h = h.reshape({b, hh, ww, c}).permute({0, 3, 1, 2}).contiguous();
-    return proj_out(h) + x;
+    if (proj_out_conv) h = proj_out_conv(h);
+    return h + x;
 }
 
 SpatialSelfAttentionImpl::SpatialSelfAttentionImpl(std::int64_t channels, std::int64_t groups,

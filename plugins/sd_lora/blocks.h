@@ -68,13 +68,17 @@ struct BasicTransformerBlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(BasicTransformerBlock);
 
-// GroupNorm (eps 1e-6) - proj_in (1x1 conv) - transformer blocks - proj_out (1x1 conv) + input.
+// GroupNorm (eps 1e-6) - proj_in - transformer blocks - proj_out + input. The projections are
+// 1x1 convolutions on the feature map (SD 1.x) or, with `linear_projection` (SDXL's
+// use_linear_projection), Linear layers on the pixel tokens; both are registered as proj_in /
+// proj_out.
 struct Transformer2DImpl : torch::nn::Module {
     Transformer2DImpl(std::int64_t channels, std::int64_t heads, std::int64_t context_dim,
-                      std::int64_t groups, std::int64_t layers = 1);
+                      std::int64_t groups, std::int64_t layers = 1, bool linear_projection = false);
     torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& context);
     GroupNorm norm{nullptr};
-    Conv2d proj_in{nullptr}, proj_out{nullptr};
+    Conv2d proj_in_conv{nullptr}, proj_out_conv{nullptr};
+    Linear proj_in_linear{nullptr}, proj_out_linear{nullptr};
     torch::nn::ModuleList transformer_blocks{nullptr};
 };
 TORCH_MODULE(Transformer2D);

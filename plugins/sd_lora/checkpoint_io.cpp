@@ -126,6 +126,26 @@ std::map<std::string, torch::Tensor> under_text_model(
     return renamed;
 }
 
+ClipTextModel load_text_encoder(const fs::path& folder, const std::string& part) {
+    const auto where = path_to_utf8(folder / part / "config.json");
+    ClipTextModel model(ClipTextConfig::from_hf_json(read_config(folder, part), where));
+    const auto file = SafetensorsFile::open(weights_file(folder, part, "model"));
+    load_state_dict(*model, under_text_model(text_tensors(file, "")), file.where());
+    return model;
+}
+
+std::optional<ClipTokenizer> load_tokenizer(const fs::path& tok) {
+    if (fs::exists(tok / "vocab.json") && fs::exists(tok / "merges.txt"))
+        return ClipTokenizer::load(tok / "vocab.json", tok / "merges.txt");
+    return std::nullopt;
+}
+
+void save_text_encoder(const fs::path& folder, const std::string& part, ClipTextModelImpl& te) {
+    fs::create_directories(folder / part);
+    write_json_file(folder / part / "config.json", te.config.to_hf_json());
+    engine::save_safetensors(folder / part / "model.safetensors", base_state_dict(te));
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ldm_name_map(const UNetConfig& uc, const VaeConfig& vc) {
@@ -162,20 +182,21 @@ SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
         load_state_dict(*m.vae, engine::load_safetensors(file), file.where());
     }
     if (parts.text_encoder) {
-        const auto where = path_to_utf8(folder / "text_encoder" / "config.json");
-        m.text_encoder =
-            ClipTextModel(ClipTextConfig::from_hf_json(read_config(folder, "text_encoder"), where));
-        const auto file = SafetensorsFile::open(weights_file(folder, "text_encoder", "model"));
-        load_state_dict(*m.text_encoder, under_text_model(text_tensors(file, "")), file.where());
+        m.text_encoder = load_text_encoder(folder, "text_encoder");
+        if (fs::exists(folder / "text_encoder_2" / "config.json"))
+            m.text_encoder_2 = load_text_encoder(folder, "text_encoder_2");
     }
-    const fs::path tok = folder / "tokenizer";
-    if (fs::exists(tok / "vocab.json") && fs::exists(tok / "merges.txt"))
-        m.tokenizer = ClipTokenizer::load(tok / "vocab.json", tok / "merges.txt");
+    m.tokenizer = load_tokenizer(folder / "tokenizer");
+    m.tokenizer_2 = load_tokenizer(folder / "tokenizer_2");
     return m;
 }
 
 SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const LoadParts& parts) {
     const auto file = SafetensorsFile::open(path);
+    if (file.find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight"))
+        throw InputError(file.where(),
+                         "an SDXL single-file checkpoint: SDXL is read from diffusers folders "
+                         "(unet/, text_encoder/, text_encoder_2/, vae/) for now");
     SdModels m;
     if (parts.unet) {
         m.unet = UNet(c.unet);
@@ -240,17 +261,22 @@ void save_diffusers_folder(const fs::path& folder, SdModels& m) {
         index["vae"] = Json::array({"diffusers", "AutoencoderKL"});
     }
     if (m.text_encoder) {
-        fs::create_directories(folder / "text_encoder");
-        write_json_file(folder / "text_encoder" / "config.json",
-                        m.text_encoder->config.to_hf_json());
-        engine::save_safetensors(folder / "text_encoder" / "model.safetensors",
-                                 base_state_dict(*m.text_encoder));
+        save_text_encoder(folder, "text_encoder", *m.text_encoder);
         index["text_encoder"] = Json::array({"transformers", "CLIPTextModel"});
+    }
+    if (m.text_encoder_2) {
+        save_text_encoder(folder, "text_encoder_2", *m.text_encoder_2);
+        index["text_encoder_2"] = Json::array({"transformers", "CLIPTextModelWithProjection"});
+        index["_class_name"] = "StableDiffusionXLPipeline";
     }
     write_json_file(folder / "model_index.json", index);
 }
 
 void save_single_file(const fs::path& file, SdModels& m) {
+    if (m.text_encoder_2 || (m.unet && m.unet->config.text_time_conditioning()))
+        throw InputError(path_to_utf8(file),
+                         "SDXL models are written as diffusers folders only (the single-file "
+                         "layout of SDXL's second text encoder is not supported yet)");
     std::map<std::string, torch::Tensor> out;
     if (m.unet) {
         const auto& c = m.unet->config;

@@ -1,6 +1,7 @@
 #pragma once
-// Loading SD 1.x base models: Hugging Face diffusers folders (unet/, vae/, text_encoder/,
-// tokenizer/ with config.json and .safetensors weights) and single-file LDM `.safetensors`
+// Loading SD 1.x and SDXL base models: Hugging Face diffusers folders (unet/, vae/,
+// text_encoder/, tokenizer/ and for SDXL text_encoder_2/, tokenizer_2/, with config.json and
+// .safetensors weights) and single-file LDM `.safetensors`
 // checkpoints (model.diffusion_model.*, first_stage_model.*, cond_stage_model.transformer.*),
 // mapped to the diffusers layout by structure (ldm_names.h). Every tensor is checked: a missing,
 // mis-shaped or left-over tensor is named in the InputError. Writers for both layouts exist for
@@ -28,12 +29,14 @@ struct SdModels {
     UNet unet{nullptr};
     AutoencoderKL vae{nullptr};
     ClipTextModel text_encoder{nullptr};
+    ClipTextModel text_encoder_2{nullptr};   // SDXL's second encoder (with its projection)
     std::optional<ClipTokenizer> tokenizer;  // from a tokenizer/ folder when there is one
+    std::optional<ClipTokenizer> tokenizer_2;
 };
 
 // Which parts to load (the VAE encoder is not needed once latents are cached, ...).
 struct LoadParts {
-    bool unet = true, vae = true, text_encoder = true;
+    bool unet = true, vae = true, text_encoder = true;  // text_encoder: both of SDXL's
 };
 
 // A folder with model_index.json or unet/config.json is a diffusers folder; a file ending in

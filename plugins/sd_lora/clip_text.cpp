@@ -15,6 +15,17 @@ ClipTextConfig ClipTextConfig::sd15() {
     return ClipTextConfig{};
 }
 
+ClipTextConfig ClipTextConfig::sdxl_bigg() {
+    ClipTextConfig c;
+    c.hidden_size = 1280;
+    c.intermediate_size = 5120;
+    c.num_hidden_layers = 32;
+    c.num_attention_heads = 20;
+    c.quick_gelu = false;
+    c.projection_dim = 1280;
+    return c;
+}
+
 ClipTextConfig ClipTextConfig::tiny() {
     ClipTextConfig c;
     c.vocab_size = 1000;
@@ -54,20 +65,34 @@ ClipTextConfig ClipTextConfig::from_hf_json(const Json& j0, const std::string& w
     }
     if (j.contains("layer_norm_eps") && j["layer_norm_eps"].is_number())
         c.layer_norm_eps = j["layer_norm_eps"].get<double>();
+    int_of("eos_token_id", c.eos_token_id, 0, c.vocab_size - 1);
+    // Only CLIPTextModelWithProjection has the projection; CLIPTextConfig always carries a
+    // projection_dim.
+    const Json& arch = j0.contains("architectures") ? j0["architectures"] : Json();
+    if (arch.is_array() && arch.size() == 1 && arch[0] == "CLIPTextModelWithProjection") {
+        c.projection_dim = 512;
+        int_of("projection_dim", c.projection_dim, 1, 65536);
+    }
     return c;
 }
 
 Json ClipTextConfig::to_hf_json() const {
-    return Json{{"architectures", Json::array({"CLIPTextModel"})},
-                {"model_type", "clip_text_model"},
-                {"vocab_size", vocab_size},
-                {"hidden_size", hidden_size},
-                {"intermediate_size", intermediate_size},
-                {"num_hidden_layers", num_hidden_layers},
-                {"num_attention_heads", num_attention_heads},
-                {"max_position_embeddings", max_position_embeddings},
-                {"hidden_act", quick_gelu ? "quick_gelu" : "gelu"},
-                {"layer_norm_eps", layer_norm_eps}};
+    Json j{
+        {"architectures",
+         Json::array({projection_dim > 0 ? "CLIPTextModelWithProjection" : "CLIPTextModel"})},
+        {"model_type", "clip_text_model"},
+        {"vocab_size", vocab_size},
+        {"hidden_size", hidden_size},
+        {"intermediate_size", intermediate_size},
+        {"num_hidden_layers", num_hidden_layers},
+        {"num_attention_heads", num_attention_heads},
+        {"max_position_embeddings", max_position_embeddings},
+        {"hidden_act", quick_gelu ? "quick_gelu" : "gelu"},
+        {"layer_norm_eps", layer_norm_eps},
+    };
+    if (eos_token_id >= 0) j["eos_token_id"] = eos_token_id;
+    if (projection_dim > 0) j["projection_dim"] = projection_dim;
+    return j;
 }
 
 ClipLayerImpl::ClipLayerImpl(const ClipTextConfig& c)
@@ -110,9 +135,13 @@ ClipTextModelImpl::ClipTextModelImpl(ClipTextConfig c) : config(std::move(c)) {
         layers->push_back(ClipLayer(config));
     final_layer_norm = text_model->register_module(
         "final_layer_norm", LayerNorm(config.hidden_size, config.layer_norm_eps));
+    if (config.projection_dim > 0)
+        text_projection = register_module(
+            "text_projection", Linear(config.hidden_size, config.projection_dim, /*bias=*/false));
 }
 
-torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip) {
+torch::Tensor ClipTextModelImpl::run_layers(const torch::Tensor& ids, std::int64_t stop,
+                                            torch::Tensor* before_last) {
     const auto t = ids.size(1);
     if (t > config.max_position_embeddings)
         throw InputError("prompt", "token sequence longer than the text encoder's " +
@@ -123,9 +152,8 @@ torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip
     torch::Tensor h = token_embedding(ids) + position_embedding(pos).unsqueeze(0);
     const torch::Tensor mask =
         torch::full({t, t}, -std::numeric_limits<float>::infinity(), h.options()).triu(1);
-    const auto n = static_cast<std::int64_t>(layers->size());
-    const std::int64_t stop = n - std::max<std::int64_t>(0, clip_skip - 1);
     for (std::int64_t i = 0; i < stop; ++i) {
+        if (before_last && i == stop - 1) *before_last = h;
         auto layer = std::dynamic_pointer_cast<ClipLayerImpl>(layers[static_cast<std::size_t>(i)]);
         if (gradient_checkpointing)
             h = checkpointed_block([layer](const torch::Tensor& x,
@@ -134,7 +162,30 @@ torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip
         else
             h = layer->forward(h, mask);
     }
-    return final_layer_norm(h);
+    return h;
+}
+
+torch::Tensor ClipTextModelImpl::forward(const torch::Tensor& ids, int clip_skip) {
+    const auto n = static_cast<std::int64_t>(layers->size());
+    return final_layer_norm(run_layers(ids, n - std::max<std::int64_t>(0, clip_skip - 1)));
+}
+
+ClipTextModelImpl::SdxlOutputs ClipTextModelImpl::encode_sdxl(const torch::Tensor& ids,
+                                                              bool with_pooled) {
+    const auto n = static_cast<std::int64_t>(layers->size());
+    SdxlOutputs out;
+    if (!with_pooled) {
+        out.penultimate = run_layers(ids, n - 1);
+        return out;
+    }
+    const torch::Tensor last = final_layer_norm(run_layers(ids, n, &out.penultimate));
+    const std::int64_t eos_id =
+        config.eos_token_id >= 0 ? config.eos_token_id : config.vocab_size - 1;
+    const torch::Tensor eos =
+        eos_id == 2 ? ids.argmax(-1) : (ids == eos_id).to(torch::kInt).argmax(-1);
+    out.pooled = last.index({torch::arange(ids.size(0), eos.options()), eos});
+    if (text_projection) out.pooled = text_projection(out.pooled);
+    return out;
 }
 
 }  // namespace crucible::sd

@@ -35,4 +35,28 @@ void read_block_out_channels(const Json& j, std::vector<std::int64_t>& out,
     }
 }
 
+void read_per_block_field(const Json& j, const char* key, std::vector<std::int64_t>& out,
+                          std::size_t blocks, std::int64_t lo, std::int64_t hi,
+                          const std::string& where) {
+    if (!j.contains(key) || j[key].is_null()) return;
+    if (!j[key].is_array()) {
+        std::int64_t v = 0;
+        read_int_field(j, key, v, lo, hi, where);
+        out.assign(blocks, v);
+        return;
+    }
+    std::string what = "'";
+    what.append(key).append("' must list ").append(std::to_string(blocks));
+    what.append(" integers in ").append(std::to_string(lo)).append("..").append(std::to_string(hi));
+    what.append(", one per block");
+    const Json& list = j[key];
+    if (list.size() != blocks) throw InputError(where, what);
+    out.clear();
+    for (const auto& v : list) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+            throw InputError(where, what);
+        out.push_back(v.get<std::int64_t>());
+    }
+}
+
 }  // namespace crucible::sd

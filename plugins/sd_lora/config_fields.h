@@ -18,4 +18,10 @@ void read_int_field(const Json& j, const char* key, std::int64_t& out, std::int6
 void read_block_out_channels(const Json& j, std::vector<std::int64_t>& out,
                              const std::string& where);
 
+// `out` = j[key] when present and not null: one integer in [lo, hi] for every block (diffusers
+// writes SDXL's heads and transformer depths as lists) or a single one for all `blocks`.
+void read_per_block_field(const Json& j, const char* key, std::vector<std::int64_t>& out,
+                          std::size_t blocks, std::int64_t lo, std::int64_t hi,
+                          const std::string& where);
+
 }  // namespace crucible::sd

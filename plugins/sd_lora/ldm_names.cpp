@@ -82,6 +82,11 @@ std::optional<std::string> unet_ldm_name(const std::string& name, std::int64_t L
         if (p[1] == "linear_2") return pre + "time_embed.2." + p[2];
         return std::nullopt;
     }
+    if (p.size() == 3 && p[0] == "add_embedding") {  // SDXL's size and crop conditioning
+        if (p[1] == "linear_1") return pre + "label_emb.0.0." + p[2];
+        if (p[1] == "linear_2") return pre + "label_emb.0.2." + p[2];
+        return std::nullopt;
+    }
     if (p.size() < 5 && !(p.size() == 4 && p[0] == "mid_block")) return std::nullopt;
     if (p[0] == "mid_block") {
         const auto j = index_of(p[2]);

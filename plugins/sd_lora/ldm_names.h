@@ -14,8 +14,9 @@ inline constexpr const char* kLdmVaePrefix = "first_stage_model.";
 inline constexpr const char* kLdmTextPrefix = "cond_stage_model.transformer.";
 
 // The LDM name of a diffusers UNet parameter (prefix included), or nullopt when the name is not
-// part of the SD 1.x UNet layout. `down_cross_attention[i]`: down block i (and the mirrored up
-// block) has attentions, which moves the upsampler of that up block one slot on.
+// part of the SD 1.x / SDXL UNet layout (SDXL's add_embedding is label_emb.0).
+// `down_cross_attention[i]`: down block i (and the mirrored up block) has attentions, which moves
+// the upsampler of that up block one slot on.
 std::optional<std::string> unet_ldm_name(const std::string& diffusers_name,
                                          std::int64_t layers_per_block,
                                          const std::vector<bool>& down_cross_attention);

@@ -10,6 +10,7 @@
 #include "core/base/sha256.h"
 #include "core/base/shape_text.h"
 #include "core/engine/safetensors_torch.h"
+#include "plugins/sd_lora/ldm_names.h"
 #include "plugins/sd_lora/nn.h"
 #include "plugins/sd_lora/state_dict.h"
 
@@ -50,9 +51,28 @@ bool has_prefix(const LoraTarget& t, const std::string& kohya_prefix) {
     return kohya_prefix.empty() || t.kohya.rfind(kohya_prefix + "_", 0) == 0;
 }
 
+// kohya's SDXL trainer names UNet adapters by the original (LDM) module names:
+// lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q, lora_unet_middle_block_1_proj_in.
+std::string sdxl_unet_kohya_key(const UNetConfig& c, const std::string& path) {
+    const auto ldm = unet_ldm_name(path + ".weight", c.layers_per_block, c.down_cross_attention);
+    const std::string prefix = kLdmUNetPrefix, suffix = ".weight";
+    if (!ldm || ldm->rfind(prefix, 0) != 0 || !ends_with(*ldm, suffix))
+        throw Error("no LDM name for UNet module " + path);
+    return kohya_key("lora_unet",
+                     ldm->substr(prefix.size(), ldm->size() - prefix.size() - suffix.size()));
+}
+
+// The kohya key names a text-encoder adapter: lora_te_ (SD 1.x), lora_te1_ / lora_te2_ (SDXL).
+bool is_text_encoder_key(const std::string& kohya) {
+    for (const char* prefix : {"lora_te_", "lora_te1_", "lora_te2_"})
+        if (kohya.rfind(prefix, 0) == 0) return true;
+    return false;
+}
+
 }  // namespace
 
-std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet) {
+std::vector<LoraTarget> unet_lora_targets(UNetImpl& unet) {
+    const bool sdxl = unet.config.text_time_conditioning();
     std::vector<LoraTarget> out;
     for (const auto& item : unet.named_modules("", false)) {
         const std::string& path = item.key();
@@ -63,9 +83,11 @@ std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet) {
         const bool proj = ends_with(path, ".proj_in") || ends_with(path, ".proj_out");
         const bool in_block = path.find(".transformer_blocks.") != std::string::npos;
         if (!proj && !in_block) continue;
-        if (dynamic_cast<LinearImpl*>(item.value().get()) ||
-            (proj && dynamic_cast<Conv2dImpl*>(item.value().get())))
-            out.push_back(make_target("lora_unet", path, item.value()));
+        if (!dynamic_cast<LinearImpl*>(item.value().get()) &&
+            !(proj && dynamic_cast<Conv2dImpl*>(item.value().get())))
+            continue;
+        out.push_back(make_target("lora_unet", path, item.value()));
+        if (sdxl) out.back().kohya = sdxl_unet_kohya_key(unet.config, path);
     }
     return out;
 }
@@ -199,7 +221,7 @@ engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_f
     text.name = "text_encoder";
     text.lr_factor = text_encoder_lr_factor;
     for (std::size_t i = 0; i < net.targets.size(); ++i) {
-        const bool te = has_prefix(net.targets[i], "lora_te");
+        const bool te = is_text_encoder_key(net.targets[i].kohya);
         if (!te && !has_prefix(net.targets[i], "lora_unet"))
             throw Error("LoRA target '" + net.targets[i].kohya +
                         "' is neither UNet nor text encoder");

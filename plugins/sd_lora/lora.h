@@ -17,6 +17,7 @@
 #include "core/engine/lora.h"
 #include "core/engine/param_groups.h"
 #include "plugins/sd_lora/nn.h"
+#include "plugins/sd_lora/unet.h"
 
 namespace crucible::sd {
 
@@ -29,7 +30,11 @@ struct LoraTarget {
 };
 
 // The kohya targets of a UNet / CLIP text model (prefix "lora_unet" / "lora_te"), module order.
-std::vector<LoraTarget> unet_lora_targets(torch::nn::Module& unet);
+// SD 1.x UNet keys follow the diffusers module names (lora_unet_down_blocks_0_attentions_0_...);
+// SDXL's follow the original LDM names as kohya's SDXL trainer writes them
+// (lora_unet_input_blocks_4_1_transformer_blocks_0_attn1_to_q). SDXL's text encoders take the
+// prefixes "lora_te1" and "lora_te2".
+std::vector<LoraTarget> unet_lora_targets(UNetImpl& unet);
 std::vector<LoraTarget> text_encoder_lora_targets(torch::nn::Module& text_encoder,
                                                   const std::string& prefix = "lora_te");
 
@@ -70,9 +75,9 @@ TORCH_MODULE(LoraNetwork);
 // The optimizer's parameter groups of a network (core/engine/param_groups.h), so UNet and text
 // encoder train at learning rates of their own (kohya's unet_lr / text_encoder_lr): `unet`, the
 // adapters whose kohya key starts with "lora_unet_", at `unet_lr_factor` × the run's learning
-// rate, and `text_encoder` ("lora_te_") at `text_encoder_lr_factor`, only when the network has
-// such adapters. Every adapter matrix is decayed (as kohya decays them all) and warms up from 0.
-// Parameters in the network's order.
+// rate, and `text_encoder` ("lora_te_", "lora_te1_", "lora_te2_") at `text_encoder_lr_factor`, only
+// when the network has such adapters. Every adapter matrix is decayed (as kohya decays them all)
+// and warms up from 0. Parameters in the network's order.
 engine::ParamGroups lora_parameter_groups(LoraNetworkImpl& net, double unet_lr_factor,
                                           double text_encoder_lr_factor);
 

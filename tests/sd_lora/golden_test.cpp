@@ -25,7 +25,7 @@ TEST(GoldenSd, DiffusersUNetGivesTheReferenceOutputs) {
     ASSERT_TRUE(m.unet);
     EXPECT_EQ(m.unet->config.block_out_channels, (std::vector<std::int64_t>{8, 16}));
     EXPECT_EQ(m.unet->config.down_cross_attention, (std::vector<bool>{true, false}));
-    EXPECT_EQ(m.unet->config.attention_heads, 2);
+    EXPECT_EQ(m.unet->config.attention_heads, (std::vector<std::int64_t>{2, 2}));
     EXPECT_EQ(m.unet->config.norm_num_groups, 4);
     m.unet->eval();
     const auto c = engine::load_safetensors(golden::path("sd_tiny_unet_case.safetensors"));
