@@ -134,11 +134,34 @@ ClipTextModel load_text_encoder(const fs::path& folder, const std::string& part)
     return model;
 }
 
-std::optional<ClipTokenizer> load_tokenizer(const fs::path& tok) {
-    if (fs::exists(tok / "vocab.json") && fs::exists(tok / "merges.txt"))
-        return ClipTokenizer::load(tok / "vocab.json", tok / "merges.txt");
-    return std::nullopt;
+// The pad token a tokenizer folder names (tokenizer_config.json, else special_tokens_map.json:
+// a string or {"content": ...}); empty when neither names one.
+std::string pad_token_of(const fs::path& tok) {
+    for (const char* name : {"tokenizer_config.json", "special_tokens_map.json"}) {
+        const fs::path file = tok / name;
+        if (!fs::exists(file)) continue;
+        const Json j = read_json_file(file);
+        if (!j.is_object() || !j.contains("pad_token") || j["pad_token"].is_null()) continue;
+        const Json& pad = j["pad_token"];
+        if (pad.is_string()) return pad.get<std::string>();
+        if (pad.is_object() && pad.contains("content") && pad["content"].is_string())
+            return pad["content"].get<std::string>();
+        throw InputError(path_to_utf8(file), "'pad_token' must be a string or {\"content\": ...}");
+    }
+    return "";
 }
+
+}  // namespace
+
+std::optional<ClipTokenizer> load_tokenizer_folder(const fs::path& tok) {
+    if (!fs::exists(tok / "vocab.json") || !fs::exists(tok / "merges.txt")) return std::nullopt;
+    ClipTokenizer tokenizer = ClipTokenizer::load(tok / "vocab.json", tok / "merges.txt");
+    const std::string pad = pad_token_of(tok);
+    if (!pad.empty()) tokenizer.set_pad_token(pad, path_to_utf8(tok));
+    return tokenizer;
+}
+
+namespace {
 
 void save_text_encoder(const fs::path& folder, const std::string& part, ClipTextModelImpl& te) {
     fs::create_directories(folder / part);
@@ -186,8 +209,8 @@ SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
         if (fs::exists(folder / "text_encoder_2" / "config.json"))
             m.text_encoder_2 = load_text_encoder(folder, "text_encoder_2");
     }
-    m.tokenizer = load_tokenizer(folder / "tokenizer");
-    m.tokenizer_2 = load_tokenizer(folder / "tokenizer_2");
+    m.tokenizer = load_tokenizer_folder(folder / "tokenizer");
+    m.tokenizer_2 = load_tokenizer_folder(folder / "tokenizer_2");
     return m;
 }
 

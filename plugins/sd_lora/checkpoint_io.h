@@ -49,6 +49,10 @@ SdModels load_diffusers_folder(const std::filesystem::path& folder, const LoadPa
 SdModels load_single_file(const std::filesystem::path& file, const SdModelConfigs& configs,
                           const LoadParts& parts = {});
 
+// A CLIP tokenizer folder (vocab.json, merges.txt; the pad token its tokenizer_config.json or
+// special_tokens_map.json names); nullopt when the folder has no vocab.json / merges.txt.
+std::optional<ClipTokenizer> load_tokenizer_folder(const std::filesystem::path& folder);
+
 // Writers (base weights only, float32 unless the tensors are already another dtype).
 void save_diffusers_folder(const std::filesystem::path& folder, SdModels& models);
 void save_single_file(const std::filesystem::path& file, SdModels& models);

@@ -165,4 +165,11 @@ std::vector<std::int64_t> ClipTokenizer::encode(std::string_view text, std::size
     return out;
 }
 
+void ClipTokenizer::set_pad_token(const std::string& token, const std::string& where) {
+    const auto it = vocab_.find(token);
+    if (it == vocab_.end())
+        throw InputError(where, "pad token '" + token + "' is not in the vocabulary");
+    pad_ = it->second;
+}
+
 }  // namespace crucible::sd

@@ -4,7 +4,7 @@
 // 're 've 'm 'll 'd contractions, runs of letters, single digits, runs of other symbols), each
 // word's UTF-8 bytes are mapped to printable characters, then byte-pair merges by rank with
 // "</w>" marking the word end. Sequences are <|startoftext|> ids... <|endoftext|>, truncated and
-// padded (with <|endoftext|>) to 77.
+// padded (with <|endoftext|>, or the tokenizer's own pad token) to 77.
 //
 // Unicode: letters, digits and spaces follow the Unicode tables (PCRE2's `\p{L}`, `\p{N}`, `\s`)
 // and lower case is full Unicode (ICU), as Python's `regex` and str.lower() give the reference;
@@ -45,7 +45,10 @@ class ClipTokenizer {
 
     std::int64_t bos_id() const { return bos_; }
     std::int64_t eos_id() const { return eos_; }
-    std::int64_t pad_id() const { return eos_; }
+    std::int64_t pad_id() const { return pad_ >= 0 ? pad_ : eos_; }
+    // Pads with `token` instead of <|endoftext|> (SDXL's second tokenizer pads with "!").
+    // InputError (naming `where`) when the vocabulary has no such token.
+    void set_pad_token(const std::string& token, const std::string& where);
     std::size_t vocab_size() const { return vocab_.size(); }
 
   private:
@@ -61,7 +64,7 @@ class ClipTokenizer {
     std::vector<std::string> symbols_;
     std::unordered_map<std::uint64_t, data::text::BpeMerge> merges_;
     std::shared_ptr<const data::text::Regex> pattern_;
-    std::int64_t bos_ = 0, eos_ = 0;
+    std::int64_t bos_ = 0, eos_ = 0, pad_ = -1;
 };
 
 }  // namespace crucible::sd

@@ -73,15 +73,22 @@ NoisePredictor epsilon_from_velocity(const NoiseSchedule& schedule, NoisePredict
     };
 }
 
-NoisePredictor guided_unet(UNetImpl& unet, const torch::Tensor& cond, const torch::Tensor& uncond,
+NoisePredictor guided_unet(UNetImpl& unet, const TextConditioning& cond,
+                           const TextConditioning& uncond, const torch::Tensor& time_ids,
                            double guidance) {
-    return [&unet, cond, uncond, guidance](const torch::Tensor& x, std::int64_t t) {
+    return [&unet, cond, uncond, time_ids, guidance](const torch::Tensor& x, std::int64_t t) {
         const auto b = x.size(0);
-        if (guidance == 1.0) {
-            return unet.forward(x, torch::full({b}, t, torch::kLong), cond);
-        }
+        if (guidance == 1.0)
+            return unet.forward(x, torch::full({b}, t, torch::kLong), cond.context, cond.pooled,
+                                time_ids);
+        // Unconditional and conditional rows in one forward; the time ids are the same for both.
+        auto both_of = [](const torch::Tensor& u, const torch::Tensor& c) {
+            return u.defined() ? torch::cat({u, c}) : torch::Tensor();
+        };
         const torch::Tensor both = unet.forward(
-            torch::cat({x, x}), torch::full({2 * b}, t, torch::kLong), torch::cat({uncond, cond}));
+            torch::cat({x, x}), torch::full({2 * b}, t, torch::kLong),
+            both_of(uncond.context, cond.context), both_of(uncond.pooled, cond.pooled),
+            both_of(time_ids, time_ids));
         const auto parts = both.chunk(2);
         return parts[0] + guidance * (parts[1] - parts[0]);
     };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "plugins/sd_lora/scheduler.h"
+#include "plugins/sd_lora/text_conditioning.h"
 
 namespace crucible::sd {
 
@@ -47,8 +48,10 @@ torch::Tensor sample_latents(SamplerKind kind, const NoiseSchedule& schedule,
 NoisePredictor epsilon_from_velocity(const NoiseSchedule& schedule, NoisePredictor predict_v);
 
 // The UNet as a guided predictor: eps_u + guidance · (eps_c − eps_u), one batched forward.
-// `cond` / `uncond` are text states [B, T, D].
-NoisePredictor guided_unet(UNetImpl& unet, const torch::Tensor& cond, const torch::Tensor& uncond,
+// `cond` / `uncond`: text states [B, T, D] (and for SDXL the pooled embeddings [B, P]);
+// `time_ids` [B, 6]: SDXL's size and crop conditioning (undefined for SD 1.x).
+NoisePredictor guided_unet(UNetImpl& unet, const TextConditioning& cond,
+                           const TextConditioning& uncond, const torch::Tensor& time_ids,
                            double guidance);
 
 // VAE decode of latents (already divided by the scaling factor) to [B, H, W, 3] uint8 RGB on CPU.

@@ -46,6 +46,7 @@ class SdBatchSource : public engine::BatchSource {
         if (end - begin != static_cast<std::int64_t>(entries.size())) {
             whole.latent_mean = whole.latent_mean.slice(0, begin, end);
             whole.latent_std = whole.latent_std.slice(0, begin, end);
+            whole.time_ids = whole.time_ids.slice(0, begin, end);
             whole.captions = std::vector<std::string>(whole.captions.begin() + begin,
                                                       whole.captions.begin() + end);
             whole.first = begin;
@@ -64,6 +65,19 @@ class SdBatchSource : public engine::BatchSource {
     int epoch_ = 0;
     std::int64_t next_ = 0;
 };
+
+// SDXL's time ids of an image as the cached latents were made from it: scaled to cover the
+// bucket, center-cropped (load_bucket_image without random crop), and flipped after the crop,
+// which mirrors the crop's left edge.
+std::array<float, 6> time_ids_of(const data::CaptionItem& item, data::BucketSize bucket,
+                                 bool flipped) {
+    data::Rng unused(0);  // a center crop draws nothing
+    const data::CropPlan plan = data::plan_crop(item.width, item.height, bucket, false, unused);
+    const int left = flipped ? plan.resized_width - plan.crop_x - bucket.width : plan.crop_x;
+    return {static_cast<float>(item.height), static_cast<float>(item.width),
+            static_cast<float>(plan.crop_y),  static_cast<float>(left),
+            static_cast<float>(bucket.height), static_cast<float>(bucket.width)};
+}
 
 }  // namespace
 
@@ -166,17 +180,21 @@ SdBatch SdTrainingData::make_batch(const std::vector<std::size_t>& entries, int 
                    static_cast<std::uint64_t>(index);
     data::Rng rng(b.noise_seed);
     std::vector<torch::Tensor> means, stds;
+    std::vector<float> time_ids;
     for (auto e : entries) {
         const std::size_t item = entries_.at(e);
         const bool flipped = options_.flip && rng.uniform_int(0, 1) == 1;
         const Latent& l = latent(item, flipped);
         means.push_back(l.mean);
         stds.push_back(l.std);
+        const auto ids = time_ids_of(dataset_.items[item], item_bucket_[item], flipped);
+        time_ids.insert(time_ids.end(), ids.begin(), ids.end());
         b.captions.push_back(
             data::process_caption(dataset_.items[item].caption, options_.captions, rng));
     }
     b.latent_mean = torch::stack(means).to(device_);
     b.latent_std = torch::stack(stds).to(device_);
+    b.time_ids = torch::tensor(time_ids).reshape({-1, 6}).to(device_);
     return b;
 }
 

@@ -27,6 +27,10 @@ struct AutoencoderKLImpl;
 struct SdBatch {
     torch::Tensor latent_mean, latent_std;  // [B, 4, h, w] on the task's device (unscaled)
     std::vector<std::string> captions;
+    // [B, 6] float on the task's device: SDXL's size and crop conditioning of each image (its
+    // original height and width, the crop's top and left in the resized image, mirrored for a
+    // flipped one, and the bucket's height and width; unet.h kSdxlTimeIds).
+    torch::Tensor time_ids;
     std::uint64_t noise_seed = 0;  // noise / timesteps / posterior sample for this batch
     // A data-parallel rank's rows [first, first + rows) of a global batch of `global_rows`: the
     // noise is drawn for the whole global batch and sliced, as one process draws it. 0: whole.

@@ -23,6 +23,7 @@
 #include "plugins/sd_lora/sampler.h"
 #include "plugins/sd_lora/scheduler.h"
 #include "plugins/sd_lora/sd_batches.h"
+#include "plugins/sd_lora/text_conditioning.h"
 
 namespace crucible::sd {
 namespace {
@@ -46,7 +47,7 @@ std::vector<std::string> split_prompts(const std::string& text) {
 class SdLoraTask : public engine::Task {
   public:
     OptionSchema schema() const override {
-        OptionSchema s(kSdLoraTaskId, "Stable Diffusion 1.x LoRA");
+        OptionSchema s(kSdLoraTaskId, "Stable Diffusion LoRA (1.x, SDXL)");
         engine::TrainDefaults d;
         d.epochs = 10;
         d.batch = 1;
@@ -95,7 +96,9 @@ class SdLoraTask : public engine::Task {
         s.add(option_spec("tokenizer", T::Path, "",
                           "folder with vocab.json and merges.txt (default: the model's tokenizer/)",
                           model));
-        s.add(option_spec("clip_skip", T::Integer, 1, "use the text encoder's N-th last layer",
+        s.add(option_spec("clip_skip", T::Integer, 1,
+                          "use the text encoder's N-th last layer (SD 1.x; SDXL always uses the "
+                          "next-to-last)",
                           model, 1, 12));
         s.add(option_spec("network_dim", T::Integer, 8, "LoRA rank", lora, 1, 1024));
         s.add(option_spec("network_alpha", T::Number, 8.0, "LoRA alpha (scale alpha / rank)", lora,
@@ -104,7 +107,8 @@ class SdLoraTask : public engine::Task {
                           0.99));
         s.add(option_spec("use_rslora", T::Boolean, false, "scale alpha / sqrt(rank)", lora));
         s.add(option_spec("train_text_encoder", T::Boolean, false,
-                          "also train LoRA on the text encoder (q/k/v/out_proj, fc1, fc2)", lora));
+                          "also train LoRA on the text encoder(s) (q/k/v/out_proj, fc1, fc2)",
+                          lora));
         s.add(option_spec("unet_lr", T::Number, nullptr,
                           "learning rate of the UNet LoRA (empty: the run's lr0)", lora, 0, 10));
         s.add(option_spec("text_encoder_lr", T::Number, nullptr,
@@ -165,19 +169,22 @@ class SdLoraTask : public engine::Task {
         unet_ = m.unet;
         vae_ = m.vae;
         text_ = m.text_encoder;
+        text_2_ = m.text_encoder_2;
+        sdxl_ = unet_->config.text_time_conditioning();
+        check_sdxl_parts(m, cfg, model_path);
+        std::optional<ClipTokenizer> tokenizer = std::move(m.tokenizer);
         const std::string tok = cfg.at("tokenizer").get<std::string>();
         if (!tok.empty()) {
-            const fs::path t = path_from_utf8(tok);
-            tokenizer_ = ClipTokenizer::load(t / "vocab.json", t / "merges.txt");
-        } else if (m.tokenizer) {
-            tokenizer_ = std::move(m.tokenizer);
-        } else {
+            tokenizer = load_tokenizer_folder(path_from_utf8(tok));
+            if (!tokenizer) throw InputError(tok, "no vocab.json and merges.txt in this folder");
+        } else if (!tokenizer) {
             throw InputError("tokenizer",
                              "the model has no tokenizer/ folder; give one with tokenizer=");
         }
-        for (auto* mod : {static_cast<torch::nn::Module*>(unet_.get()),
-                          static_cast<torch::nn::Module*>(vae_.get()),
-                          static_cast<torch::nn::Module*>(text_.get())}) {
+        if (sdxl_ && !m.tokenizer_2)
+            c.log("warning", "the model has no tokenizer_2/ folder: the second text encoder "
+                             "reads the first tokenizer's ids");
+        for (torch::nn::Module* mod : frozen_parts()) {
             for (auto& p : mod->parameters())
                 p.set_requires_grad(false);
             mod->eval();
@@ -185,10 +192,20 @@ class SdLoraTask : public engine::Task {
         }
         targets_ = unet_lora_targets(*unet_);
         train_text_ = cfg.at("train_text_encoder").get<bool>();
-        if (train_text_) text_targets_ = text_encoder_lora_targets(*text_);
+        if (train_text_ && !sdxl_) text_targets_ = text_encoder_lora_targets(*text_);
+        if (train_text_ && sdxl_) {
+            text_targets_ = text_encoder_lora_targets(*text_, "lora_te1");
+            const auto second = text_encoder_lora_targets(*text_2_, "lora_te2");
+            text_targets_.insert(text_targets_.end(), second.begin(), second.end());
+        }
         const bool checkpointing = cfg.at("gradient_checkpointing").get<bool>();
         unet_->gradient_checkpointing = checkpointing;
         text_->gradient_checkpointing = checkpointing && train_text_;
+        if (text_2_) text_2_->gradient_checkpointing = checkpointing && train_text_;
+        encoders_ = std::make_unique<TextEncoders>(text_, std::move(*tokenizer), text_2_,
+                                                   std::move(m.tokenizer_2),
+                                                   cfg.at("clip_skip").get<int>(), c.device);
+        encoders_->set_trainable(train_text_);
         lora_.rank = cfg.at("network_dim").get<std::int64_t>();
         lora_.alpha = cfg.at("network_alpha").get<double>();
         lora_.dropout = cfg.at("network_dropout").get<double>();
@@ -223,7 +240,8 @@ class SdLoraTask : public engine::Task {
         if (prompts_.empty()) prompts_.push_back(first_caption_);
         set_learning_rates(cfg);
         std::ostringstream line;
-        line << "LoRA: " << targets_.size() << " UNet modules (lr " << unet_lr_ << ")";
+        line << (sdxl_ ? "SDXL " : "SD 1.x ") << "LoRA: " << targets_.size() << " UNet modules (lr "
+             << unet_lr_ << ")";
         if (train_text_)
             line << ", " << text_targets_.size() << " text-encoder modules (lr " << text_lr_ << ")";
         line << ", rank " << lora_.rank << ", alpha " << lora_.alpha
@@ -313,7 +331,11 @@ class SdLoraTask : public engine::Task {
             // diffusers pipeline folder holds one folder per model.
             const fs::path peft = lora_dir / path_from_utf8(name + "-peft");
             last->save_peft(peft, base, "lora_unet");
-            if (train_text_) last->save_peft(peft / "text_encoder", base, "lora_te");
+            if (train_text_ && !sdxl_) last->save_peft(peft / "text_encoder", base, "lora_te");
+            if (train_text_ && sdxl_) {
+                last->save_peft(peft / "text_encoder", base, "lora_te1");
+                last->save_peft(peft / "text_encoder_2", base, "lora_te2");
+            }
         }
         ctx_.log("info", "LoRA written to " + path_to_utf8(lora_dir));
         render_samples(*last, "final");
@@ -357,29 +379,24 @@ class SdLoraTask : public engine::Task {
         text_factor_ = train_text_ ? factor_of(text_lr_) : 1.0;
     }
 
-    // Text states [B, T, D] of the captions. With the text encoder's LoRA training they change
-    // every step: no cache, one batched forward, with gradients when they are recorded.
-    torch::Tensor encode_text(const std::vector<std::string>& captions) {
-        const auto length = static_cast<std::size_t>(text_->config.max_position_embeddings);
-        if (train_text_) {
-            std::vector<torch::Tensor> ids;
-            for (const auto& c : captions)
-                ids.push_back(torch::tensor(tokenizer_->encode(c, length), torch::kLong));
-            return text_->forward(torch::stack(ids).to(ctx_.device), clip_skip_);
-        }
-        std::vector<torch::Tensor> rows;
-        for (const auto& c : captions) {
-            auto it = text_cache_.find(c);
-            if (it == text_cache_.end()) {
-                if (text_cache_.size() > 4096) text_cache_.clear();
-                torch::NoGradGuard no_grad;
-                const auto ids = tokenizer_->encode(c, length);
-                const auto t = torch::tensor(ids, torch::kLong).unsqueeze(0).to(ctx_.device);
-                it = text_cache_.emplace(c, text_->forward(t, clip_skip_)[0]).first;
-            }
-            rows.push_back(it->second);
-        }
-        return torch::stack(rows);
+    // The models that never train (the LoRA adapters hold everything that does).
+    std::vector<torch::nn::Module*> frozen_parts() const {
+        std::vector<torch::nn::Module*> out = {unet_.get(), vae_.get(), text_.get()};
+        if (text_2_) out.push_back(text_2_.get());
+        return out;
+    }
+
+    // An SDXL UNet comes with its second text encoder, and SD 1.x's without one.
+    void check_sdxl_parts(const SdModels& m, const Json& cfg, const std::string& model_path) const {
+        if (sdxl_ && !m.text_encoder_2)
+            throw InputError(model_path, "an SDXL UNet (text_time conditioning) needs the second "
+                                         "text encoder in text_encoder_2/");
+        if (!sdxl_ && m.text_encoder_2)
+            throw InputError(model_path, "text_encoder_2/ beside a UNet without SDXL's text_time "
+                                         "conditioning: not an SD 1.x or SDXL model");
+        if (sdxl_ && cfg.at("clip_skip").get<int>() != 1)
+            throw InputError("clip_skip", "SDXL always conditions on the next-to-last layer of "
+                                          "both text encoders; leave clip_skip at 1");
     }
 
     // Epsilon / v MSE for one batch; `timesteps` fixed for validation, else drawn from the seed.
@@ -405,8 +422,9 @@ class SdLoraTask : public engine::Task {
                                                     torch::TensorOptions().dtype(torch::kLong)));
         t = t.to(ctx_.device);
         const torch::Tensor noisy = schedule_.add_noise(latents, noise, t);
-        const torch::Tensor context = encode_text(b.captions);
-        const torch::Tensor pred = unet_->forward(noisy, t, context);
+        const TextConditioning text = encoders_->encode(b.captions);
+        const torch::Tensor pred = unet_->forward(noisy, t, text.context, text.pooled,
+                                                  sdxl_ ? b.time_ids : torch::Tensor());
         const torch::Tensor target = v_prediction_ ? schedule_.velocity(latents, noise, t) : noise;
         torch::Tensor per = (pred.to(torch::kFloat32) - target).pow(2).mean({1, 2, 3});
         if (min_snr_gamma_ > 0) {
@@ -429,16 +447,23 @@ class SdLoraTask : public engine::Task {
         const std::int64_t f =
             1ll << (static_cast<std::int64_t>(vae_->config.block_out_channels.size()) - 1);
         const std::int64_t side = std::max<std::int64_t>(8, res / f);
-        const torch::Tensor uncond = encode_text({""});
+        const TextConditioning uncond = encoders_->unconditional(1);
+        // SDXL: rendered as an uncropped image of the sample size.
+        const double px = static_cast<double>(side * f);
+        const torch::Tensor time_ids =
+            sdxl_ ? torch::tensor({px, px, 0.0, 0.0, px, px}, torch::kFloat32)
+                        .reshape({1, kSdxlTimeIds})
+                        .to(ctx_.device)
+                  : torch::Tensor();
         for (std::size_t i = 0; i < prompts_.size(); ++i) {
-            const torch::Tensor cond = encode_text({prompts_[i]});
+            const TextConditioning cond = encoders_->encode({prompts_[i]});
             auto gen = at::detail::createCPUGenerator(
                 ctx_.config.at("sample_seed").get<std::uint64_t>() + i);
             const torch::Tensor noise = torch::randn({1, unet_->config.in_channels, side, side},
                                                      gen, torch::TensorOptions())
                                             .to(ctx_.device);
-            NoisePredictor predict =
-                guided_unet(*unet_, cond, uncond, ctx_.config.at("guidance_scale").get<double>());
+            NoisePredictor predict = guided_unet(*unet_, cond, uncond, time_ids,
+                                                 ctx_.config.at("guidance_scale").get<double>());
             if (v_prediction_) predict = epsilon_from_velocity(schedule_, std::move(predict));
             const torch::Tensor latents =
                 sample_latents(sampler_, schedule_, predict, noise,
@@ -486,7 +511,7 @@ class SdLoraTask : public engine::Task {
              std::to_string(static_cast<std::size_t>(cfg.at("epochs").get<int>()) * batches)},
             {"ss_batch_size_per_device", std::to_string(cfg.at("batch").get<int>())},
             {"ss_seed", std::to_string(ctx_.seed)},
-            {"ss_base_model_version", "sd_v1"},
+            {"ss_base_model_version", sdxl_ ? "sdxl_base_v1-0" : "sd_v1"},
             {"ss_v2", "False"},
             {"ss_sd_model_name",
              path_to_utf8(path_from_utf8(cfg.at("model").get<std::string>()).filename())},
@@ -506,14 +531,16 @@ class SdLoraTask : public engine::Task {
             {"ss_tag_frequency", tag_frequency_.dump()},
             {"ss_training_comment", "trained with Crucible"},
         };
+        if (sdxl_) meta["modelspec.architecture"] = "stable-diffusion-xl-v1-base/lora";
         save_kohya_lora(file, net.kohya_state(dtype), meta);
     }
 
     engine::TaskContext ctx_;
     UNet unet_{nullptr};
     AutoencoderKL vae_{nullptr};
-    ClipTextModel text_{nullptr};
-    std::optional<ClipTokenizer> tokenizer_;
+    ClipTextModel text_{nullptr}, text_2_{nullptr};  // text_2_: SDXL's second encoder
+    std::unique_ptr<TextEncoders> encoders_;
+    bool sdxl_ = false;
     std::vector<LoraTarget> targets_, text_targets_;
     LoraOptions lora_;
     bool train_text_ = false;
@@ -522,7 +549,6 @@ class SdLoraTask : public engine::Task {
     SamplerKind sampler_ = SamplerKind::Ddim;
     NoiseSchedule schedule_;
     std::unique_ptr<SdTrainingData> data_;
-    std::map<std::string, torch::Tensor> text_cache_;
     std::string first_caption_;
     Json tag_frequency_;
     std::vector<std::string> prompts_;
@@ -533,7 +559,7 @@ class SdLoraTask : public engine::Task {
 };
 
 engine::RegisterTask registration({kSdLoraTaskId,
-                                   "Stable Diffusion 1.x LoRA",
+                                   "Stable Diffusion LoRA (1.x, SDXL)",
                                    {"sd_lora", "sd"},
                                    "sd_lora",
                                    [] { return std::make_unique<SdLoraTask>(); },

@@ -53,9 +53,9 @@ TEST(Sampler, GuidanceOneIsTheConditionalPrediction) {
     const auto uncond = torch::randn({1, 77, 32});
     const auto x = torch::randn({1, 4, 8, 8});
     const auto direct = unet->forward(x, torch::tensor({100}), cond);
-    EXPECT_TRUE(torch::allclose(guided_unet(*unet, cond, uncond, 1.0)(x, 100), direct, 1e-5, 1e-5));
+    EXPECT_TRUE(torch::allclose(guided_unet(*unet, {cond}, {uncond}, {}, 1.0)(x, 100), direct, 1e-5, 1e-5));
     const auto u = unet->forward(x, torch::tensor({100}), uncond);
-    const auto g = guided_unet(*unet, cond, uncond, 7.5)(x, 100);
+    const auto g = guided_unet(*unet, {cond}, {uncond}, {}, 7.5)(x, 100);
     EXPECT_TRUE(torch::allclose(g, u + 7.5 * (direct - u), 1e-4, 1e-4));
 }
 
@@ -107,9 +107,9 @@ TEST(Sampler, EulerGuidanceOneIsTheConditionalPrediction) {
         return unet->forward(x, torch::tensor({t}), cond);
     };
     const auto plain = euler_sample(s, conditional, noise, 4);
-    const auto guided1 = euler_sample(s, guided_unet(*unet, cond, uncond, 1.0), noise, 4);
+    const auto guided1 = euler_sample(s, guided_unet(*unet, {cond}, {uncond}, {}, 1.0), noise, 4);
     EXPECT_TRUE(torch::allclose(guided1, plain, 1e-5, 1e-5));
-    const auto guided = euler_sample(s, guided_unet(*unet, cond, uncond, 7.5), noise, 4);
+    const auto guided = euler_sample(s, guided_unet(*unet, {cond}, {uncond}, {}, 7.5), noise, 4);
     EXPECT_GT((guided - plain).abs().max().item<double>(), 1e-2);
     // sample_latents picks the sampler by name.
     EXPECT_TRUE(
