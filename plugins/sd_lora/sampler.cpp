@@ -85,10 +85,10 @@ NoisePredictor guided_unet(UNetImpl& unet, const TextConditioning& cond,
         auto both_of = [](const torch::Tensor& u, const torch::Tensor& c) {
             return u.defined() ? torch::cat({u, c}) : torch::Tensor();
         };
-        const torch::Tensor both = unet.forward(
-            torch::cat({x, x}), torch::full({2 * b}, t, torch::kLong),
-            both_of(uncond.context, cond.context), both_of(uncond.pooled, cond.pooled),
-            both_of(time_ids, time_ids));
+        const torch::Tensor both =
+            unet.forward(torch::cat({x, x}), torch::full({2 * b}, t, torch::kLong),
+                         both_of(uncond.context, cond.context), both_of(uncond.pooled, cond.pooled),
+                         both_of(time_ids, time_ids));
         const auto parts = both.chunk(2);
         return parts[0] + guidance * (parts[1] - parts[0]);
     };

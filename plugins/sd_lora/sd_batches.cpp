@@ -74,8 +74,8 @@ std::array<float, 6> time_ids_of(const data::CaptionItem& item, data::BucketSize
     data::Rng unused(0);  // a center crop draws nothing
     const data::CropPlan plan = data::plan_crop(item.width, item.height, bucket, false, unused);
     const int left = flipped ? plan.resized_width - plan.crop_x - bucket.width : plan.crop_x;
-    return {static_cast<float>(item.height), static_cast<float>(item.width),
-            static_cast<float>(plan.crop_y),  static_cast<float>(left),
+    return {static_cast<float>(item.height),   static_cast<float>(item.width),
+            static_cast<float>(plan.crop_y),   static_cast<float>(left),
             static_cast<float>(bucket.height), static_cast<float>(bucket.width)};
 }
 

@@ -182,8 +182,9 @@ class SdLoraTask : public engine::Task {
                              "the model has no tokenizer/ folder; give one with tokenizer=");
         }
         if (sdxl_ && !m.tokenizer_2)
-            c.log("warning", "the model has no tokenizer_2/ folder: the second text encoder "
-                             "reads the first tokenizer's ids");
+            c.log("warning",
+                  "the model has no tokenizer_2/ folder: the second text encoder "
+                  "reads the first tokenizer's ids");
         for (torch::nn::Module* mod : frozen_parts()) {
             for (auto& p : mod->parameters())
                 p.set_requires_grad(false);
@@ -380,7 +381,7 @@ class SdLoraTask : public engine::Task {
     }
 
     // The models that never train (the LoRA adapters hold everything that does).
-    std::vector<torch::nn::Module*> frozen_parts() const {
+    std::vector<torch::nn::Module*> frozen_parts() {
         std::vector<torch::nn::Module*> out = {unet_.get(), vae_.get(), text_.get()};
         if (text_2_) out.push_back(text_2_.get());
         return out;
@@ -389,14 +390,17 @@ class SdLoraTask : public engine::Task {
     // An SDXL UNet comes with its second text encoder, and SD 1.x's without one.
     void check_sdxl_parts(const SdModels& m, const Json& cfg, const std::string& model_path) const {
         if (sdxl_ && !m.text_encoder_2)
-            throw InputError(model_path, "an SDXL UNet (text_time conditioning) needs the second "
-                                         "text encoder in text_encoder_2/");
+            throw InputError(model_path,
+                             "an SDXL UNet (text_time conditioning) needs the second "
+                             "text encoder in text_encoder_2/");
         if (!sdxl_ && m.text_encoder_2)
-            throw InputError(model_path, "text_encoder_2/ beside a UNet without SDXL's text_time "
-                                         "conditioning: not an SD 1.x or SDXL model");
+            throw InputError(model_path,
+                             "text_encoder_2/ beside a UNet without SDXL's text_time "
+                             "conditioning: not an SD 1.x or SDXL model");
         if (sdxl_ && cfg.at("clip_skip").get<int>() != 1)
-            throw InputError("clip_skip", "SDXL always conditions on the next-to-last layer of "
-                                          "both text encoders; leave clip_skip at 1");
+            throw InputError("clip_skip",
+                             "SDXL always conditions on the next-to-last layer of "
+                             "both text encoders; leave clip_skip at 1");
     }
 
     // Epsilon / v MSE for one batch; `timesteps` fixed for validation, else drawn from the seed.

@@ -11,9 +11,9 @@ constexpr std::size_t kMaxCachedCaptions = 4096;
 
 }  // namespace
 
-TextEncoders::TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer,
-                           ClipTextModel second, std::optional<ClipTokenizer> second_tokenizer,
-                           int clip_skip, torch::Device device)
+TextEncoders::TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer, ClipTextModel second,
+                           std::optional<ClipTokenizer> second_tokenizer, int clip_skip,
+                           torch::Device device)
     : first_(std::move(first)),
       second_(std::move(second)),
       first_tokenizer_(std::move(first_tokenizer)),
@@ -21,8 +21,7 @@ TextEncoders::TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer,
       clip_skip_(clip_skip),
       device_(device) {}
 
-torch::Tensor TextEncoders::ids_of(const ClipTokenizer& tokenizer,
-                                   const ClipTextModelImpl& encoder,
+torch::Tensor TextEncoders::ids_of(const ClipTokenizer& tokenizer, const ClipTextModelImpl& encoder,
                                    const std::vector<std::string>& captions) const {
     const auto length = static_cast<std::size_t>(encoder.config.max_position_embeddings);
     std::vector<torch::Tensor> rows;

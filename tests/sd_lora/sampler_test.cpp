@@ -53,7 +53,8 @@ TEST(Sampler, GuidanceOneIsTheConditionalPrediction) {
     const auto uncond = torch::randn({1, 77, 32});
     const auto x = torch::randn({1, 4, 8, 8});
     const auto direct = unet->forward(x, torch::tensor({100}), cond);
-    EXPECT_TRUE(torch::allclose(guided_unet(*unet, {cond}, {uncond}, {}, 1.0)(x, 100), direct, 1e-5, 1e-5));
+    EXPECT_TRUE(
+        torch::allclose(guided_unet(*unet, {cond}, {uncond}, {}, 1.0)(x, 100), direct, 1e-5, 1e-5));
     const auto u = unet->forward(x, torch::tensor({100}), uncond);
     const auto g = guided_unet(*unet, {cond}, {uncond}, {}, 7.5)(x, 100);
     EXPECT_TRUE(torch::allclose(g, u + 7.5 * (direct - u), 1e-4, 1e-4));

@@ -71,4 +71,30 @@ void write_tiny_model_folder(const std::filesystem::path& folder, unsigned seed)
     write_tiny_tokenizer(folder / "tokenizer");
 }
 
+void write_tiny_sdxl_model_folder(const std::filesystem::path& folder, unsigned seed) {
+    torch::manual_seed(seed);
+    ClipTextConfig first = ClipTextConfig::tiny();
+    first.vocab_size = 600;  // the generated vocabulary has 526 entries
+    ClipTextConfig second = first;
+    second.quick_gelu = false;
+    second.projection_dim = 24;
+    UNetConfig u = UNetConfig::tiny();
+    u.down_cross_attention = {false, true};
+    u.attention_heads = {2, 4};
+    u.transformer_layers = {1, 2};
+    u.use_linear_projection = true;
+    u.cross_attention_dim = first.hidden_size + second.hidden_size;
+    u.addition_time_embed_dim = 8;
+    u.projection_class_embeddings_input_dim = second.projection_dim + kSdxlTimeIds * 8;
+    SdModels m;
+    m.unet = UNet(u);
+    m.vae = AutoencoderKL(VaeConfig::tiny());
+    m.text_encoder = ClipTextModel(first);
+    m.text_encoder_2 = ClipTextModel(second);
+    save_diffusers_folder(folder, m);
+    write_tiny_tokenizer(folder / "tokenizer");
+    write_tiny_tokenizer(folder / "tokenizer_2");
+    std::ofstream(folder / "tokenizer_2" / "special_tokens_map.json") << R"({"pad_token": "!"})";
+}
+
 }  // namespace crucible::sd::testing

@@ -17,4 +17,9 @@ std::string tiny_merges_txt();
 // drawn from `seed`.
 void write_tiny_model_folder(const std::filesystem::path& folder, unsigned seed);
 
+// The same for SDXL: a UNet with SDXL's structure at tiny sizes (a plain first block, linear
+// projections, per-block heads and depths, the text_time add embedding), both text encoders
+// (the second with its projection) and both tokenizers (the second padding with "!").
+void write_tiny_sdxl_model_folder(const std::filesystem::path& folder, unsigned seed);
+
 }  // namespace crucible::sd::testing

@@ -6,23 +6,32 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <opencv2/core.hpp>
+
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
 
 #include "core/base/error.h"
 #include "core/base/json.h"
+#include "core/data/caption_dataset.h"
+#include "core/data/image_io.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/ldm_names.h"
 #include "plugins/sd_lora/lora.h"
 #include "plugins/sd_lora/nn.h"
+#include "plugins/sd_lora/sd_batches.h"
 #include "plugins/sd_lora/state_dict.h"
+#include "plugins/sd_lora/text_conditioning.h"
 #include "tests/fixtures/golden_compare.h"
+#include "tests/sd_lora/sd_test_util.h"
 #include "tests/support/temp_dir.h"
 
 namespace crucible::sd {
 namespace {
+namespace fs = std::filesystem;
 
 using golden::kTolerance;
 using golden::relative_diff;
@@ -207,6 +216,65 @@ TEST(Sdxl, SingleFileSdxlCheckpointIsNamedNotMisread) {
     } catch (const InputError& e) {
         EXPECT_NE(std::string(e.what()).find("SDXL"), std::string::npos) << e.what();
     }
+}
+
+// The time ids of a cached batch are the image's as SDXL saw it: a 48x24 image scaled to cover
+// the 32x32 bucket is 64x32, center-cropped at left 16; flipped, the crop stays centered.
+TEST(Sdxl, BatchTimeIdsAreOriginalSizeCropAndBucket) {
+    test_support::TempDir dir("sdxl_time_ids");
+    fs::create_directories(dir.path() / "data");
+    data::write_image(dir.path() / "data" / "wide.png", cv::Mat(24, 48, CV_8UC3, cv::Scalar(9)));
+    std::ofstream(dir.path() / "data" / "wide.txt") << "a wide image";
+    SdDataOptions o;
+    o.buckets.resolution = 32;
+    o.buckets.min_size = 16;
+    o.buckets.max_size = 64;
+    o.buckets.step = 16;
+    o.buckets.enabled = false;
+    o.flip = true;
+    SdTrainingData data(data::load_caption_folder(dir.path() / "data", {}), o, 1);
+    torch::manual_seed(0);
+    AutoencoderKL vae(VaeConfig::tiny());
+    data.cache_latents(*vae, torch::kCPU);
+    for (int index = 0; index < 4; ++index) {  // flipped and not, as the batches draw them
+        const SdBatch b = data.make_batch({0}, 0, index);
+        ASSERT_EQ(b.time_ids.sizes(), (torch::IntArrayRef{1, kSdxlTimeIds}));
+        EXPECT_TRUE(torch::equal(b.time_ids, torch::tensor({{24.f, 48.f, 0.f, 16.f, 32.f, 32.f}})))
+            << b.time_ids;
+    }
+}
+
+// The conditioning of a generated SDXL folder: context is both encoders side by side, pooled
+// is the second's projection; cached rows equal a fresh batched forward; the unconditional
+// input is zeros (force_zeros_for_empty_prompt).
+TEST(Sdxl, TextEncodersCacheAndBatchAgreeAndUnconditionalIsZeros) {
+    test_support::TempDir dir("sdxl_text");
+    testing::write_tiny_sdxl_model_folder(dir.path() / "model", 4);
+    SdModels m = load_sd_models(dir.path() / "model", LoadParts{.unet = false, .vae = false});
+    ASSERT_TRUE(m.tokenizer_2);
+    // The second tokenizer pads with the token "!" (not the word "!</w>"), the first with EOS.
+    EXPECT_NE(m.tokenizer_2->pad_id(), m.tokenizer_2->eos_id());
+    EXPECT_NE(m.tokenizer_2->pad_id(), m.tokenizer_2->encode_ids("!").front());
+    EXPECT_EQ(m.tokenizer_2->encode("red", 77).back(), m.tokenizer_2->pad_id());
+    EXPECT_EQ(m.tokenizer->encode("red", 77).back(), m.tokenizer->eos_id());
+    TextEncoders cached(m.text_encoder, *m.tokenizer, m.text_encoder_2, m.tokenizer_2, 1,
+                        torch::kCPU);
+    TextEncoders fresh(m.text_encoder, *m.tokenizer, m.text_encoder_2, m.tokenizer_2, 1,
+                       torch::kCPU);
+    fresh.set_trainable(true);
+    torch::NoGradGuard no_grad;
+    const std::vector<std::string> captions = {"red cat", "square", "red cat"};
+    const TextConditioning a = cached.encode(captions);
+    const TextConditioning b = fresh.encode(captions);
+    EXPECT_EQ(a.context.sizes(), (torch::IntArrayRef{3, 77, 64}));
+    EXPECT_EQ(a.pooled.sizes(), (torch::IntArrayRef{3, 24}));
+    EXPECT_TRUE(torch::allclose(a.context, b.context, 1e-5, 1e-6));
+    EXPECT_TRUE(torch::allclose(a.pooled, b.pooled, 1e-5, 1e-6));
+    EXPECT_FALSE(torch::equal(a.context[0], a.context[1]));
+    const TextConditioning u = cached.unconditional(2);
+    EXPECT_EQ(u.context.sizes(), (torch::IntArrayRef{2, 77, 64}));
+    EXPECT_EQ(u.context.abs().max().item<float>(), 0.f);
+    EXPECT_EQ(u.pooled.abs().max().item<float>(), 0.f);
 }
 
 }  // namespace
