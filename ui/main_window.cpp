@@ -742,22 +742,31 @@ void MainWindow::export_run_onnx(std::int64_t run_id, const QString& file) {
 
 void MainWindow::run_command_line(const QStringList& args, const QString& what,
                                   std::function<void(bool, const QString&)> done) {
+    start_command_line(args, [this, what, done](int code, const QString& output) {
+        if (code == kCommandDidNotStart) {
+            log(QString(log_level_name(LogLevel::Error)),
+                tr("%1 needs the crucible command line next to the studio: %2").arg(what, output));
+            return;
+        }
+        done(code == 0, output);
+    });
+}
+
+void MainWindow::start_command_line(const QStringList& args,
+                                    std::function<void(int, const QString&)> done) {
     auto* process = new QProcess(this);
     process->setProcessChannelMode(QProcess::MergedChannels);
     connect(process, &QProcess::finished, this,
             [process, done](int code, QProcess::ExitStatus status) {
                 process->deleteLater();
-                done(status == QProcess::NormalExit && code == 0,
+                done(status == QProcess::NormalExit ? code : kCommandCrashed,
                      QString::fromUtf8(process->readAll()).trimmed());
             });
-    connect(process, &QProcess::errorOccurred, this,
-            [this, process, what](QProcess::ProcessError e) {
-                if (e != QProcess::FailedToStart) return;
-                process->deleteLater();
-                log(QString(log_level_name(LogLevel::Error)),
-                    tr("%1 needs the crucible command line next to the studio: %2")
-                        .arg(what, process->errorString()));
-            });
+    connect(process, &QProcess::errorOccurred, this, [process, done](QProcess::ProcessError e) {
+        if (e != QProcess::FailedToStart) return;
+        process->deleteLater();
+        done(kCommandDidNotStart, process->errorString());
+    });
     process->start(command_line(), args);
 }
 
@@ -1209,6 +1218,12 @@ AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image
 RunSetupView* MainWindow::open_run_setup() {
     auto* view = new RunSetupView(project_.get(), tasks_, tabs_);
     if (local_agent_ && local_agent_->ready()) view->set_local_endpoint(local_agent_->endpoint());
+    // The memory check asks the task's own prediction through the command line (app/cli
+    // `train ... dry_run=true`).
+    view->set_dry_runner(
+        [this](const QStringList& args, std::function<void(int, const QString&)> done) {
+            start_command_line(args, std::move(done));
+        });
     connect(view, &RunSetupView::run_created, this, [this](std::int64_t id) {
         log(QString(log_level_name(LogLevel::Info)), tr("run %1 created").arg(id));
         refresh_tree();

@@ -174,6 +174,11 @@ class MainWindow : public QMainWindow {
     // its output. One that cannot start is said in the log, under `what`.
     void run_command_line(const QStringList& args, const QString& what,
                           std::function<void(bool ok, const QString& output)> done);
+    // The same with its exit code: kCommandDidNotStart (the output then says why) or
+    // kCommandCrashed when it did not exit normally.
+    static constexpr int kCommandDidNotStart = -1, kCommandCrashed = -2;
+    void start_command_line(const QStringList& args,
+                            std::function<void(int exit_code, const QString& output)> done);
     // The run's best weights among its kept files (empty when it has none).
     static std::filesystem::path best_run_weights(const std::filesystem::path& folder);
     // "imgsz=N" when the run was set up with a size: predictions and exports use the run's.

@@ -269,16 +269,20 @@ void OptionsForm::reset_to_defaults() {
         set_editor_value(o, o.default_value);
 }
 
-QString OptionsForm::command_line(const QStringList& extra_words) const {
-    QStringList words{QStringLiteral("crucible"), QStringLiteral("train"),
-                      shell_quote(qs(schema_.task()))};
+QStringList OptionsForm::train_arguments() const {
+    QStringList words{qs(schema_.task())};
     Json changed = changed_values();
     for (const auto& o : schema_.options()) {
         auto it = changed.find(o.name);
         if (it == changed.end()) continue;
-        words << shell_quote(qs(o.name) + QLatin1Char('=') + option_value_text(*it));
+        words << qs(o.name) + QLatin1Char('=') + option_value_text(*it);
     }
-    for (const auto& w : extra_words)
+    return words;
+}
+
+QString OptionsForm::command_line(const QStringList& extra_words) const {
+    QStringList words{QStringLiteral("crucible"), QStringLiteral("train")};
+    for (const auto& w : train_arguments() + extra_words)
         words << shell_quote(w);
     return words.join(QLatin1Char(' '));
 }

@@ -49,6 +49,9 @@ class OptionsForm : public QWidget {
 
     // The equivalent command line: `crucible train <task> key=value ...` for changed options.
     QString command_line(const QStringList& extra_words = {}) const;
+    // The words after `crucible train`, unquoted: the task, then key=value for each option that
+    // differs from its default (what command_line shows, for running it).
+    QStringList train_arguments() const;
 
   signals:
     void changed();

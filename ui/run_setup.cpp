@@ -9,6 +9,7 @@
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPointer>
 #include <QProgressBar>
 #include <QPushButton>
@@ -72,6 +73,9 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     top->addRow(tr("Server"), server_);
     gpus_ = new GpuPicker(this);
     top->addRow(tr("Device"), gpus_);
+    auto* memory_label = new QLabel(this);
+    memory_ = new MemoryCheck(memory_label, this);
+    top->addRow(QString(), memory_label);
     top->addRow(tr("Preset"), preset_row);
     outer->addLayout(top);
 
@@ -132,6 +136,8 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_server_browser(); });
     connect(server_, &QComboBox::currentIndexChanged, this, [this] { update_gpu_endpoint(); });
     connect(gpus_, &GpuPicker::choice_changed, this, [this] { device_to_form(); });
+    connect(gpus_, &GpuPicker::choice_changed, this, [this] { update_memory_check(); });
+    connect(gpus_, &GpuPicker::refreshed, this, [this] { update_memory_check(); });
     update_submit_button();
     update_gpu_endpoint();
     connect(preset_, &QComboBox::activated, this, [this](int i) {
@@ -247,6 +253,36 @@ void RunSetupView::update_command() {
     form_->changed_values(&errors);
     command_->setText(form_->command_line());
     error_->setText(errors.join(QLatin1Char('\n')));
+    update_memory_check();
+}
+
+void RunSetupView::set_dry_runner(MemoryCheck::DryRunner runner) {
+    memory_->set_dry_runner(std::move(runner));
+    update_memory_check();
+}
+
+void RunSetupView::check_memory_now() {
+    update_memory_check();
+    memory_->check_now();
+}
+
+double RunSetupView::chosen_gpu_gib() const {
+    if (!gpus_->known() || !gpus_->use_gpu()) return 0;
+    const auto picked = gpus_->submit_gpu();
+    std::uint64_t smallest = 0;
+    for (const auto& g : gpus_->listing().gpus) {
+        if (g.mig_enabled || (picked && g.index != *picked)) continue;
+        if (smallest == 0 || g.memory_total < smallest) smallest = g.memory_total;
+    }
+    return static_cast<double>(smallest) / static_cast<double>(1ull << 30);
+}
+
+void RunSetupView::update_memory_check() {
+    if (!memory_) return;
+    QStringList errors;
+    if (form_) form_->changed_values(&errors);
+    memory_->request(form_ && errors.isEmpty() ? form_->train_arguments() : QStringList(),
+                     chosen_gpu_gib());
 }
 
 QString RunSetupView::command_line() const {
@@ -414,6 +450,22 @@ std::int64_t RunSetupView::submit(const QString& name) {
     }
     const auto server = selected_server();
     if (!server && !has_local_) return -1;
+    if (const auto& v = memory_->verdict(); v && !v->fits && gpus_->use_gpu()) {
+        const QString question =
+            tr("This run is predicted to need %1 GiB of GPU memory at its peak; the chosen GPU "
+               "has %2 GiB. It will likely fail with out-of-memory (on Windows the driver may "
+               "instead spill into system memory and run many times slower). Submit anyway?")
+                .arg(v->predicted_gib, 0, 'f', 1)
+                .arg(v->capacity_gib, 0, 'f', 1);
+        const bool go = confirm_ ? confirm_(question)
+                                 : QMessageBox::warning(this, tr("Run will not fit"), question,
+                                                        QMessageBox::Yes | QMessageBox::No,
+                                                        QMessageBox::No) == QMessageBox::Yes;
+        if (!go) {
+            error_->setText(tr("not submitted: the run will not fit the chosen GPU"));
+            return -1;
+        }
+    }
     const std::int64_t run_id = create_run(name);
     if (run_id < 0) return -1;
     const store::RunInfo run = store::get_run(*project_, run_id);

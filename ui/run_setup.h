@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "core/net/api_client.h"
 #include "core/net/remote_config.h"
 #include "core/store/run_store.h"
+#include "ui/memory_check.h"
 
 class QComboBox;
 class QLabel;
@@ -63,6 +65,17 @@ class RunSetupView : public QWidget {
     bool load_setup(const store::RunSetup& setup, const QString& name);
     // The private local agent ("This computer"), when it runs; submit then goes there.
     void set_local_endpoint(const net::RemoteEndpoint& endpoint);
+    // How the memory check runs the command line (the main window runs the `crucible` beside
+    // the studio); without one there is no check.
+    void set_dry_runner(MemoryCheck::DryRunner runner);
+    MemoryCheck* memory_check() const { return memory_; }
+    // Checks the run as it is set up now, without the pause for typing.
+    void check_memory_now();
+    // Asks the person whether to submit a run that will not fit; true submits. The default is
+    // a warning dialog.
+    void set_confirm(std::function<bool(const QString& question)> confirm) {
+        confirm_ = std::move(confirm);
+    }
 
   signals:
     void run_created(std::int64_t run_id);
@@ -111,6 +124,13 @@ class RunSetupView : public QWidget {
     QString snapshot_path_;
     // Submit is offered with somewhere to submit to and no submit under way.
     void update_submit_button();
+    // The run as the form has it, on the chosen GPU, into the memory check.
+    void update_memory_check();
+    // The memory of the GPU the run will get: the one picked, else the smallest whole GPU the
+    // agent may assign; 0 with no GPU chosen or none known.
+    double chosen_gpu_gib() const;
+    MemoryCheck* memory_ = nullptr;
+    std::function<bool(const QString&)> confirm_;
     OptionsForm* form_ = nullptr;
     QComboBox* task_ = nullptr;
     QComboBox* dataset_ = nullptr;

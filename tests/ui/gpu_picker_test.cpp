@@ -377,3 +377,105 @@ TEST(GpuPicker, ListsTheGpusOfARealAgent) {
     EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
 }
 #endif
+
+// The memory check reads the command line's own dry run: a tiny Llama's LoRA run fits a GPU of
+// 2 GiB and not one of 0.5 GiB (what the CLI keeps for the CUDA context alone is 0.75 GiB).
+TEST(MemoryCheck, ReadsTheCommandLinesDryRun) {
+    const QString program =
+        QString::fromStdString(path_to_utf8(test_support::built_program("crucible", "app/cli")));
+    ASSERT_TRUE(QFileInfo(program).isExecutable()) << program.toStdString();
+    const QString model = QString::fromStdString(
+        path_to_utf8(fs::path(CRUCIBLE_SOURCE_DIR) / "tests/fixtures/golden/llama3_tiny"));
+    auto dry_run = [&](const char* gib) {
+        QProcess p;
+        p.setProcessChannelMode(QProcess::MergedChannels);
+        p.start(program, {"train", "llm.lora", "model=" + model, "dry_run=true",
+                          QStringLiteral("gpu_memory=") + gib});
+        EXPECT_TRUE(p.waitForFinished(60000));
+        return parse_dry_run(QString::fromUtf8(p.readAll()), p.exitCode(), QString(gib).toDouble());
+    };
+    const auto small = dry_run("0.5");
+    ASSERT_TRUE(small);
+    EXPECT_FALSE(small->fits);
+    EXPECT_GT(small->predicted_gib, 0.0);
+    EXPECT_LT(small->predicted_gib, 0.5);
+    const auto enough = dry_run("2");
+    ASSERT_TRUE(enough);
+    EXPECT_TRUE(enough->fits);
+    EXPECT_DOUBLE_EQ(enough->predicted_gib, small->predicted_gib);
+    // A task without a prediction, or a failed dry run, gives no verdict.
+    EXPECT_FALSE(parse_dry_run("detect.yolo makes no memory prediction yet", 0, 24));
+    EXPECT_FALSE(parse_dry_run("error: model: no such folder", 1, 24));
+}
+
+// Before a run goes to a GPU it will not fit, the run setup says so under the device row and
+// asks; declining submits nothing, a GPU with room submits without asking.
+TEST(GpuPicker, RunSetupWarnsBeforeSubmittingARunThatWillNotFit) {
+    Json report = gpu_report(1 * kGiB);
+    report["gpus"][0]["memory_total"] = 24 * kGiB;
+    report["gpus"][1]["mig_enabled"] = false;
+    report["gpus"][1]["mig"] = Json::array();
+    FakeAgent agent(report);
+    const auto dir = uitest::temp_dir();
+    auto project = store::Project::create(dir / "p.crucible");
+    uitest::clear_server_registry();
+    add_server("gpu-box", agent.url(), "tok", "");
+    RunSetupView view(project.get(), schema_with_device());
+    // The dry run as the CLI answers it: 39 GiB, which fits only a GPU of 80.
+    std::vector<QStringList> asked;
+    view.set_dry_runner([&](const QStringList& args,
+                            std::function<void(int, const QString&)> done) {
+        asked.push_back(args);
+        const bool big_gpu = args.contains("gpu_memory=80.00");
+        done(big_gpu ? 0 : 3, QStringLiteral("  predicted peak      40000.0 MiB (39.06 GiB)\n"));
+    });
+    int questions = 0;
+    bool answer = false;
+    view.set_confirm([&](const QString& question) {
+        ++questions;
+        EXPECT_TRUE(question.contains("39.1 GiB")) << question.toStdString();
+        return answer;
+    });
+    view.show();
+    view.select_server("gpu-box");
+    GpuPicker* picker = view.gpu_picker();
+    ASSERT_TRUE(uitest::wait_for([&] { return picker->known(); }));
+    // "A free GPU": the smallest the agent may assign, 24 GiB.
+    view.check_memory_now();
+    ASSERT_TRUE(view.memory_check()->verdict());
+    EXPECT_FALSE(view.memory_check()->verdict()->fits);
+    EXPECT_TRUE(view.memory_check()->text().contains("will not fit"))
+        << view.memory_check()->text().toStdString();
+    ASSERT_FALSE(asked.empty());
+    EXPECT_EQ(asked.back().mid(0, 2), (QStringList{"train", "toy.task"}));
+    EXPECT_TRUE(asked.back().contains("dry_run=true"));
+    EXPECT_TRUE(asked.back().contains("gpu_memory=24.00")) << asked.back().join(' ').toStdString();
+
+    EXPECT_EQ(view.submit("declined"), -1);
+    EXPECT_EQ(questions, 1);
+    EXPECT_TRUE(view.error_text().contains("will not fit")) << view.error_text().toStdString();
+    QTest::qWait(200);
+    {
+        std::lock_guard<std::mutex> lock(agent.mutex);
+        EXPECT_TRUE(agent.jobs.empty());
+    }
+    answer = true;
+    ASSERT_GE(view.submit("anyway"), 0);
+    EXPECT_EQ(questions, 2);
+    ASSERT_TRUE(uitest::wait_for([&] {
+        std::lock_guard<std::mutex> lock(agent.mutex);
+        return agent.jobs.size() == 1;
+    }));
+
+    // GPU 1 (80 GiB): it fits, the label says so, and the submit asks nothing.
+    picker->choose_gpu(1);
+    ASSERT_TRUE(
+        uitest::wait_for([&] { return view.findChild<QPushButton*>("submit")->isEnabled(); }));
+    view.check_memory_now();
+    ASSERT_TRUE(view.memory_check()->verdict());
+    EXPECT_TRUE(view.memory_check()->verdict()->fits);
+    EXPECT_TRUE(view.memory_check()->text().contains("fits"))
+        << view.memory_check()->text().toStdString();
+    ASSERT_GE(view.submit("on the big one"), 0);
+    EXPECT_EQ(questions, 2);
+}
