@@ -75,8 +75,8 @@ void MemoryCheck::check_now() {
                        false);
         } else {
             self->show(tr("Predicted peak GPU memory %1 GiB: will not fit the chosen GPU "
-                          "(%2 GiB). Try quantize=nf4, gradient checkpointing, a smaller batch "
-                          "or shorter sequences.")
+                          "(%2 GiB). A smaller batch or resolution, shorter sequences, gradient "
+                          "checkpointing or (for an LLM) quantize=nf4 lower it.")
                            .arg(self->verdict_->predicted_gib, 0, 'f', 1)
                            .arg(gib, 0, 'f', 1),
                        true);
