@@ -338,11 +338,16 @@ UNetImpl::UNetImpl(UNetConfig c) : config(std::move(c)) {
 torch::Tensor UNetImpl::forward(const torch::Tensor& sample, const torch::Tensor& timesteps,
                                 const torch::Tensor& context, const torch::Tensor& text_embeds,
                                 const torch::Tensor& time_ids) {
+    // Inputs take the weights' precision (a fp16 / bf16 base model, fed fp32 latents by the
+    // sampler), and the prediction goes back in the input's.
+    const auto dtype = conv_in->weight.scalar_type();
+    const torch::Tensor x = sample.to(dtype);
+    const torch::Tensor ctx = context.to(dtype);
     torch::Tensor t = timesteps;
     if (t.dim() == 0) t = t.reshape({1});
     const std::int64_t batch = sample.size(0);
     t = t.to(sample.device()).expand({batch});
-    torch::Tensor temb = timestep_embedding(t, config.block_out_channels[0]).to(sample.dtype());
+    torch::Tensor temb = timestep_embedding(t, config.block_out_channels[0]).to(dtype);
     temb = time_embedding->forward(temb);
     if (config.text_time_conditioning()) {
         if (!text_embeds.defined() || !time_ids.defined() ||
@@ -355,20 +360,20 @@ torch::Tensor UNetImpl::forward(const torch::Tensor& sample, const torch::Tensor
             timestep_embedding(time_ids.flatten(), config.addition_time_embed_dim)
                 .reshape({batch, -1});
         const torch::Tensor add = torch::cat({text_embeds.to(torch::kFloat), time_embeds}, -1);
-        temb = temb + add_embedding->forward(add.to(sample.dtype()));
+        temb = temb + add_embedding->forward(add.to(dtype));
     } else if (text_embeds.defined() || time_ids.defined()) {
         throw Error("text_embeds / time_ids given to a UNet without the text_time add embedding");
     }
 
-    torch::Tensor h = conv_in(sample);
+    torch::Tensor h = conv_in(x);
     std::vector<torch::Tensor> skips{h};
     const bool checkpoint = gradient_checkpointing;
     for (const auto& block : *down_blocks)
-        h = block->as<UNetDownBlockImpl>()->forward(h, temb, context, skips, checkpoint);
-    h = mid_block->forward(h, temb, context, checkpoint);
+        h = block->as<UNetDownBlockImpl>()->forward(h, temb, ctx, skips, checkpoint);
+    h = mid_block->forward(h, temb, ctx, checkpoint);
     for (const auto& block : *up_blocks)
-        h = block->as<UNetUpBlockImpl>()->forward(h, temb, context, skips, checkpoint);
-    return conv_out(torch::silu(conv_norm_out(h)));
+        h = block->as<UNetUpBlockImpl>()->forward(h, temb, ctx, skips, checkpoint);
+    return conv_out(torch::silu(conv_norm_out(h))).to(sample.scalar_type());
 }
 
 }  // namespace crucible::sd
