@@ -81,6 +81,50 @@ void check_leftovers(const SafetensorsFile& file, const std::string& prefix,
     throw InputError(file.where(), "checkpoint has tensors the model does not: " + r.summary());
 }
 
+// SDXL's second text encoder under its Hugging Face names, from OpenCLIP's layout: q, k and v
+// unstacked from in_proj, text_projection transposed. A tensor of no known name is an error.
+std::map<std::string, torch::Tensor> open_clip_tensors(const SafetensorsFile& file) {
+    const std::string prefix = kSdxlText2Prefix;
+    std::map<std::string, torch::Tensor> out;
+    std::vector<std::string> unknown;
+    for (const auto& t : file.tensors()) {
+        if (t.name.rfind(prefix, 0) != 0) continue;
+        const std::string name = t.name.substr(prefix.size());
+        const auto hf = open_clip_hf_name(name);
+        if (!hf) {
+            if (name != "logit_scale" && name != "attn_mask") unknown.push_back(t.name);
+            continue;
+        }
+        torch::Tensor v = engine::to_torch(file, t);
+        if (hf->transposed) {
+            if (v.dim() != 2)
+                throw InputError(file.where(), t.name + " is " + shape_text(v.sizes()) +
+                                                   ", not a [hidden, projection] matrix");
+            v = v.t().contiguous();
+        }
+        if (!hf->stacked_qkv) {
+            out[hf->hf] = v;
+            continue;
+        }
+        if (v.dim() < 1 || v.size(0) % 3 != 0)
+            throw InputError(file.where(),
+                             t.name + " is " + shape_text(v.sizes()) + ": not q, k and v stacked");
+        const auto qkv = v.chunk(3, 0);
+        const auto at = hf->hf.rfind("q_proj");
+        for (std::size_t i = 0; i < 3; ++i) {
+            std::string part = hf->hf;
+            part[at] = "qkv"[i];
+            out[part] = qkv[i];
+        }
+    }
+    if (!unknown.empty()) {
+        LoadReport r;
+        r.unexpected = unknown;
+        throw InputError(file.where(), "second text encoder: " + r.summary());
+    }
+    return out;
+}
+
 Json read_config(const fs::path& folder, const std::string& part) {
     const fs::path p = folder / part / "config.json";
     if (!fs::exists(p))
@@ -171,6 +215,14 @@ void save_text_encoder(const fs::path& folder, const std::string& part, ClipText
 
 }  // namespace
 
+SdModelConfigs SdModelConfigs::sdxl() {
+    SdModelConfigs c;
+    c.unet = UNetConfig::sdxl();
+    c.vae.scaling_factor = 0.13025;
+    c.text_2 = ClipTextConfig::sdxl_bigg();
+    return c;
+}
+
 std::map<std::string, std::string> ldm_name_map(const UNetConfig& uc, const VaeConfig& vc) {
     std::map<std::string, std::string> out;
     ParamInitGuard meta(ParamInit::Meta);
@@ -189,6 +241,7 @@ std::map<std::string, std::string> ldm_name_map(const UNetConfig& uc, const VaeC
 }
 
 SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
+    ParamInitGuard unfilled(ParamInit::Empty);  // every tensor is read (and checked) below
     SdModels m;
     if (parts.unet) {
         const auto where = path_to_utf8(folder / "unet" / "config.json");
@@ -216,10 +269,7 @@ SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
 
 SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const LoadParts& parts) {
     const auto file = SafetensorsFile::open(path);
-    if (file.find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight"))
-        throw InputError(file.where(),
-                         "an SDXL single-file checkpoint: SDXL is read from diffusers folders "
-                         "(unet/, text_encoder/, text_encoder_2/, vae/) for now");
+    ParamInitGuard unfilled(ParamInit::Empty);  // every tensor is read (and checked) below
     SdModels m;
     if (parts.unet) {
         m.unet = UNet(c.unet);
@@ -242,9 +292,14 @@ SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const L
     }
     if (parts.text_encoder) {
         m.text_encoder = ClipTextModel(c.text);
-        const std::string prefix = kLdmTextPrefix;
+        const std::string prefix = c.text_2 ? kSdxlTextPrefix : kLdmTextPrefix;
         load_state_dict(*m.text_encoder, under_text_model(text_tensors(file, prefix)),
                         file.where() + " (" + prefix + "*)");
+        if (c.text_2) {
+            m.text_encoder_2 = ClipTextModel(*c.text_2);
+            load_state_dict(*m.text_encoder_2, open_clip_tensors(file),
+                            file.where() + " (" + kSdxlText2Prefix + "*)");
+        }
     }
     return m;
 }
@@ -263,7 +318,10 @@ SdModels load_sd_models(const fs::path& path, const LoadParts& parts,
         throw InputError(where,
                          "base models are read from .safetensors files or diffusers folders "
                          "(.ckpt pickles are not loaded)");
-    return load_single_file(path, configs.value_or(SdModelConfigs{}), parts);
+    if (configs) return load_single_file(path, *configs, parts);
+    const bool sdxl =
+        SafetensorsFile::open(path).find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight");
+    return load_single_file(path, sdxl ? SdModelConfigs::sdxl() : SdModelConfigs{}, parts);
 }
 
 void save_diffusers_folder(const fs::path& folder, SdModels& m) {

@@ -23,6 +23,10 @@ struct SdModelConfigs {
     UNetConfig unet = UNetConfig::sd15();
     VaeConfig vae = VaeConfig::sd15();
     ClipTextConfig text = ClipTextConfig::sd15();
+    std::optional<ClipTextConfig> text_2;  // SDXL's second encoder
+
+    // SDXL base 1.0: its UNet, the SD VAE with SDXL's latent scale, CLIP ViT-L and OpenCLIP bigG.
+    static SdModelConfigs sdxl();
 };
 
 struct SdModels {
@@ -40,7 +44,10 @@ struct LoadParts {
 };
 
 // A folder with model_index.json or unet/config.json is a diffusers folder; a file ending in
-// .safetensors is a single-file checkpoint (its configs are SD 1.5's unless given). Anything else
+// .safetensors is a single-file checkpoint (its configs are SD 1.5's, or SDXL base's for a file
+// with SDXL's label_emb, unless given). An SDXL single file holds the first text encoder under
+// conditioner.embedders.0.transformer. and the second in OpenCLIP's layout under
+// conditioner.embedders.1.model. Anything else
 // is an InputError naming the path.
 SdModels load_sd_models(const std::filesystem::path& path, const LoadParts& parts = {},
                         const std::optional<SdModelConfigs>& single_file_configs = {});

@@ -190,4 +190,36 @@ std::string text_encoder_ldm_name(const std::string& hf_name) {
     return std::string(kLdmTextPrefix) + hf_name;
 }
 
+std::optional<OpenClipName> open_clip_hf_name(const std::string& name) {
+    static const std::pair<const char*, const char*> whole[] = {
+        {"token_embedding.weight", "text_model.embeddings.token_embedding.weight"},
+        {"positional_embedding", "text_model.embeddings.position_embedding.weight"},
+        {"ln_final.weight", "text_model.final_layer_norm.weight"},
+        {"ln_final.bias", "text_model.final_layer_norm.bias"}};
+    for (const auto& [from, to] : whole)
+        if (name == from) return OpenClipName{to};
+    if (name == "text_projection") return OpenClipName{"text_projection.weight", false, true};
+    const auto p = split(name);
+    // transformer.resblocks.N.<part>...
+    if (p.size() < 5 || p[0] != "transformer" || p[1] != "resblocks" || !index_of(p[2]))
+        return std::nullopt;
+    const std::string layer = "text_model.encoder.layers." + p[2] + ".";
+    const std::string rest = join(p, 3);
+    if (rest == "attn.in_proj_weight") return OpenClipName{layer + "self_attn.q_proj.weight", true};
+    if (rest == "attn.in_proj_bias") return OpenClipName{layer + "self_attn.q_proj.bias", true};
+    static const std::pair<const char*, const char*> parts[] = {
+        {"attn.out_proj.", "self_attn.out_proj."},
+        {"ln_1.", "layer_norm1."},
+        {"ln_2.", "layer_norm2."},
+        {"mlp.c_fc.", "mlp.fc1."},
+        {"mlp.c_proj.", "mlp.fc2."}};
+    for (const auto& [from, to] : parts) {
+        const std::string f = from;
+        if (rest.rfind(f, 0) == 0 && rest.size() > f.size() &&
+            rest.find('.', f.size()) == std::string::npos)
+            return OpenClipName{layer + to + rest.substr(f.size())};
+    }
+    return std::nullopt;
+}
+
 }  // namespace crucible::sd

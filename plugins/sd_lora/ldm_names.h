@@ -12,6 +12,9 @@ namespace crucible::sd {
 inline constexpr const char* kLdmUNetPrefix = "model.diffusion_model.";
 inline constexpr const char* kLdmVaePrefix = "first_stage_model.";
 inline constexpr const char* kLdmTextPrefix = "cond_stage_model.transformer.";
+// SDXL single files: the first text encoder (Hugging Face names) and the second (OpenCLIP's).
+inline constexpr const char* kSdxlTextPrefix = "conditioner.embedders.0.transformer.";
+inline constexpr const char* kSdxlText2Prefix = "conditioner.embedders.1.model.";
 
 // The LDM name of a diffusers UNet parameter (prefix included), or nullopt when the name is not
 // part of the SD 1.x / SDXL UNet layout (SDXL's add_embedding is label_emb.0).
@@ -24,5 +27,17 @@ std::optional<std::string> unet_ldm_name(const std::string& diffusers_name,
 std::optional<std::string> vae_ldm_name(const std::string& diffusers_name, std::int64_t blocks);
 // CLIP text encoder: the Hugging Face name behind cond_stage_model.transformer.
 std::string text_encoder_ldm_name(const std::string& hf_name);
+
+// The Hugging Face CLIPTextModelWithProjection name of an OpenCLIP text-tower tensor (its name
+// after kSdxlText2Prefix). `stacked_qkv`: in_proj_weight / in_proj_bias hold q, k and v stacked;
+// `hf` is then the q_proj name (k_proj and v_proj follow the same pattern). `transposed`: the
+// OpenCLIP text_projection is [hidden, projection], the transpose of the Linear weight.
+// nullopt for tensors with no twin (logit_scale, attn_mask).
+struct OpenClipName {
+    std::string hf;
+    bool stacked_qkv = false;
+    bool transposed = false;
+};
+std::optional<OpenClipName> open_clip_hf_name(const std::string& open_clip_name);
 
 }  // namespace crucible::sd

@@ -16,8 +16,10 @@
 namespace crucible::sd {
 
 // How new parameters are made: random with PyTorch's default init (Kaiming-uniform a = sqrt(5),
-// bias uniform +-1/sqrt(fan_in); norms 1 / 0), or as empty meta tensors (layout only).
-enum class ParamInit { Random, Meta };
+// bias uniform +-1/sqrt(fan_in); norms 1 / 0), as empty meta tensors (layout only), or allocated
+// and left unfilled (Empty: every weight is read from a checkpoint next, which checks that each
+// one is there; drawing 2.6 billion random numbers for SDXL's UNet first took tens of seconds).
+enum class ParamInit { Random, Meta, Empty };
 
 // Sets the mode for parameters created by this thread while the guard lives.
 class ParamInitGuard {

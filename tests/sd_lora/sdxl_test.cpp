@@ -205,16 +205,96 @@ TEST(Sdxl, ConfigsOutsideSdxlAreRejectedNamingTheField) {
     EXPECT_THROW(UNetConfig::from_diffusers_json(bad, "x"), InputError);
 }
 
-TEST(Sdxl, SingleFileSdxlCheckpointIsNamedNotMisread) {
+// An SDXL single file (sd_xl_base_1.0.safetensors's layout: LDM UNet names, the second text
+// encoder in OpenCLIP's layout), built from the tiny SDXL folder by the map make_golden.py checked
+// with diffusers' own single-file converters, loads and gives the golden outputs.
+std::map<std::string, torch::Tensor> tiny_sdxl_single_file() {
+    const fs::path folder = golden::path("sdxl_tiny");
+    const std::map<std::string, std::map<std::string, torch::Tensor>> parts = {
+        {"unet", engine::load_safetensors(folder / "unet" / "diffusion_pytorch_model.safetensors")},
+        {"text_encoder", engine::load_safetensors(folder / "text_encoder" / "model.safetensors")},
+        {"text_encoder_2",
+         engine::load_safetensors(folder / "text_encoder_2" / "model.safetensors")}};
+    const Json map = read_json_file(golden::path("sdxl_tiny_single_file_map.json"));
+    std::map<std::string, torch::Tensor> single;
+    for (const auto& [key, e] : map.items()) {
+        std::vector<torch::Tensor> from;
+        for (const auto& name : e["from"])
+            from.push_back(parts.at(e["part"].get<std::string>()).at(name.get<std::string>()));
+        const std::string op = e["op"].get<std::string>();
+        single[key] = op == "stack" ? torch::cat(from)
+                      : op == "t"   ? from[0].t().contiguous()
+                                    : from[0];
+    }
+    return single;
+}
+
+SdModelConfigs tiny_sdxl_configs() {
+    const fs::path folder = golden::path("sdxl_tiny");
+    SdModelConfigs c;
+    c.unet = UNetConfig::from_diffusers_json(read_json_file(folder / "unet" / "config.json"), "u");
+    c.text =
+        ClipTextConfig::from_hf_json(read_json_file(folder / "text_encoder" / "config.json"), "t1");
+    c.text_2 = ClipTextConfig::from_hf_json(
+        read_json_file(folder / "text_encoder_2" / "config.json"), "t2");
+    return c;
+}
+
+TEST(Sdxl, SingleFileCheckpointGivesTheReferenceOutputs) {
     test_support::TempDir dir("sdxl_single");
-    engine::save_safetensors(
-        dir.path() / "sdxl.safetensors",
-        {{std::string(kLdmUNetPrefix) + "label_emb.0.0.weight", torch::zeros({4, 4})}});
+    const fs::path file = dir.path() / "sdxl.safetensors";
+    engine::save_safetensors(file, tiny_sdxl_single_file());
+    SdModels m = load_sd_models(file, LoadParts{.vae = false}, tiny_sdxl_configs());
+    ASSERT_TRUE(m.unet && m.text_encoder && m.text_encoder_2);
+    m.unet->eval();
+    const auto k = engine::load_safetensors(golden::path("sdxl_tiny_unet_case.safetensors"));
+    const auto t = engine::load_safetensors(golden::path("sdxl_tiny_clip_case.safetensors"));
+    torch::NoGradGuard no_grad;
+    EXPECT_LE(relative_diff(
+                  m.unet->forward(k.at("sample"), k.at("timesteps"), k.at("encoder_hidden_states"),
+                                  k.at("text_embeds"), k.at("time_ids")),
+                  k.at("expected"), "single-file sdxl unet"),
+              kTolerance);
+    EXPECT_LE(relative_diff(m.text_encoder->encode_sdxl(t.at("input_ids"), false).penultimate,
+                            t.at("penultimate"), "single-file sdxl te1"),
+              kTolerance);
+    EXPECT_LE(relative_diff(m.text_encoder_2->encode_sdxl(t.at("input_ids_2"), true).pooled,
+                            t.at("text_embeds_2"), "single-file sdxl te2 pooled"),
+              kTolerance);
+
+    // Without configs an SDXL file is read as SDXL base 1.0 (not SD 1.5): the tiny one does not
+    // match it, and the error names the tensors, before anything is drawn at random.
     try {
-        load_sd_models(dir.path() / "sdxl.safetensors");
-        ADD_FAILURE() << "an SDXL single file loaded as SD 1.5";
+        load_sd_models(file, LoadParts{.vae = false});
+        ADD_FAILURE() << "a tiny SDXL file loaded as SDXL base";
     } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("SDXL"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("input_blocks.0.0.weight: file [4, 4, 3, 3] vs "
+                                             "model [320, 4, 3, 3]"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Sdxl, BrokenOpenClipTensorsAreNamed) {
+    test_support::TempDir dir("sdxl_single_bad");
+    const std::string in_proj =
+        std::string(kSdxlText2Prefix) + "transformer.resblocks.1.attn.in_proj_weight";
+    const std::vector<std::pair<std::string, torch::Tensor>> cases = {
+        {in_proj, torch::zeros({7, 12})},  // not three stacked projections
+        {std::string(kSdxlText2Prefix) + "transformer.resblocks.0.attn.bogus", torch::zeros({2})},
+        {std::string(kSdxlText2Prefix) + "text_projection", torch::zeros({12})},  // not a matrix
+    };
+    for (const auto& [name, tensor] : cases) {
+        auto single = tiny_sdxl_single_file();
+        single[name] = tensor;
+        const fs::path file = dir.path() / "bad.safetensors";
+        engine::save_safetensors(file, single);
+        try {
+            load_sd_models(file, LoadParts{.unet = false, .vae = false}, tiny_sdxl_configs());
+            ADD_FAILURE() << name << " was accepted";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+        }
     }
 }
 
