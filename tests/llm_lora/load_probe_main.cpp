@@ -27,58 +27,7 @@
 #include "core/base/process_info.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/memory_estimate.h"
-
-namespace {
-
-// Counts the bytes of live CPU tensors and their peak: a CPU allocator of its own (c10's
-// alloc_cpu / free_cpu, as LibTorch's default), remembering each block's size.
-class CountingAllocator final : public c10::Allocator {
-  public:
-    c10::DataPtr allocate(std::size_t n) override {
-        void* data = c10::alloc_cpu(n);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            sizes_[data] = n;
-            live_ += static_cast<std::int64_t>(n);
-            peak_ = std::max(peak_, live_);
-        }
-        return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
-    }
-    c10::DeleterFnPtr raw_deleter() const override { return &release; }
-    void copy_data(void* dest, const void* src, std::size_t count) const override {
-        default_copy_data(dest, src, count);
-    }
-    std::int64_t peak() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return peak_;
-    }
-
-    static CountingAllocator& instance() {
-        static CountingAllocator allocator;
-        return allocator;
-    }
-
-  private:
-    static void release(void* data) {
-        if (data == nullptr) return;
-        auto& self = instance();
-        {
-            std::lock_guard<std::mutex> lock(self.mutex_);
-            const auto it = self.sizes_.find(data);
-            if (it != self.sizes_.end()) {
-                self.live_ -= static_cast<std::int64_t>(it->second);
-                self.sizes_.erase(it);
-            }
-        }
-        c10::free_cpu(data);
-    }
-
-    std::mutex mutex_;
-    std::unordered_map<void*, std::size_t> sizes_;
-    std::int64_t live_ = 0, peak_ = 0;
-};
-
-}  // namespace
+#include "tests/support/counting_allocator.h"
 
 int main(int argc, char** argv) {
     using namespace crucible;
@@ -95,8 +44,7 @@ int main(int argc, char** argv) {
         how.nf4 = mode.rfind("nf4", 0) == 0;
         how.dtype = mode == "fp32" || mode == "nf4" ? torch::kFloat32 : torch::kBFloat16;
         torch::set_num_threads(2);
-        auto& counting = CountingAllocator::instance();
-        c10::SetCPUAllocator(&counting, /*priority=*/100);
+        auto& counting = test_support::CountingAllocator::install();
         torch::ones({1});  // LibTorch's own start-up memory stays out of the figure
         const std::int64_t start = resident_bytes();
         reset_peak_resident_bytes();

@@ -34,75 +34,15 @@
 #include "plugins/sd_lora/scheduler.h"
 #include "plugins/sd_lora/unet.h"
 #include "plugins/sd_lora/vae.h"
+#include "tests/support/counting_allocator.h"
 
 namespace {
 
 using namespace crucible::sd;
 
-// Counts the bytes of live CPU tensors. The blocks keep the default allocator's layout (context =
-// data, one raw deleter), so code that frees through the raw interface still works.
-class CountingAllocator final : public c10::Allocator {
-  public:
-    explicit CountingAllocator(c10::Allocator* base)
-        : base_(base), base_free_(base->raw_deleter()) {
-        if (!base_free_) std::abort();
-    }
-    c10::DataPtr allocate(size_t n) override {
-        c10::DataPtr inner = base_->allocate(n);
-        const c10::Device device = inner.device();
-        void* p = inner.release_context();
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            sizes_[p] = n;
-            live_ += n;
-            if (live_ > peak_) peak_ = live_;
-        }
-        return {p, p, &CountingAllocator::release, device};
-    }
-    void copy_data(void* dest, const void* src, std::size_t count) const override {
-        default_copy_data(dest, src, count);
-    }
-    c10::DeleterFnPtr raw_deleter() const override { return &CountingAllocator::release; }
+using crucible::test_support::CountingAllocator;
 
-    static CountingAllocator& instance() {
-        // Never destroyed: tensors in other statics are freed after main returns.
-        static auto* a = new CountingAllocator(c10::GetDefaultCPUAllocator());
-        return *a;
-    }
-    std::size_t live() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return live_;
-    }
-    std::size_t peak() const {
-        std::lock_guard<std::mutex> lock(mutex_);
-        return peak_;
-    }
-    void reset_peak() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        peak_ = live_;
-    }
-
-  private:
-    static void release(void* p) {
-        auto& a = instance();
-        {
-            std::lock_guard<std::mutex> lock(a.mutex_);
-            const auto it = a.sizes_.find(p);
-            if (it != a.sizes_.end()) {
-                a.live_ -= it->second;
-                a.sizes_.erase(it);
-            }
-        }
-        a.base_free_(p);
-    }
-    c10::Allocator* base_;
-    c10::DeleterFnPtr base_free_;
-    mutable std::mutex mutex_;
-    mutable std::unordered_map<void*, std::size_t> sizes_;
-    mutable std::size_t live_ = 0, peak_ = 0;
-};
-
-double mb(std::size_t bytes) {
+double mb(std::int64_t bytes) {
     return static_cast<double>(bytes) / (1024.0 * 1024.0);
 }
 
@@ -119,7 +59,7 @@ struct Setup {
 Setup g_setup;
 
 Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
-    auto& counter = CountingAllocator::instance();
+    auto& counter = CountingAllocator::install();
     torch::manual_seed(0);
     const UNetConfig config = g_setup.sd15 ? UNetConfig::sd15() : UNetConfig::tiny();
     UNet unet(config);
@@ -158,7 +98,7 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     step();  // warm-up; creates the optimizer state
     opt.zero_grad();
     wait();
-    const std::size_t before = counter.live();
+    const std::int64_t before = counter.live();
     counter.reset_peak();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i)
@@ -177,14 +117,14 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
 }
 
 Result cache_latent(std::int64_t px, int steps) {
-    auto& counter = CountingAllocator::instance();
+    auto& counter = CountingAllocator::install();
     torch::manual_seed(0);
     AutoencoderKL vae(VaeConfig::tiny());
     vae->eval();
     const auto image = torch::rand({1, 3, px, px}) * 2 - 1;
     torch::NoGradGuard no_grad;
     if (!vae->encode(image).mean.defined()) std::abort();  // warm-up
-    const std::size_t before = counter.live();
+    const std::int64_t before = counter.live();
     counter.reset_peak();
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < steps; ++i) {
@@ -243,7 +183,7 @@ int main(int argc, char** argv) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
 #endif
-    c10::SetCPUAllocator(&CountingAllocator::instance(), /*priority=*/100);
+    CountingAllocator::install();
     const int steps = arg(argc, argv, "steps", 5), threads = arg(argc, argv, "threads", 2);
     const int rounds = arg(argc, argv, "rounds", 2), train = arg(argc, argv, "train", 1);
     torch::set_num_threads(threads);
