@@ -167,11 +167,8 @@ int dry_run(const engine::TaskInfo& info, const Json& options, double gpu_gib) {
             cap, static_cast<double>(engine::kDeviceReserve) / (1ll << 30));
         return 0;
     }
-    std::printf(
-        "warning: this run will not fit in %.1f GiB; try quantize=nf4, "
-        "gradient_checkpointing=true, a smaller batch or a shorter cutoff_len. Dry run: "
-        "nothing was trained\n",
-        cap);
+    std::printf("warning: this run will not fit in %.1f GiB%s%s. Dry run: nothing was trained\n",
+                cap, estimate->advice.empty() ? "" : "; try ", estimate->advice.c_str());
     return 3;
 }
 

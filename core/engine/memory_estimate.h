@@ -13,6 +13,8 @@ namespace crucible::engine {
 struct MemoryEstimate {
     std::vector<std::pair<std::string, std::int64_t>> parts;  // bytes, in the order they add up
     std::vector<std::string> notes;                           // assumptions worth showing
+    // What lowers it, in the task's options (the dry run says it when the run will not fit).
+    std::string advice;
 
     std::int64_t total() const;
     // One line a part with MiB figures, the total, then the notes.

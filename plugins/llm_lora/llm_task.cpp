@@ -405,7 +405,11 @@ class LlmLoraTask : public engine::Task {
         plan.seq = cfg["cutoff_len"].get<std::int64_t>();
         plan.lora = lora_spec_of(cfg);
         plan.gradient_checkpointing = cfg["gradient_checkpointing"].get<bool>();
-        return estimate_llm_memory(plan);
+        engine::MemoryEstimate m = estimate_llm_memory(plan);
+        m.advice =
+            "quantize=nf4, gradient_checkpointing=true, a smaller batch or a shorter "
+            "cutoff_len";
+        return m;
     }
 
     // The base model is read again from `model` by build_model: weights files and checkpoints

@@ -304,6 +304,29 @@ SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const L
     return m;
 }
 
+SdModelConfigs read_sd_configs(const fs::path& path) {
+    const std::string where = path_to_utf8(path);
+    if (fs::is_directory(path)) {
+        SdModelConfigs c;
+        c.unet = UNetConfig::from_diffusers_json(read_config(path, "unet"),
+                                                 path_to_utf8(path / "unet" / "config.json"));
+        if (fs::exists(path / "vae" / "config.json"))
+            c.vae = VaeConfig::from_diffusers_json(read_config(path, "vae"),
+                                                   path_to_utf8(path / "vae" / "config.json"));
+        c.text = ClipTextConfig::from_hf_json(read_config(path, "text_encoder"),
+                                              path_to_utf8(path / "text_encoder" / "config.json"));
+        if (fs::exists(path / "text_encoder_2" / "config.json"))
+            c.text_2 =
+                ClipTextConfig::from_hf_json(read_config(path, "text_encoder_2"),
+                                             path_to_utf8(path / "text_encoder_2" / "config.json"));
+        return c;
+    }
+    if (!fs::exists(path)) throw InputError(where, "no such file or folder");
+    const bool sdxl =
+        SafetensorsFile::open(path).find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight");
+    return sdxl ? SdModelConfigs::sdxl() : SdModelConfigs{};
+}
+
 SdModels load_sd_models(const fs::path& path, const LoadParts& parts,
                         const std::optional<SdModelConfigs>& configs) {
     const std::string where = path_to_utf8(path);

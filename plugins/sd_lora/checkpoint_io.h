@@ -60,6 +60,10 @@ SdModels load_single_file(const std::filesystem::path& file, const SdModelConfig
 // special_tokens_map.json names); nullopt when the folder has no vocab.json / merges.txt.
 std::optional<ClipTokenizer> load_tokenizer_folder(const std::filesystem::path& folder);
 
+// The configs of a base model without its weights (a diffusers folder's config.json files; a
+// single file's are SD 1.5's or, with SDXL's label_emb, SDXL base's): for memory predictions.
+SdModelConfigs read_sd_configs(const std::filesystem::path& path);
+
 // Writers (base weights only, float32 unless the tensors are already another dtype).
 void save_diffusers_folder(const std::filesystem::path& folder, SdModels& models);
 void save_single_file(const std::filesystem::path& file, SdModels& models);

@@ -20,6 +20,7 @@
 #include "core/engine/weights_file.h"
 #include "plugins/sd_lora/checkpoint_io.h"
 #include "plugins/sd_lora/lora.h"
+#include "plugins/sd_lora/memory_estimate.h"
 #include "plugins/sd_lora/sampler.h"
 #include "plugins/sd_lora/scheduler.h"
 #include "plugins/sd_lora/sd_batches.h"
@@ -258,6 +259,32 @@ class SdLoraTask : public engine::Task {
              << (checkpointing ? ", gradient checkpointing" : "") << ", base model in "
              << cfg.at("base_precision").get<std::string>();
         c.log("info", line.str());
+    }
+
+    // The step's peak from the model's configs (no weights read): core/engine/memory_estimate.h.
+    std::optional<engine::MemoryEstimate> estimate_memory(
+        const Json& cfg, torch::DeviceType device_type) const override {
+        const std::string model = cfg.at("model").get<std::string>();
+        if (model.empty()) return std::nullopt;
+        const SdModelConfigs configs = read_sd_configs(path_from_utf8(model));
+        SdMemoryPlan plan;
+        plan.unet = configs.unet;
+        plan.text = configs.text;
+        plan.text_2 = configs.text_2;
+        plan.vae = configs.vae;
+        plan.base_dtype = base_precision(cfg);
+        plan.amp = cfg.at("amp").get<bool>() && device_type == torch::kCUDA;
+        plan.batch = cfg.at("batch").get<std::int64_t>();
+        // Buckets hold at most resolution² pixels: the square bound of the largest.
+        plan.height = plan.width = cfg.at("resolution").get<std::int64_t>();
+        plan.rank = cfg.at("network_dim").get<std::int64_t>();
+        plan.train_text_encoder = cfg.at("train_text_encoder").get<bool>();
+        plan.gradient_checkpointing = cfg.at("gradient_checkpointing").get<bool>();
+        engine::MemoryEstimate m = estimate_sd_memory(plan);
+        m.advice =
+            "base_precision=bf16 (or fp16), gradient_checkpointing=true, a smaller batch or "
+            "resolution";
+        return m;
     }
 
     std::unique_ptr<engine::BatchSource> train_data() override {
