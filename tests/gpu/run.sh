@@ -11,7 +11,7 @@
 # state across devices, device order vs NVML, out-of-memory by type), detection training at 640
 # with AMP fp16 and bf16 beside Ultralytics on the same GPU, LLM LoRA bf16 tokens/s, an 8B-class
 # LoRA and QLoRA step (tokens/s, peak memory beside dry_run's prediction), SD LoRA fp16
-# it/s, kill and resume on CUDA with deterministic algorithms (bit-identical weights), and with two
+# it/s, an SDXL LoRA step at 1024 px with a bf16 base (it/s, peak beside the prediction), kill and resume on CUDA with deterministic algorithms (bit-identical weights), and with two
 # or more GPUs the data-parallel scaling of yolov8s at 640 (efficiency against linear).
 # CPU half (always, also here without a GPU, from build/): kill and resume on the CPU and a short
 # detection step benchmark, so the plumbing is checked; the table then says the GPU half did not
@@ -190,6 +190,21 @@ if [ "$gpu" = 1 ]; then
     ours=$(result "$log")
     row "SD 1.5 LoRA fp16 it/s (512 px)" "$(field "$ours" it_s)" "" "" \
         "$([ -n "$ours" ] && echo ok || echo FAIL)"
+    # SDXL base's UNet (random weights of the real shapes) with a bf16 base at 1024 px: steps a
+    # second and peak memory beside the prediction dry_run makes (its UNet share), plain and
+    # checkpointed. kohya's SDXL LoRA runs in 8-10 GB.
+    log="$work/sdxl.log"
+    "$bin/bench_sd_lora" device=cuda precision=bf16 unet=sdxl px=1024 steps=5 >"$log" 2>&1
+    ours=$(result "$log")
+    for kind in "" checkpointed_; do
+        peak=$(field "$ours" ${kind}peak_mb)
+        predicted=$(field "$ours" ${kind}predicted_mb)
+        ok=$("$python" -c "import sys; a,b=sys.argv[1:3]; print('ok' if a and b and abs(float(a)/float(b)-1) <= 0.10 else 'FAIL')" "$peak" "$predicted")
+        row "SDXL LoRA bf16 ${kind:-plain }it/s (1024 px)" "$(field "$ours" ${kind}it_s)" "" "" \
+            "$([ -n "$ours" ] && echo ok || echo FAIL)"
+        row "SDXL ${kind:-plain }peak MiB vs predicted" "$peak" "$predicted" \
+            "$(ratio "$peak" "$predicted")" "$ok"
+    done
     kill_resume 0 cuda
     # Data-parallel scaling ([B2 6/8]): yolov8s at 640 on every GPU (one rank each, global batch
     # 16 per GPU) against one GPU with batch 16; Gloo collectives, NCCL is not wired in yet.

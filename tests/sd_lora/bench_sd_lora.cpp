@@ -7,10 +7,11 @@
 // checkpointed / plain measured in the same run, the cases alternating.
 //
 //   bench_sd_lora [steps=5] [rounds=2] [threads=2] [train=1 (0: only the VAE encode)]
-//                 [device=cpu|cuda] [precision=fp32|fp16|bf16] [unet=tiny|sd15] [px=N]
+//                 [device=cpu|cuda] [precision=fp32|fp16|bf16] [unet=tiny|sd15|sdxl] [px=N]
 // On CUDA (the GPU check): frozen weights in `precision` under autocast, adapters fp32, memory
-// the caching allocator's peak reserved bytes, at `px` only (default 512 for sd15), plain and
-// checkpointed; the last line, "RESULT {json}", is for scripts.
+// the caching allocator's peak reserved bytes beside estimate_sd_memory's prediction for the
+// UNet's share, at `px` only (default 512 for sd15, 1024 for sdxl), plain and checkpointed; the
+// last line, "RESULT {json}", is for scripts.
 #include <torch/torch.h>
 
 #include <c10/core/CPUAllocator.h>
@@ -31,6 +32,7 @@
 #include "core/engine/autocast.h"
 #include "core/engine/device_memory.h"
 #include "plugins/sd_lora/lora.h"
+#include "plugins/sd_lora/memory_estimate.h"
 #include "plugins/sd_lora/scheduler.h"
 #include "plugins/sd_lora/unet.h"
 #include "plugins/sd_lora/vae.h"
@@ -49,22 +51,59 @@ double mb(std::int64_t bytes) {
 struct Result {
     double it_per_s = 0;
     double peak_mb = 0, step_mb = 0;
+    double predicted_mb = 0;  // estimate_sd_memory's UNet share (no text encoders, no VAE here)
 };
 
 struct Setup {
     torch::Device device{torch::kCPU};
     torch::ScalarType precision = torch::kFloat32;
-    bool sd15 = false;
+    std::string unet = "tiny";  // tiny, sd15 or sdxl
+    bool full_size() const { return unet != "tiny"; }
+    UNetConfig config() const {
+        return unet == "sdxl"   ? UNetConfig::sdxl()
+               : unet == "sd15" ? UNetConfig::sd15()
+                                : UNetConfig::tiny();
+    }
 };
 Setup g_setup;
+
+// What estimate_sd_memory predicts for this step, less the text encoders and the VAE (the bench
+// keeps only the UNet).
+double predicted_unet_mb(const UNetConfig& config, std::int64_t px, bool checkpointing) {
+    if (!g_setup.full_size()) return 0;  // the tiny UNet's VAE is not SD's (px / 2 latents)
+    SdMemoryPlan plan;
+    plan.unet = config;
+    plan.text = ClipTextConfig::tiny();
+    plan.vae = VaeConfig::tiny();
+    plan.base_dtype = g_setup.precision;
+    plan.amp = g_setup.device.is_cuda() && g_setup.precision != torch::kFloat32;
+    plan.height = plan.width = px;
+    plan.gradient_checkpointing = checkpointing;
+    const auto m = estimate_sd_memory(plan);
+    double bytes = 0;
+    for (const auto& [name, b] : m.parts)
+        if (name.rfind("weights: text", 0) != 0 && name.rfind("weights: VAE", 0) != 0)
+            bytes += static_cast<double>(b);
+    return bytes / (1 << 20);
+}
 
 Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     auto& counter = CountingAllocator::install();
     torch::manual_seed(0);
-    const UNetConfig config = g_setup.sd15 ? UNetConfig::sd15() : UNetConfig::tiny();
-    UNet unet(config);
+    const UNetConfig config = g_setup.config();
     const bool gpu = g_setup.device.is_cuda();
+    // SDXL's 2.6 billion weights are drawn on the GPU (drawing them on the CPU first takes
+    // longer than the benchmark).
+    std::optional<ParamInitGuard> unfilled;
+    if (gpu && g_setup.unet == "sdxl") unfilled.emplace(ParamInit::Empty);
+    UNet unet(config);
+    unfilled.reset();
     if (gpu) unet->to(g_setup.device, g_setup.precision);
+    if (gpu && g_setup.unet == "sdxl") {
+        torch::NoGradGuard no_grad;
+        for (auto& p : unet->parameters())
+            p.normal_(0.0, 0.02);
+    }
     for (auto& p : unet->parameters())
         p.set_requires_grad(false);
     unet->gradient_checkpointing = checkpointing;
@@ -73,10 +112,15 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     torch::optim::AdamW opt(net->parameters(), torch::optim::AdamWOptions(1e-4));
     NoiseSchedule schedule;
     // The tiny VAE downsamples by 2, SD's by 8.
-    const std::int64_t side = px / (g_setup.sd15 ? 8 : 2);
+    const std::int64_t side = px / (g_setup.full_size() ? 8 : 2);
     const auto on = torch::TensorOptions().device(g_setup.device);
     const auto latents = torch::randn({1, 4, side, side}, on);
     const auto ctx = torch::randn({1, 77, config.cross_attention_dim}, on);
+    torch::Tensor pooled, time_ids;  // SDXL's size and crop conditioning
+    if (config.text_time_conditioning()) {
+        pooled = torch::randn({1, config.pooled_text_dim()}, on);
+        time_ids = torch::full({1, kSdxlTimeIds}, static_cast<float>(px), on);
+    }
     const crucible::engine::AutocastMode autocast{gpu && g_setup.precision != torch::kFloat32,
                                                   c10::DeviceType::CUDA, g_setup.precision};
     auto step = [&] {
@@ -85,7 +129,8 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
         torch::Tensor loss;
         {
             crucible::engine::AutocastGuard guard(autocast);
-            const auto pred = unet->forward(schedule.add_noise(latents, noise, t), t, ctx);
+            const auto pred =
+                unet->forward(schedule.add_noise(latents, noise, t), t, ctx, pooled, time_ids);
             loss = torch::mse_loss(pred.to(torch::kFloat32), noise);
         }
         opt.zero_grad();
@@ -107,6 +152,7 @@ Result train_iterations(std::int64_t px, bool checkpointing, int steps) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     Result r;
     r.it_per_s = static_cast<double>(steps) / s;
+    r.predicted_mb = predicted_unet_mb(config, px, checkpointing);
     if (const auto memory = crucible::engine::device_memory(g_setup.device)) {
         r.peak_mb = static_cast<double>(memory->peak_reserved) / (1u << 20);
         return r;
@@ -158,16 +204,18 @@ int run_on_gpu(int steps, std::int64_t px) {
     const Result plain = train_iterations(px, false, steps);
     const Result ckpt = train_iterations(px, true, steps);
     std::printf(
-        "%lld px on %s: plain %.2f it/s (peak reserved %.0f MB), checkpointed %.2f it/s "
-        "(%.0f MB)\n",
-        static_cast<long long>(px), g_setup.sd15 ? "SD 1.5 UNet" : "tiny UNet", plain.it_per_s,
-        plain.peak_mb, ckpt.it_per_s, ckpt.peak_mb);
-    const crucible::Json result = {{"unet", g_setup.sd15 ? "sd15" : "tiny"},
+        "%lld px on the %s UNet: plain %.2f it/s (peak reserved %.0f MB, predicted %.0f), "
+        "checkpointed %.2f it/s (%.0f MB, predicted %.0f)\n",
+        static_cast<long long>(px), g_setup.unet.c_str(), plain.it_per_s, plain.peak_mb,
+        plain.predicted_mb, ckpt.it_per_s, ckpt.peak_mb, ckpt.predicted_mb);
+    const crucible::Json result = {{"unet", g_setup.unet},
                                    {"px", px},
                                    {"it_s", plain.it_per_s},
                                    {"peak_mb", plain.peak_mb},
+                                   {"predicted_mb", plain.predicted_mb},
                                    {"checkpointed_it_s", ckpt.it_per_s},
-                                   {"checkpointed_peak_mb", ckpt.peak_mb}};
+                                   {"checkpointed_peak_mb", ckpt.peak_mb},
+                                   {"checkpointed_predicted_mb", ckpt.predicted_mb}};
     std::printf("RESULT %s\n", result.dump().c_str());
     return 0;
 }
@@ -187,14 +235,19 @@ int main(int argc, char** argv) {
     const int steps = arg(argc, argv, "steps", 5), threads = arg(argc, argv, "threads", 2);
     const int rounds = arg(argc, argv, "rounds", 2), train = arg(argc, argv, "train", 1);
     torch::set_num_threads(threads);
-    g_setup.sd15 = text_arg(argc, argv, "unet", "tiny") == "sd15";
+    g_setup.unet = text_arg(argc, argv, "unet", "tiny");
+    if (g_setup.unet != "tiny" && g_setup.unet != "sd15" && g_setup.unet != "sdxl") {
+        std::fprintf(stderr, "unet must be tiny, sd15 or sdxl\n");
+        return 2;
+    }
     const std::string precision = text_arg(argc, argv, "precision", "fp32");
     g_setup.precision = precision == "fp16"   ? torch::kFloat16
                         : precision == "bf16" ? torch::kBFloat16
                                               : torch::kFloat32;
     if (text_arg(argc, argv, "device", "cpu") == "cuda") {
         g_setup.device = torch::Device(torch::kCUDA, 0);
-        return run_on_gpu(steps, arg(argc, argv, "px", g_setup.sd15 ? 512 : 128));
+        const int px = g_setup.unet == "sdxl" ? 1024 : g_setup.unet == "sd15" ? 512 : 128;
+        return run_on_gpu(steps, arg(argc, argv, "px", px));
     }
     std::printf(
         "tiny SD UNet (channels 32, 64), LoRA r=8 on 72 modules, batch 1, AdamW; %d steps "
