@@ -377,10 +377,6 @@ void save_diffusers_folder(const fs::path& folder, SdModels& m) {
 }
 
 void save_single_file(const fs::path& file, SdModels& m) {
-    if (m.text_encoder_2 || (m.unet && m.unet->config.text_time_conditioning()))
-        throw InputError(path_to_utf8(file),
-                         "SDXL models are written as diffusers folders only (the single-file "
-                         "layout of SDXL's second text encoder is not supported yet)");
     std::map<std::string, torch::Tensor> out;
     if (m.unet) {
         const auto& c = m.unet->config;
@@ -395,9 +391,28 @@ void save_single_file(const fs::path& file, SdModels& m) {
             out[ldm] = attn_weight ? t.reshape({t.size(0), t.size(1), 1, 1}) : t;
         }
     }
+    const bool sdxl = static_cast<bool>(m.text_encoder_2);
     if (m.text_encoder)
         for (const auto& [name, t] : base_state_dict(*m.text_encoder))
-            out[text_encoder_ldm_name(name)] = t;
+            out[sdxl ? kSdxlTextPrefix + name : text_encoder_ldm_name(name)] = t;
+    if (sdxl) {
+        // OpenCLIP's layout: q, k and v stacked into in_proj, text_projection transposed.
+        const auto state = base_state_dict(*m.text_encoder_2);
+        for (const auto& [name, t] : state) {
+            const std::string to = kSdxlText2Prefix + open_clip_name(name).value();
+            if (name.find(".self_attn.q_proj.") != std::string::npos) {
+                auto sibling = [&](const char* which) {
+                    std::string n = name;
+                    n[n.find(".q_proj.") + 1] = which[0];
+                    return state.at(n);
+                };
+                out[to] = torch::cat({t, sibling("k"), sibling("v")});
+            } else if (name.find(".self_attn.k_proj.") == std::string::npos &&
+                       name.find(".self_attn.v_proj.") == std::string::npos) {
+                out[to] = name == "text_projection.weight" ? t.t().contiguous() : t;
+            }
+        }
+    }
     engine::save_safetensors(file, out);
 }
 

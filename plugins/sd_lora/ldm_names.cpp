@@ -190,13 +190,26 @@ std::string text_encoder_ldm_name(const std::string& hf_name) {
     return std::string(kLdmTextPrefix) + hf_name;
 }
 
+namespace {
+
+// OpenCLIP text-tower names and their Hugging Face twins: whole tensors, then the parts of a
+// resblock (under transformer.resblocks.N. / text_model.encoder.layers.N.).
+constexpr std::pair<const char*, const char*> kOpenClipWhole[] = {
+    {"token_embedding.weight", "text_model.embeddings.token_embedding.weight"},
+    {"positional_embedding", "text_model.embeddings.position_embedding.weight"},
+    {"ln_final.weight", "text_model.final_layer_norm.weight"},
+    {"ln_final.bias", "text_model.final_layer_norm.bias"}};
+constexpr std::pair<const char*, const char*> kOpenClipLayerParts[] = {
+    {"attn.out_proj.", "self_attn.out_proj."},
+    {"ln_1.", "layer_norm1."},
+    {"ln_2.", "layer_norm2."},
+    {"mlp.c_fc.", "mlp.fc1."},
+    {"mlp.c_proj.", "mlp.fc2."}};
+
+}  // namespace
+
 std::optional<OpenClipName> open_clip_hf_name(const std::string& name) {
-    static const std::pair<const char*, const char*> whole[] = {
-        {"token_embedding.weight", "text_model.embeddings.token_embedding.weight"},
-        {"positional_embedding", "text_model.embeddings.position_embedding.weight"},
-        {"ln_final.weight", "text_model.final_layer_norm.weight"},
-        {"ln_final.bias", "text_model.final_layer_norm.bias"}};
-    for (const auto& [from, to] : whole)
+    for (const auto& [from, to] : kOpenClipWhole)
         if (name == from) return OpenClipName{to};
     if (name == "text_projection") return OpenClipName{"text_projection.weight", false, true};
     const auto p = split(name);
@@ -207,17 +220,33 @@ std::optional<OpenClipName> open_clip_hf_name(const std::string& name) {
     const std::string rest = join(p, 3);
     if (rest == "attn.in_proj_weight") return OpenClipName{layer + "self_attn.q_proj.weight", true};
     if (rest == "attn.in_proj_bias") return OpenClipName{layer + "self_attn.q_proj.bias", true};
-    static const std::pair<const char*, const char*> parts[] = {
-        {"attn.out_proj.", "self_attn.out_proj."},
-        {"ln_1.", "layer_norm1."},
-        {"ln_2.", "layer_norm2."},
-        {"mlp.c_fc.", "mlp.fc1."},
-        {"mlp.c_proj.", "mlp.fc2."}};
-    for (const auto& [from, to] : parts) {
+    for (const auto& [from, to] : kOpenClipLayerParts) {
         const std::string f = from;
         if (rest.rfind(f, 0) == 0 && rest.size() > f.size() &&
             rest.find('.', f.size()) == std::string::npos)
             return OpenClipName{layer + to + rest.substr(f.size())};
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> open_clip_name(const std::string& hf) {
+    for (const auto& [open_clip, twin] : kOpenClipWhole)
+        if (hf == twin) return std::string(open_clip);
+    if (hf == "text_projection.weight") return std::string("text_projection");
+    const auto p = split(hf);
+    // text_model.encoder.layers.N.<part>...
+    if (p.size() < 6 || p[0] != "text_model" || p[1] != "encoder" || p[2] != "layers" ||
+        !index_of(p[3]))
+        return std::nullopt;
+    const std::string block = "transformer.resblocks." + p[3] + ".";
+    const std::string rest = join(p, 4);
+    for (const char* qkv : {"self_attn.q_proj.", "self_attn.k_proj.", "self_attn.v_proj."})
+        if (rest.rfind(qkv, 0) == 0 && p.size() == 7) return block + "attn.in_proj_" + p[6];
+    for (const auto& [open_clip, twin] : kOpenClipLayerParts) {
+        const std::string t = twin;
+        if (rest.rfind(t, 0) == 0 && rest.size() > t.size() &&
+            rest.find('.', t.size()) == std::string::npos)
+            return block + open_clip + rest.substr(t.size());
     }
     return std::nullopt;
 }

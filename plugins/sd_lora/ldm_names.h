@@ -39,5 +39,8 @@ struct OpenClipName {
     bool transposed = false;
 };
 std::optional<OpenClipName> open_clip_hf_name(const std::string& open_clip_name);
+// The reverse: the OpenCLIP name of a Hugging Face text-tower tensor (q_proj, k_proj and v_proj
+// all name the layer's in_proj_weight / in_proj_bias, stacked in that order).
+std::optional<std::string> open_clip_name(const std::string& hf_name);
 
 }  // namespace crucible::sd

@@ -186,10 +186,15 @@ class SdLoraTask : public engine::Task {
             throw InputError("tokenizer",
                              "the model has no tokenizer/ folder; give one with tokenizer=");
         }
-        if (sdxl_ && !m.tokenizer_2)
-            c.log("warning",
-                  "the model has no tokenizer_2/ folder: the second text encoder "
-                  "reads the first tokenizer's ids");
+        if (sdxl_ && !m.tokenizer_2) {
+            // SDXL's second tokenizer is the first's vocabulary padding with "!" (a single-file
+            // checkpoint has neither).
+            m.tokenizer_2 = *tokenizer;
+            m.tokenizer_2->set_pad_token("!", "tokenizer");
+            c.log("info",
+                  "the second text encoder reads the first tokenizer's ids, padded with "
+                  "'!' as SDXL's tokenizer_2 pads");
+        }
         // The VAE stays fp32 (SDXL's overflows in fp16); it encodes once and decodes samples.
         const torch::ScalarType base_dtype = base_precision(cfg);
         for (torch::nn::Module* mod : frozen_parts()) {

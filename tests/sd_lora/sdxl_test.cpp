@@ -51,6 +51,41 @@ std::map<std::string, std::vector<std::int64_t>> reference_layout(const std::str
     return out;
 }
 
+// An SDXL single file (sd_xl_base_1.0.safetensors's layout: LDM UNet names, the second text
+// encoder in OpenCLIP's layout), built from the tiny SDXL folder by the map make_golden.py checked
+// with diffusers' own single-file converters, loads and gives the golden outputs.
+std::map<std::string, torch::Tensor> tiny_sdxl_single_file() {
+    const fs::path folder = golden::path("sdxl_tiny");
+    const std::map<std::string, std::map<std::string, torch::Tensor>> parts = {
+        {"unet", engine::load_safetensors(folder / "unet" / "diffusion_pytorch_model.safetensors")},
+        {"text_encoder", engine::load_safetensors(folder / "text_encoder" / "model.safetensors")},
+        {"text_encoder_2",
+         engine::load_safetensors(folder / "text_encoder_2" / "model.safetensors")}};
+    const Json map = read_json_file(golden::path("sdxl_tiny_single_file_map.json"));
+    std::map<std::string, torch::Tensor> single;
+    for (const auto& [key, e] : map.items()) {
+        std::vector<torch::Tensor> from;
+        for (const auto& name : e["from"])
+            from.push_back(parts.at(e["part"].get<std::string>()).at(name.get<std::string>()));
+        const std::string op = e["op"].get<std::string>();
+        single[key] = op == "stack" ? torch::cat(from)
+                      : op == "t"   ? from[0].t().contiguous()
+                                    : from[0];
+    }
+    return single;
+}
+
+SdModelConfigs tiny_sdxl_configs() {
+    const fs::path folder = golden::path("sdxl_tiny");
+    SdModelConfigs c;
+    c.unet = UNetConfig::from_diffusers_json(read_json_file(folder / "unet" / "config.json"), "u");
+    c.text =
+        ClipTextConfig::from_hf_json(read_json_file(folder / "text_encoder" / "config.json"), "t1");
+    c.text_2 = ClipTextConfig::from_hf_json(
+        read_json_file(folder / "text_encoder_2" / "config.json"), "t2");
+    return c;
+}
+
 TEST(Sdxl, BaseUNetAndBigGLayoutsEqualDiffusersNameForName) {
     ParamInitGuard meta(ParamInit::Meta);
     UNet unet(UNetConfig::sdxl());
@@ -164,8 +199,16 @@ TEST(Sdxl, DiffusersFolderRoundTripKeepsBothEncodersAndTheConfig) {
         back.unet->forward(k.at("sample"), k.at("timesteps"), k.at("encoder_hidden_states"),
                            k.at("text_embeds"), k.at("time_ids"));
     EXPECT_LE(relative_diff(out, k.at("expected"), "sdxl unet after a round trip"), kTolerance);
-    // No single-file writer for SDXL yet: refused, not written wrong.
-    EXPECT_THROW(save_single_file(dir.path() / "one.safetensors", m), InputError);
+    // The single-file writer gives exactly the file diffusers' converters were checked on.
+    save_single_file(dir.path() / "one.safetensors", m);
+    const auto written = engine::load_safetensors(dir.path() / "one.safetensors");
+    const auto want = tiny_sdxl_single_file();
+    EXPECT_EQ(written.size(), want.size());
+    for (const auto& [name, t] : want) {
+        const auto it = written.find(name);
+        ASSERT_NE(it, written.end()) << name;
+        EXPECT_TRUE(torch::equal(it->second, t)) << name;
+    }
 }
 
 // UNet configs that are not SD 1.x or SDXL: every case names its field.
@@ -203,41 +246,6 @@ TEST(Sdxl, ConfigsOutsideSdxlAreRejectedNamingTheField) {
     Json bad = base;
     bad.erase("addition_time_embed_dim");
     EXPECT_THROW(UNetConfig::from_diffusers_json(bad, "x"), InputError);
-}
-
-// An SDXL single file (sd_xl_base_1.0.safetensors's layout: LDM UNet names, the second text
-// encoder in OpenCLIP's layout), built from the tiny SDXL folder by the map make_golden.py checked
-// with diffusers' own single-file converters, loads and gives the golden outputs.
-std::map<std::string, torch::Tensor> tiny_sdxl_single_file() {
-    const fs::path folder = golden::path("sdxl_tiny");
-    const std::map<std::string, std::map<std::string, torch::Tensor>> parts = {
-        {"unet", engine::load_safetensors(folder / "unet" / "diffusion_pytorch_model.safetensors")},
-        {"text_encoder", engine::load_safetensors(folder / "text_encoder" / "model.safetensors")},
-        {"text_encoder_2",
-         engine::load_safetensors(folder / "text_encoder_2" / "model.safetensors")}};
-    const Json map = read_json_file(golden::path("sdxl_tiny_single_file_map.json"));
-    std::map<std::string, torch::Tensor> single;
-    for (const auto& [key, e] : map.items()) {
-        std::vector<torch::Tensor> from;
-        for (const auto& name : e["from"])
-            from.push_back(parts.at(e["part"].get<std::string>()).at(name.get<std::string>()));
-        const std::string op = e["op"].get<std::string>();
-        single[key] = op == "stack" ? torch::cat(from)
-                      : op == "t"   ? from[0].t().contiguous()
-                                    : from[0];
-    }
-    return single;
-}
-
-SdModelConfigs tiny_sdxl_configs() {
-    const fs::path folder = golden::path("sdxl_tiny");
-    SdModelConfigs c;
-    c.unet = UNetConfig::from_diffusers_json(read_json_file(folder / "unet" / "config.json"), "u");
-    c.text =
-        ClipTextConfig::from_hf_json(read_json_file(folder / "text_encoder" / "config.json"), "t1");
-    c.text_2 = ClipTextConfig::from_hf_json(
-        read_json_file(folder / "text_encoder_2" / "config.json"), "t2");
-    return c;
 }
 
 TEST(Sdxl, SingleFileCheckpointGivesTheReferenceOutputs) {

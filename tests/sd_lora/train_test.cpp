@@ -500,6 +500,19 @@ TEST(SdLoraTask, TrainsATinySdxlLoraWithBothTextEncoders) {
     EXPECT_LT(val16.back(), val16.front()) << val16.front() << " -> " << val16.back();
     EXPECT_TRUE(fs::exists(dir / "job_bf16" / "artifacts" / "samples" / "final_0.png"));
 
+    // Without tokenizer_2/ (single files have none) the second encoder reads the first
+    // tokenizer's ids padded with "!", as SDXL's tokenizer_2 pads: the same run.
+    fs::remove_all(dir / "model" / "tokenizer_2");
+    options["base_precision"] = "fp32";
+    ASSERT_EQ(run(dir / "job_one_tokenizer", options, false), 0);
+    const auto val_one = column(dir / "job_one_tokenizer" / "results.csv", "val/loss");
+    ASSERT_EQ(val_one.size(), val.size());
+    EXPECT_DOUBLE_EQ(val_one.back(), val.back());
+    bool said = false;
+    for (const auto& e : read_event_log(dir / "job_one_tokenizer" / "events.jsonl"))
+        said = said || e.fields.dump().find("padded with '!'") != std::string::npos;
+    EXPECT_TRUE(said);
+
     // clip_skip has no meaning for SDXL: refused, naming the option.
     options["clip_skip"] = 2;
     EXPECT_NE(run(dir / "job_skip", options, false), 0);
