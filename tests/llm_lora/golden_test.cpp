@@ -13,12 +13,14 @@
 #include <map>
 #include <string>
 
+#include "core/base/json.h"
 #include "core/engine/nf4.h"
 #include "core/engine/safetensors_torch.h"
 #include "plugins/llm_lora/llama_load.h"
 #include "plugins/llm_lora/llama_model.h"
 #include "plugins/llm_lora/peft_adapter.h"
 #include "tests/fixtures/golden_compare.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::llm {
 namespace {
@@ -127,6 +129,40 @@ void check_lora_step(const std::string& case_file, bool nf4) {
     EXPECT_EQ(compared, references);
     std::cout << "[golden] " << case_file << " gradients: " << compared
               << " tensors, worst relative " << worst << "\n";
+}
+
+// Our adapter writer against PEFT's own save_pretrained: PEFT's adapter read in and written
+// out again is the same file content (every tensor name, shape and value) and a config that
+// agrees on everything PEFT's loader reads, so what Crucible writes loads in PEFT as PEFT's does.
+TEST(GoldenLora, WrittenAdapterIsPeftsOwnFile) {
+    auto model = load_base_model(golden::path("llama3_tiny"));
+    const LoraSpec spec = load_peft_adapter(*model, golden::path("llama3_tiny_lora"));
+    const test_support::TempDir scratch("peft_roundtrip");
+    const fs::path out = scratch / "adapter";
+    save_peft_adapter(*model, spec, out, "llama3_tiny");
+    const auto theirs =
+        engine::load_safetensors(golden::path("llama3_tiny_lora") / "adapter_model.safetensors");
+    const auto ours = engine::load_safetensors(out / "adapter_model.safetensors");
+    EXPECT_EQ(ours.size(), theirs.size());
+    for (const auto& [name, t] : theirs) {
+        const auto it = ours.find(name);
+        ASSERT_NE(it, ours.end()) << name;
+        EXPECT_EQ(it->second.scalar_type(), t.scalar_type()) << name;
+        EXPECT_TRUE(torch::equal(it->second, t)) << name;
+    }
+    const Json peft = read_json_file(golden::path("llama3_tiny_lora") / "adapter_config.json");
+    const Json mine = read_json_file(out / "adapter_config.json");
+    for (const char* key : {"peft_type", "task_type", "r", "lora_alpha", "lora_dropout", "bias",
+                            "fan_in_fan_out", "use_rslora", "use_dora", "inference_mode",
+                            "base_model_name_or_path", "modules_to_save", "layers_to_transform"}) {
+        ASSERT_TRUE(mine.contains(key)) << key;
+        EXPECT_EQ(mine[key], peft[key]) << key;
+    }
+    std::vector<std::string> a = peft["target_modules"].get<std::vector<std::string>>(),
+                             b = mine["target_modules"].get<std::vector<std::string>>();
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    EXPECT_EQ(a, b);  // a set to PEFT, written in its iteration order
 }
 
 TEST(GoldenLora, PeftStepGivesTheReferenceLossAndAdapterGradients) {
