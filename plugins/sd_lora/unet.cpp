@@ -174,6 +174,18 @@ UNetConfig UNetConfig::tiny() {
     return c;
 }
 
+UNetConfig UNetConfig::tiny_sdxl() {
+    UNetConfig c = tiny();
+    c.down_cross_attention = {false, true};
+    c.attention_heads = {2, 4};
+    c.transformer_layers = {1, 2};
+    c.use_linear_projection = true;
+    c.cross_attention_dim = 64;
+    c.addition_time_embed_dim = 8;
+    c.projection_class_embeddings_input_dim = 32 + kSdxlTimeIds * 8;
+    return c;
+}
+
 UNetConfig UNetConfig::from_diffusers_json(const Json& j, const std::string& where) {
     if (!j.is_object()) throw InputError(where, "the UNet config is not a JSON object");
     UNetConfig c;

@@ -53,6 +53,10 @@ struct UNetConfig {
     static UNetConfig sd15();
     static UNetConfig sdxl();
     static UNetConfig tiny();
+    // SDXL's structure at tiny sizes (channels 32, 64; a plain first block; heads 2, 4; depths 1,
+    // 2; linear projections; cross-attention width 64 = two encoders of 32; pooled width 32 and six
+    // time ids of 8 sinusoids).
+    static UNetConfig tiny_sdxl();
 };
 
 struct TimestepEmbeddingImpl;

@@ -7,7 +7,10 @@
 // checkpointed / plain measured in the same run, the cases alternating.
 //
 //   bench_sd_lora [steps=5] [rounds=2] [threads=2] [train=1 (0: only the VAE encode)]
-//                 [device=cpu|cuda] [precision=fp32|fp16|bf16] [unet=tiny|sd15|sdxl] [px=N]
+//                 [device=cpu|cuda] [precision=fp32|fp16|bf16] [unet=tiny|tiny_sdxl|sd15|sdxl]
+//                 [px=N]
+// unet=tiny_sdxl: SDXL's structure at the tiny sizes (UNetConfig::tiny_sdxl: linear projections,
+// per-block depths, the text_time add embedding fed a pooled embedding and six time ids).
 // On CUDA (the GPU check): frozen weights in `precision` under autocast, adapters fp32, memory
 // the caching allocator's peak reserved bytes beside estimate_sd_memory's prediction for the
 // UNet's share, at `px` only (default 512 for sd15, 1024 for sdxl), plain and checkpointed; the
@@ -57,12 +60,12 @@ struct Result {
 struct Setup {
     torch::Device device{torch::kCPU};
     torch::ScalarType precision = torch::kFloat32;
-    std::string unet = "tiny";  // tiny, sd15 or sdxl
-    bool full_size() const { return unet != "tiny"; }
+    std::string unet = "tiny";  // tiny, tiny_sdxl, sd15 or sdxl
+    bool full_size() const { return unet == "sd15" || unet == "sdxl"; }
     UNetConfig config() const {
-        return unet == "sdxl"   ? UNetConfig::sdxl()
-               : unet == "sd15" ? UNetConfig::sd15()
-                                : UNetConfig::tiny();
+        if (unet == "sdxl") return UNetConfig::sdxl();
+        if (unet == "sd15") return UNetConfig::sd15();
+        return unet == "tiny_sdxl" ? UNetConfig::tiny_sdxl() : UNetConfig::tiny();
     }
 };
 Setup g_setup;
@@ -236,8 +239,9 @@ int main(int argc, char** argv) {
     const int rounds = arg(argc, argv, "rounds", 2), train = arg(argc, argv, "train", 1);
     torch::set_num_threads(threads);
     g_setup.unet = text_arg(argc, argv, "unet", "tiny");
-    if (g_setup.unet != "tiny" && g_setup.unet != "sd15" && g_setup.unet != "sdxl") {
-        std::fprintf(stderr, "unet must be tiny, sd15 or sdxl\n");
+    if (g_setup.unet != "tiny" && g_setup.unet != "tiny_sdxl" && g_setup.unet != "sd15" &&
+        g_setup.unet != "sdxl") {
+        std::fprintf(stderr, "unet must be tiny, tiny_sdxl, sd15 or sdxl\n");
         return 2;
     }
     const std::string precision = text_arg(argc, argv, "precision", "fp32");
@@ -250,9 +254,9 @@ int main(int argc, char** argv) {
         return run_on_gpu(steps, arg(argc, argv, "px", px));
     }
     std::printf(
-        "tiny SD UNet (channels 32, 64), LoRA r=8 on 72 modules, batch 1, AdamW; %d steps "
-        "per case, best of %d rounds, %d threads\n",
-        steps, rounds, threads);
+        "%s UNet (channels 32, 64), LoRA r=8 on every spatial transformer's Linear layers and "
+        "projections, batch 1, AdamW; %d steps per case, best of %d rounds, %d threads\n",
+        g_setup.unet == "tiny_sdxl" ? "tiny SDXL-structured" : "tiny SD", steps, rounds, threads);
     for (const std::int64_t px : {64, 128}) {
         if (!train) break;
         // The cases alternate, `rounds` times; the fastest round of each counts (the machine may

@@ -28,18 +28,6 @@ struct Case {
     torch::ScalarType base = torch::kFloat32;
 };
 
-UNetConfig tiny_sdxl_unet() {
-    UNetConfig u = UNetConfig::tiny();
-    u.down_cross_attention = {false, true};
-    u.attention_heads = {2, 4};
-    u.transformer_layers = {1, 2};
-    u.use_linear_projection = true;
-    u.cross_attention_dim = 64;
-    u.addition_time_embed_dim = 8;
-    u.projection_class_embeddings_input_dim = 32 + kSdxlTimeIds * 8;
-    return u;
-}
-
 // The live tensor peak of the second of two LoRA steps (AdamW's moments exist by then), with
 // every model the run keeps on its device.
 std::int64_t measured_peak(const SdMemoryPlan& plan) {
@@ -99,7 +87,7 @@ TEST(SdMemory, PredictionHoldsTheLiveTensorPeakOfRealSteps) {
     };
     for (const auto& c : cases) {
         SdMemoryPlan plan;
-        plan.unet = c.sdxl ? tiny_sdxl_unet() : UNetConfig::tiny();
+        plan.unet = c.sdxl ? UNetConfig::tiny_sdxl() : UNetConfig::tiny();
         plan.text = ClipTextConfig::tiny();
         if (c.sdxl) {
             plan.text_2 = ClipTextConfig::tiny();

@@ -77,15 +77,8 @@ void write_tiny_sdxl_model_folder(const std::filesystem::path& folder, unsigned 
     first.vocab_size = 600;  // the generated vocabulary has 526 entries
     ClipTextConfig second = first;
     second.quick_gelu = false;
-    second.projection_dim = 24;
-    UNetConfig u = UNetConfig::tiny();
-    u.down_cross_attention = {false, true};
-    u.attention_heads = {2, 4};
-    u.transformer_layers = {1, 2};
-    u.use_linear_projection = true;
-    u.cross_attention_dim = first.hidden_size + second.hidden_size;
-    u.addition_time_embed_dim = 8;
-    u.projection_class_embeddings_input_dim = second.projection_dim + kSdxlTimeIds * 8;
+    second.projection_dim = 32;
+    const UNetConfig u = UNetConfig::tiny_sdxl();  // cross-attention 32 + 32, pooled 32
     SdModels m;
     m.unet = UNet(u);
     m.vae = AutoencoderKL(VaeConfig::tiny());

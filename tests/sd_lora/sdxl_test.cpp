@@ -355,7 +355,7 @@ TEST(Sdxl, TextEncodersCacheAndBatchAgreeAndUnconditionalIsZeros) {
     const TextConditioning a = cached.encode(captions);
     const TextConditioning b = fresh.encode(captions);
     EXPECT_EQ(a.context.sizes(), (torch::IntArrayRef{3, 77, 64}));
-    EXPECT_EQ(a.pooled.sizes(), (torch::IntArrayRef{3, 24}));
+    EXPECT_EQ(a.pooled.sizes(), (torch::IntArrayRef{3, 32}));
     EXPECT_TRUE(torch::allclose(a.context, b.context, 1e-5, 1e-6));
     EXPECT_TRUE(torch::allclose(a.pooled, b.pooled, 1e-5, 1e-6));
     EXPECT_FALSE(torch::equal(a.context[0], a.context[1]));

@@ -495,9 +495,14 @@ TEST(SdLoraTask, TrainsATinySdxlLoraWithBothTextEncoders) {
     ASSERT_EQ(run(dir / "job_bf16", options, false), 0);
     const auto val16 = column(dir / "job_bf16" / "results.csv", "val/loss");
     ASSERT_EQ(val16.size(), val.size());
+    std::cout << "sdxl val/loss bf16 base:";
+    for (double v : val16)
+        std::cout << " " << v;
+    std::cout << "\n";
+    // bf16 rounding moves the trajectory (lr 3e-2); it must stay near and learn as much.
     for (std::size_t i = 0; i < val.size(); ++i)
-        EXPECT_NEAR(val16[i], val[i], 0.02 * val[i]) << "epoch " << i << ": bf16 vs fp32 base";
-    EXPECT_LT(val16.back(), val16.front()) << val16.front() << " -> " << val16.back();
+        EXPECT_NEAR(val16[i], val[i], 0.05 * val[i]) << "epoch " << i << ": bf16 vs fp32 base";
+    EXPECT_LT(val16.back(), val16.front() * 0.97) << val16.front() << " -> " << val16.back();
     EXPECT_TRUE(fs::exists(dir / "job_bf16" / "artifacts" / "samples" / "final_0.png"));
 
     // Without tokenizer_2/ (single files have none) the second encoder reads the first

@@ -416,11 +416,19 @@ VAE_RE = re.compile(r"^\s*(\d+) px  VAE encode \(latent cache\):\s+([\d.]+) imag
 
 
 def sd():
+    sd_unet("tiny", "tiny UNet, LoRA r=8 on 72 modules")
+    sd_unet("tiny_sdxl", "tiny SDXL-structured UNet (linear projections, depths 1/2, text_time "
+                         "conditioning), LoRA r=8 on its 92 modules")
+
+
+def sd_unet(unet, what):
     raw = RESULTS["raw"].setdefault("sd", [])
     ours, theirs = {}, {}
+    tag = "" if unet == "tiny" else " sdxl"
     for r in range(ROUNDS):
-        out, _ = run(f"crucible_sd_r{r}", [EXE["bench_sd_lora"], f"steps={S['sd_steps']}", "rounds=1",
-                                          f"threads={THREADS}", "device=cpu", "precision=fp32"])
+        out, _ = run(f"crucible_sd{tag.strip()}_r{r}", [EXE["bench_sd_lora"], f"steps={S['sd_steps']}", "rounds=1",
+                                                      f"threads={THREADS}", "device=cpu", "precision=fp32",
+                                                      f"unet={unet}"] + ([] if unet == "tiny" else ["train=1"]))
         found = SD_RE.findall(out)
         if not found:
             raise RuntimeError(f"no it/s lines in bench_sd_lora's output:\n{out[-2000:]}")
@@ -428,22 +436,23 @@ def sd():
             key = ("train", int(px), kind == "checkpointed")
             x = {"it_s": float(it_s), "peak_mb": float(peak), "step_mb": float(step)}
             ours.setdefault(key, []).append(x)
-            raw.append({"side": "crucible", "round": r, "px": int(px), "checkpointing": key[2], **x})
-        for px, img_s in VAE_RE.findall(out):
+            raw.append({"side": "crucible", "unet": unet, "round": r, "px": int(px), "checkpointing": key[2], **x})
+        for px, img_s in (VAE_RE.findall(out) if unet == "tiny" else []):
             ours.setdefault(("vae", int(px), False), []).append({"images_s": float(img_s)})
             raw.append({"side": "crucible", "round": r, "case": "vae_encode", "px": int(px), "images_s": float(img_s)})
-        out, _ = run(f"reference_sd_r{r}", [PY, os.path.join(HERE, "sd_reference.py"), "--steps", str(S["sd_steps"]),
-                                           "--rounds", "1", "--threads", str(THREADS)])
+        out, _ = run(f"reference_sd{tag.strip()}_r{r}", [PY, os.path.join(HERE, "sd_reference.py"), "--steps",
+                                                        str(S["sd_steps"]), "--rounds", "1", "--threads", str(THREADS),
+                                                        "--unet", unet] + ([] if unet == "tiny" else ["--no-vae"]))
         for x in json_lines(out):
             key = ("train" if x["case"] == "train" else "vae", x["px"], bool(x.get("checkpointing")))
             theirs.setdefault(key, []).append(x)
-            raw.append({"round": r, **x})
+            raw.append({"round": r, "unet": unet, **x})
     for key in sorted(ours):
         kind, px, ckpt = key
         o_all, t_all = ours[key], theirs.get(key, [])
         if kind == "train":
-            label = f"sd LoRA step {px} px{' checkpointed' if ckpt else ''}"
-            note = (f"tiny UNet, LoRA r=8 on 72 modules, batch 1, {S['sd_steps']} steps after 1 warm-up, "
+            label = f"sd{tag} LoRA step {px} px{' checkpointed' if ckpt else ''}"
+            note = (f"{what}, batch 1, {S['sd_steps']} steps after 1 warm-up, "
                     f"{THREADS} threads, same glibc malloc settings; best of {ROUNDS}")
             o = [x["it_s"] for x in o_all]
             t = [x["it_s"] for x in t_all]

@@ -34,6 +34,8 @@ ap.add_argument("--no-mallopt", action="store_true")
 ap.add_argument("--no-vae", action="store_true")
 ap.add_argument("--no-train", action="store_true")
 ap.add_argument("--fixture", default=None, help="tiny_unet_weights.safetensors (for its config)")
+ap.add_argument("--unet", choices=["tiny", "tiny_sdxl"], default="tiny",
+                help="tiny_sdxl: SDXL's structure at the tiny sizes (Crucible's UNetConfig::tiny_sdxl)")
 ARGS = ap.parse_args()
 
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
@@ -85,7 +87,19 @@ def fixture_config(path, fallback):
     return dict(fallback), None
 
 
-UNET_CONFIG, UNET_CONFIG_FROM = fixture_config(UNET_FIXTURE, TINY_UNET)
+# SDXL's structure at the tiny sizes: the same values as Crucible's UNetConfig::tiny_sdxl().
+TINY_SDXL_UNET = {"sample_size": 32, "in_channels": 4, "out_channels": 4,
+                  "down_block_types": ["DownBlock2D", "CrossAttnDownBlock2D"],
+                  "up_block_types": ["CrossAttnUpBlock2D", "UpBlock2D"], "block_out_channels": [32, 64],
+                  "layers_per_block": 2, "cross_attention_dim": 64, "attention_head_dim": [2, 4],
+                  "transformer_layers_per_block": [1, 2], "use_linear_projection": True,
+                  "addition_embed_type": "text_time", "addition_time_embed_dim": 8,
+                  "projection_class_embeddings_input_dim": 32 + 6 * 8, "norm_num_groups": 32}
+
+if ARGS.unet == "tiny_sdxl":
+    UNET_CONFIG, UNET_CONFIG_FROM = dict(TINY_SDXL_UNET), "built-in tiny SDXL config"
+else:
+    UNET_CONFIG, UNET_CONFIG_FROM = fixture_config(UNET_FIXTURE, TINY_UNET)
 VAE_CONFIG, VAE_CONFIG_FROM = fixture_config(VAE_FIXTURE, TINY_VAE)
 
 
@@ -127,11 +141,16 @@ def train_case(px, checkpointing, steps, profiled=False):
     side = px // 2
     latents = torch.randn(1, 4, side, side)
     ctx = torch.randn(1, 77, UNET_CONFIG["cross_attention_dim"])
+    added = None
+    if UNET_CONFIG.get("addition_embed_type") == "text_time":  # SDXL's pooled text and time ids
+        pooled = UNET_CONFIG["projection_class_embeddings_input_dim"] - 6 * UNET_CONFIG["addition_time_embed_dim"]
+        added = {"text_embeds": torch.randn(1, pooled), "time_ids": torch.full((1, 6), float(px))}
 
     def step():
         noise = torch.randn_like(latents)
         t = torch.randint(0, 1000, (1,), dtype=torch.long)
-        pred = unet(schedule.add_noise(latents, noise, t), t, encoder_hidden_states=ctx).sample
+        pred = unet(schedule.add_noise(latents, noise, t), t, encoder_hidden_states=ctx,
+                    added_cond_kwargs=added).sample
         loss = torch.nn.functional.mse_loss(pred, noise)
         opt.zero_grad()
         loss.backward()
@@ -201,7 +220,7 @@ def main():
                 peak, before = profiled_memory(lambda: train_case(px, ckpt, 1, profiled=True))
                 emit({"case": "train", "px": px, "checkpointing": ckpt, "steps": ARGS.steps, "rounds": ARGS.rounds,
                       "it_s": round(best[ckpt], 3), "peak_mb": round(peak, 1), "step_mb": round(peak - before, 1),
-                      "unet_config": UNET_CONFIG_FROM or "built-in tiny config",
+                      "unet": ARGS.unet, "unet_config": UNET_CONFIG_FROM or "built-in tiny config",
                       "mallopt": not ARGS.no_mallopt, **info})
     if not ARGS.no_vae:
         torch.manual_seed(0)
