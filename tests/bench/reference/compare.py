@@ -418,7 +418,7 @@ VAE_RE = re.compile(r"^\s*(\d+) px  VAE encode \(latent cache\):\s+([\d.]+) imag
 def sd():
     sd_unet("tiny", "tiny UNet, LoRA r=8 on 72 modules")
     sd_unet("tiny_sdxl", "tiny SDXL-structured UNet (linear projections, depths 1/2, text_time "
-                         "conditioning), LoRA r=8 on its 92 modules")
+                         "conditioning), LoRA r=8 on its 132 modules")
 
 
 def sd_unet(unet, what):
