@@ -40,7 +40,10 @@ MemoryCheck::MemoryCheck(QLabel* label, QObject* parent)
 }
 
 void MemoryCheck::request(const QStringList& train_args, double gpu_gib) {
-    if (train_args == args_ && gpu_gib == gpu_gib_ && (verdict_ || timer_->isActive())) return;
+    // The GPU list refreshes every few seconds: the same run on the same GPU is asked once, also
+    // when its answer was no verdict (a task without a prediction) or has not come yet.
+    if (requested_ && train_args == args_ && gpu_gib == gpu_gib_) return;
+    requested_ = true;
     ++generation_;
     args_ = train_args;
     gpu_gib_ = gpu_gib;

@@ -62,6 +62,7 @@ class MemoryCheck : public QObject {
     QStringList args_;
     double gpu_gib_ = 0;
     int generation_ = 0;
+    bool requested_ = false;  // args_ / gpu_gib_ hold a request (answered or not)
     std::optional<DryRunVerdict> verdict_;
 };
 

@@ -125,6 +125,16 @@ std::map<std::string, torch::Tensor> open_clip_tensors(const SafetensorsFile& fi
     return out;
 }
 
+SdModels load_open_single_file(const SafetensorsFile& file, const SdModelConfigs& c,
+                               const LoadParts& parts);
+
+// A single file's configs when none are given: SDXL base's for a file with SDXL's label_emb,
+// else SD 1.5's.
+SdModelConfigs single_file_configs(const SafetensorsFile& file) {
+    const bool sdxl = file.find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight");
+    return sdxl ? SdModelConfigs::sdxl() : SdModelConfigs{};
+}
+
 Json read_config(const fs::path& folder, const std::string& part) {
     const fs::path p = folder / part / "config.json";
     if (!fs::exists(p))
@@ -268,7 +278,13 @@ SdModels load_diffusers_folder(const fs::path& folder, const LoadParts& parts) {
 }
 
 SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const LoadParts& parts) {
-    const auto file = SafetensorsFile::open(path);
+    return load_open_single_file(SafetensorsFile::open(path), c, parts);
+}
+
+namespace {
+
+SdModels load_open_single_file(const SafetensorsFile& file, const SdModelConfigs& c,
+                               const LoadParts& parts) {
     ParamInitGuard unfilled(ParamInit::Empty);  // every tensor is read (and checked) below
     SdModels m;
     if (parts.unet) {
@@ -304,6 +320,8 @@ SdModels load_single_file(const fs::path& path, const SdModelConfigs& c, const L
     return m;
 }
 
+}  // namespace
+
 SdModelConfigs read_sd_configs(const fs::path& path) {
     const std::string where = path_to_utf8(path);
     if (fs::is_directory(path)) {
@@ -322,9 +340,7 @@ SdModelConfigs read_sd_configs(const fs::path& path) {
         return c;
     }
     if (!fs::exists(path)) throw InputError(where, "no such file or folder");
-    const bool sdxl =
-        SafetensorsFile::open(path).find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight");
-    return sdxl ? SdModelConfigs::sdxl() : SdModelConfigs{};
+    return single_file_configs(SafetensorsFile::open(path));
 }
 
 SdModels load_sd_models(const fs::path& path, const LoadParts& parts,
@@ -341,10 +357,8 @@ SdModels load_sd_models(const fs::path& path, const LoadParts& parts,
         throw InputError(where,
                          "base models are read from .safetensors files or diffusers folders "
                          "(.ckpt pickles are not loaded)");
-    if (configs) return load_single_file(path, *configs, parts);
-    const bool sdxl =
-        SafetensorsFile::open(path).find(std::string(kLdmUNetPrefix) + "label_emb.0.0.weight");
-    return load_single_file(path, sdxl ? SdModelConfigs::sdxl() : SdModelConfigs{}, parts);
+    const auto file = SafetensorsFile::open(path);
+    return load_open_single_file(file, configs ? *configs : single_file_configs(file), parts);
 }
 
 void save_diffusers_folder(const fs::path& folder, SdModels& m) {

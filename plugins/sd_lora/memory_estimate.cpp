@@ -43,6 +43,7 @@ std::int64_t adapter_values(const std::vector<LoraTarget>& targets, std::int64_t
 struct Block {
     double elements = 0;  // batch x pixels x channels
     double keeps = 0;
+    bool transformer = false;  // a transformer block (its adapters' inputs)
 };
 
 }  // namespace
@@ -92,12 +93,12 @@ engine::MemoryEstimate estimate_sd_memory(const SdMemoryPlan& plan) {
                               Block{fmap, kResnetKeeps});
             if (u.down_cross_attention[i])
                 blocks.insert(blocks.end(), static_cast<std::size_t>(units * depth),
-                              Block{fmap, kTransformerKeeps});
+                              Block{fmap, kTransformerKeeps, true});
         }
         if (i + 1 == n) {  // the mid block: two ResNets around a spatial transformer
             blocks.insert(blocks.end(), 2, Block{fmap, kResnetKeeps});
             blocks.insert(blocks.end(), static_cast<std::size_t>(depth),
-                          Block{fmap, kTransformerKeeps});
+                          Block{fmap, kTransformerKeeps, true});
         }
     }
     double kept = 0, largest = 0, widest = 0, adapter_inputs = 0;
@@ -106,7 +107,7 @@ engine::MemoryEstimate estimate_sd_memory(const SdMemoryPlan& plan) {
         kept += plan.gradient_checkpointing ? b.elements : b.elements * b.keeps;
         largest = std::max(largest, b.elements * b.keeps);
         widest = std::max(widest, b.elements);
-        if (half_base && !plan.gradient_checkpointing && b.keeps == kTransformerKeeps)
+        if (half_base && !plan.gradient_checkpointing && b.transformer)
             adapter_inputs += b.elements * kHalfBaseAdapterInputs;
     }
     // With checkpointing the largest block is recomputed in backward, its gradients beside it.

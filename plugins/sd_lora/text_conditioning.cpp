@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "core/base/error.h"
+
 namespace crucible::sd {
 namespace {
 
@@ -19,7 +21,11 @@ TextEncoders::TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer, C
       first_tokenizer_(std::move(first_tokenizer)),
       second_tokenizer_(std::move(second_tokenizer)),
       clip_skip_(clip_skip),
-      device_(device) {}
+      device_(device) {
+    if (second_ && !second_tokenizer_)
+        throw Error("SDXL's second text encoder needs its tokenizer (sd_task gives the first's, "
+                    "padded with '!', when the model has none)");
+}
 
 torch::Tensor TextEncoders::ids_of(const ClipTokenizer& tokenizer, const ClipTextModelImpl& encoder,
                                    const std::vector<std::string>& captions) const {
@@ -39,7 +45,7 @@ TextConditioning TextEncoders::run(const std::vector<std::string>& captions) {
     }
     const auto one = first_->encode_sdxl(ids, /*with_pooled=*/false);
     const auto two = second_->encode_sdxl(
-        ids_of(second_tokenizer_ ? *second_tokenizer_ : first_tokenizer_, *second_, captions),
+        ids_of(*second_tokenizer_, *second_, captions),
         /*with_pooled=*/true);
     out.context = torch::cat({one.penultimate, two.penultimate}, -1);
     out.pooled = two.pooled;

@@ -24,7 +24,7 @@ struct TextConditioning {
 class TextEncoders {
   public:
     // `second` / `second_tokenizer`: SDXL's second encoder and its tokenizer (nullptr / nullopt
-    // for SD 1.x). `clip_skip` applies to SD 1.x only.
+    // for SD 1.x; the encoder needs its tokenizer). `clip_skip` applies to SD 1.x only.
     TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer, ClipTextModel second,
                  std::optional<ClipTokenizer> second_tokenizer, int clip_skip,
                  torch::Device device);

@@ -11,6 +11,7 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QPushButton>
+#include <QSpinBox>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -478,4 +479,33 @@ TEST(GpuPicker, RunSetupWarnsBeforeSubmittingARunThatWillNotFit) {
         << view.memory_check()->text().toStdString();
     ASSERT_GE(view.submit("on the big one"), 0);
     EXPECT_EQ(questions, 2);
+}
+
+// The GPU list refreshes every few seconds; the memory check asks the command line once per run
+// and GPU, also when the task makes no prediction (no verdict to keep).
+TEST(GpuPicker, MemoryCheckAsksOncePerRunAndGpuAcrossRefreshes) {
+    FakeAgent agent(gpu_report(1 * kGiB));
+    const auto dir = uitest::temp_dir();
+    auto project = store::Project::create(dir / "p.crucible");
+    uitest::clear_server_registry();
+    add_server("gpu-box", agent.url(), "tok", "");
+    RunSetupView view(project.get(), schema_with_device());
+    int asked = 0;
+    view.set_dry_runner([&](const QStringList&, std::function<void(int, const QString&)> done) {
+        ++asked;
+        done(0, QStringLiteral("toy.task makes no memory prediction yet; nothing was trained"));
+    });
+    view.show();
+    view.select_server("gpu-box");
+    GpuPicker* picker = view.gpu_picker();
+    ASSERT_TRUE(uitest::wait_for([&] { return picker->known(); }));
+    ASSERT_TRUE(uitest::wait_for([&] { return asked == 1; }));  // after the pause for typing
+    EXPECT_FALSE(view.memory_check()->verdict());
+    for (int i = 0; i < 3; ++i) {
+        picker->refresh();
+        QTest::qWait(900);  // past the pause each time
+    }
+    EXPECT_EQ(asked, 1);
+    qobject_cast<QSpinBox*>(view.form()->editor("epochs"))->setValue(12);  // another run
+    ASSERT_TRUE(uitest::wait_for([&] { return asked == 2; }));
 }
