@@ -23,8 +23,9 @@ TextEncoders::TextEncoders(ClipTextModel first, ClipTokenizer first_tokenizer, C
       clip_skip_(clip_skip),
       device_(device) {
     if (second_ && !second_tokenizer_)
-        throw Error("SDXL's second text encoder needs its tokenizer (sd_task gives the first's, "
-                    "padded with '!', when the model has none)");
+        throw Error(
+            "SDXL's second text encoder needs its tokenizer (sd_task gives the first's, "
+            "padded with '!', when the model has none)");
 }
 
 torch::Tensor TextEncoders::ids_of(const ClipTokenizer& tokenizer, const ClipTextModelImpl& encoder,
@@ -44,9 +45,8 @@ TextConditioning TextEncoders::run(const std::vector<std::string>& captions) {
         return out;
     }
     const auto one = first_->encode_sdxl(ids, /*with_pooled=*/false);
-    const auto two = second_->encode_sdxl(
-        ids_of(*second_tokenizer_, *second_, captions),
-        /*with_pooled=*/true);
+    const auto two = second_->encode_sdxl(ids_of(*second_tokenizer_, *second_, captions),
+                                          /*with_pooled=*/true);
     out.context = torch::cat({one.penultimate, two.penultimate}, -1);
     out.pooled = two.pooled;
     return out;
