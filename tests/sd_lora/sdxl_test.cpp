@@ -15,6 +15,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json.h"
+#include "core/data/caption_buckets.h"
 #include "core/data/caption_dataset.h"
 #include "core/data/image_io.h"
 #include "core/engine/safetensors_torch.h"
@@ -307,7 +308,8 @@ TEST(Sdxl, BrokenOpenClipTensorsAreNamed) {
 }
 
 // The time ids of a cached batch are the image's as SDXL saw it: a 48x24 image scaled to cover
-// the 32x32 bucket is 64x32, center-cropped at left 16; flipped, the crop stays centered.
+// the 32x32 bucket is 64x32, center-cropped at left 16; flipped, the crop stays centered. One
+// off centre mirrors its left edge when flipped.
 TEST(Sdxl, BatchTimeIdsAreOriginalSizeCropAndBucket) {
     test_support::TempDir dir("sdxl_time_ids");
     fs::create_directories(dir.path() / "data");
@@ -330,6 +332,27 @@ TEST(Sdxl, BatchTimeIdsAreOriginalSizeCropAndBucket) {
         EXPECT_TRUE(torch::equal(b.time_ids, torch::tensor({{24.f, 48.f, 0.f, 16.f, 32.f, 32.f}})))
             << b.time_ids;
     }
+
+    // A 50x24 image's crop is one pixel off centre: flipped, its left edge is mirrored
+    // (resized width - left - bucket width), as the flipped latent was cut.
+    fs::create_directories(dir.path() / "odd");
+    data::write_image(dir.path() / "odd" / "odd.png", cv::Mat(24, 50, CV_8UC3, cv::Scalar(9)));
+    std::ofstream(dir.path() / "odd" / "odd.txt") << "an odd image";
+    SdTrainingData odd(data::load_caption_folder(dir.path() / "odd", {}), o, 1);
+    odd.cache_latents(*vae, torch::kCPU);
+    data::Rng unused(0);
+    const auto plan = data::plan_crop(50, 24, {32, 32}, false, unused);
+    const float left = static_cast<float>(plan.crop_x);
+    const float mirrored = static_cast<float>(plan.resized_width - plan.crop_x - 32);
+    ASSERT_NE(left, mirrored) << "the case needs a crop off centre";
+    std::set<float> lefts;
+    for (int index = 0; index < 8; ++index) {
+        const SdBatch batch = odd.make_batch({0}, 0, index);
+        lefts.insert(batch.time_ids[0][3].item<float>());
+        EXPECT_EQ(batch.time_ids[0][0].item<float>(), 24.f);
+        EXPECT_EQ(batch.time_ids[0][1].item<float>(), 50.f);
+    }
+    EXPECT_EQ(lefts, (std::set<float>{left, mirrored}));
 }
 
 // The conditioning of a generated SDXL folder: context is both encoders side by side, pooled
