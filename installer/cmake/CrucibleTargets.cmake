@@ -93,12 +93,15 @@ function(crucible_skip_on_windows out name)
     endif()
 endfunction()
 
-# crucible_add_gtest(NAME SOURCES ... LIBS ... [TORCH] [RESOURCE_LOCK cpu] [TIMEOUT s] [LABELS ...])
+# crucible_add_gtest(NAME SOURCES ... LIBS ... [TORCH] [RESOURCE_LOCK cpu] [TIMEOUT s] [LABELS ...]
+#                    [FIXTURES_REQUIRED name])
 # Test executables get CRUCIBLE_FIXTURES_DIR (the reference data in ../shared/fixtures),
-# CRUCIBLE_SOURCE_DIR and CRUCIBLE_BINARY_DIR. Tests that use several threads take the
+# CRUCIBLE_SOURCE_DIR, CRUCIBLE_BINARY_DIR and CRUCIBLE_TRAINED_SHAPES_DIR (the trained detector
+# of the CTest fixture "trained_shapes", which FIXTURES_REQUIRED trained_shapes makes first). Tests that use several threads take the
 # resource lock "cpu" so that ctest -j2 never oversubscribes the two CI cores.
 function(crucible_add_gtest name)
-    cmake_parse_arguments(T "TORCH" "RESOURCE_LOCK;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+    cmake_parse_arguments(T "TORCH" "RESOURCE_LOCK;TIMEOUT;FIXTURES_REQUIRED" "SOURCES;LIBS;LABELS"
+        ${ARGN})
     if(T_TORCH AND NOT CRUCIBLE_WITH_TORCH)
         return()
     endif()
@@ -116,7 +119,8 @@ function(crucible_add_gtest name)
     target_compile_definitions(${name} PRIVATE
         CRUCIBLE_FIXTURES_DIR="${CRUCIBLE_FIXTURES_DIR}"
         CRUCIBLE_SOURCE_DIR="${CMAKE_SOURCE_DIR}"
-        CRUCIBLE_BINARY_DIR="${CMAKE_BINARY_DIR}")
+        CRUCIBLE_BINARY_DIR="${CMAKE_BINARY_DIR}"
+        CRUCIBLE_TRAINED_SHAPES_DIR="${CRUCIBLE_TRAINED_SHAPES_DIR}")
     if(NOT T_TIMEOUT)
         set(T_TIMEOUT 300)
     endif()
@@ -128,6 +132,9 @@ function(crucible_add_gtest name)
     endif()
     if(T_LABELS)
         list(APPEND props LABELS "${T_LABELS}")
+    endif()
+    if(T_FIXTURES_REQUIRED)
+        list(APPEND props FIXTURES_REQUIRED ${T_FIXTURES_REQUIRED})
     endif()
     gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
         PROPERTIES ${props})

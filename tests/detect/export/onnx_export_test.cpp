@@ -154,18 +154,12 @@ void run_cli(const std::vector<std::string>& args, const fs::path& log) {
 
 TEST(OnnxExport, TrainedModelGivesTheSameFinalBoxesEverywhereAndPassesItsReScoring) {
     // A detector that has learnt something: yolov8n, 40 epochs on 128 synthetic 96 px images
-    // (about 45 s on two cores).
+    // of 2 classes (the suite's CTest fixture "trained_shapes").
+    const fs::path trained = CRUCIBLE_TRAINED_SHAPES_DIR;
     const auto dir = test_support::scratch_dir("onnx_nms");
-    run_cli({"dataset", "synth", path_to_utf8(dir / "shapes"), "--train", "128", "--val", "16",
-             "--classes", "2", "--imgsz", "96", "--seed", "0"},
-            dir / "synth.log");
-    run_cli({"train", "detect", "data=" + path_to_utf8(dir / "shapes" / "data.yaml"),
-             "model=yolov8n", "epochs=40", "imgsz=96", "batch=16", "workers=1", "seed=0",
-             "project=" + path_to_utf8(dir / "runs"), "name=train"},
-            dir / "train.log");
-    auto loaded = load_detection_model(
-        path_to_utf8(dir / "runs" / "train" / "artifacts" / "weights" / "best.safetensors"),
-        std::nullopt);
+    const auto weights = trained / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
+    ASSERT_TRUE(fs::exists(weights)) << "the fixture trained_shapes did not run";
+    auto loaded = load_detection_model(path_to_utf8(weights), std::nullopt);
     loaded.model->eval();
     YoloOnnxOptions o;
     o.height = o.width = 96;
@@ -179,7 +173,7 @@ TEST(OnnxExport, TrainedModelGivesTheSameFinalBoxesEverywhereAndPassesItsReScori
     for (int k = 0; k < 16; ++k) {
         char name[16];
         std::snprintf(name, sizeof name, "%06d.jpg", k);
-        const cv::Mat bgr = cv::imread(path_to_utf8(dir / "shapes" / "images" / "val" / name));
+        const cv::Mat bgr = cv::imread(path_to_utf8(trained / "shapes" / "images" / "val" / name));
         ASSERT_FALSE(bgr.empty()) << name;
         cv::Mat sized, rgb;
         cv::resize(bgr, sized, cv::Size(96, 96));
@@ -245,10 +239,9 @@ TEST(OnnxExport, TrainedModelGivesTheSameFinalBoxesEverywhereAndPassesItsReScori
 
     // `crucible export ... data=` re-scores the file it wrote (OpenCV DNN, in crucible-onnx-check)
     // against the model (LibTorch) on the validation split, and calls it good.
-    const auto weights = dir / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
     run_cli({"export", "detect", "model=" + path_to_utf8(weights), "format=onnx", "imgsz=96",
              "batch=4", "out=" + path_to_utf8(dir / "checked.onnx"),
-             "data=" + path_to_utf8(dir / "shapes" / "data.yaml")},
+             "data=" + path_to_utf8(trained / "shapes" / "data.yaml")},
             dir / "export.log");
     const std::string log = read_file_bytes(dir / "export.log");
     EXPECT_NE(log.find("re-scored on 16 images of split val"), std::string::npos) << log;
