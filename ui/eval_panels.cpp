@@ -2,11 +2,14 @@
 
 #include <qcustomplot.h>
 #include <QCheckBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QPushButton>
 #include <QStandardItemModel>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -54,8 +57,16 @@ PerClassTable::PerClassTable(QWidget* parent) : QWidget(parent) {
     view_->horizontalHeader()->setSortIndicator(-1, Qt::AscendingOrder);
     view_->setSortingEnabled(true);
     view_->horizontalHeader()->setStretchLastSection(true);
-    layout->addWidget(source_);
+    by_tag_ = new QPushButton(tr("Metrics by tag…"), this);
+    by_tag_->setToolTip(
+        tr("mAP for each production line, station or other image tag of the "
+           "validation images"));
+    auto* top = new QHBoxLayout;
+    top->addWidget(source_, 1);
+    top->addWidget(by_tag_);
+    layout->addLayout(top);
     layout->addWidget(view_, 1);
+    connect(by_tag_, &QPushButton::clicked, this, &PerClassTable::tag_breakdown_requested);
     connect(view_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
         const QStandardItem* name = model_->item(index.row(), kClass);
         if (name) emit class_activated(name->data(kClassRole).toInt());
@@ -225,6 +236,46 @@ PrCurvePanel::PrCurvePanel(QWidget* parent) : QWidget(parent) {
     plot_->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
     follow_palette(plot_);
     layout->addWidget(plot_, 1);
+    connect(plot_, &QCustomPlot::mousePress, this, [this](QMouseEvent* e) {
+        const int graph = curve_near(e->pos(), 12);
+        if (graph < 0) return;
+        const double recall = std::clamp(plot_->xAxis->pixelToCoord(e->pos().x()), 0.0, 1.0);
+        emit point_clicked(curves_.classes[static_cast<std::size_t>(graph)].cls, recall);
+    });
+    plot_->setToolTip(tr("Click a class's curve to see the images behind that point"));
+}
+
+double PrCurvePanel::precision_at(int graph, double recall) const {
+    const auto& precision = curves_.classes[static_cast<std::size_t>(graph)].precision;
+    const auto& grid = curves_.recall;
+    if (grid.empty() || precision.size() != grid.size()) return std::nan("");
+    const auto it = std::lower_bound(grid.begin(), grid.end(), recall);
+    const auto i = static_cast<std::size_t>(
+        std::min<std::ptrdiff_t>(it - grid.begin(), static_cast<std::ptrdiff_t>(grid.size()) - 1));
+    return precision[i];
+}
+
+int PrCurvePanel::curve_near(const QPoint& pixel, int reach) const {
+    const double recall = plot_->xAxis->pixelToCoord(pixel.x());
+    if (recall < -0.01 || recall > 1.01) return -1;
+    int best = -1;
+    double nearest = reach + 0.5;
+    for (int g = 0; g < static_cast<int>(curves_.classes.size()); ++g) {
+        const double p = precision_at(g, std::clamp(recall, 0.0, 1.0));
+        if (!std::isfinite(p)) continue;
+        const double distance = std::abs(plot_->yAxis->coordToPixel(p) - pixel.y());
+        if (distance < nearest) {
+            nearest = distance;
+            best = g;
+        }
+    }
+    return best;
+}
+
+QPoint PrCurvePanel::point_position(int graph, double recall) const {
+    return QPoint(
+        static_cast<int>(std::lround(plot_->xAxis->coordToPixel(recall))),
+        static_cast<int>(std::lround(plot_->yAxis->coordToPixel(precision_at(graph, recall)))));
 }
 
 void PrCurvePanel::set_curves(const PrCurves& curves, const std::vector<ClassMetricsRow>& rows) {

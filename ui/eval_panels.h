@@ -13,6 +13,7 @@ class QCheckBox;
 class QCPColorMap;
 class QCustomPlot;
 class QLabel;
+class QPushButton;
 class QStandardItemModel;
 class QTableView;
 
@@ -34,13 +35,17 @@ class PerClassTable : public QWidget {
     void sort_by(int column, Qt::SortOrder order);
     QString source() const;
     QTableView* view() const { return view_; }
+    QPushButton* by_tag_button() const { return by_tag_; }
 
   signals:
     // A double-clicked row: drill down to the images with boxes or predictions of the class.
     void class_activated(int cls);
+    // "Metrics by tag…": the same metrics for each value of the images' tags.
+    void tag_breakdown_requested();
 
   private:
     QLabel* source_ = nullptr;
+    QPushButton* by_tag_ = nullptr;
     QTableView* view_ = nullptr;
     QStandardItemModel* model_ = nullptr;
 };
@@ -93,8 +98,19 @@ class PrCurvePanel : public QWidget {
     int mean_graph() const { return graph_count() - 1; }
     QString graph_name(int graph) const;
     QCustomPlot* plot() const { return plot_; }
+    // Where class `graph`'s curve passes at `recall`, in the plot's pixels (tests click it).
+    QPoint point_position(int graph, double recall) const;
+
+  signals:
+    // A click on (or within a few pixels of) a class's curve: drill down to the images behind
+    // that point (core/data/pr_operating_point.h).
+    void point_clicked(int cls, double recall);
 
   private:
+    // The class curve nearest to a pixel, vertically, within `reach` pixels; -1 if none.
+    int curve_near(const QPoint& pixel, int reach) const;
+    double precision_at(int graph, double recall) const;
+
     PrCurves curves_;
     QCustomPlot* plot_ = nullptr;
 };

@@ -690,6 +690,8 @@ RunMonitor* MainWindow::open_runs(const std::vector<std::int64_t>& run_ids) {
     }
     connect(monitor, &RunMonitor::drill_down_requested, this,
             [this](std::int64_t run, const DrillFilter& filter) { drill_down(run, filter); });
+    connect(monitor, &RunMonitor::tag_metrics_requested, this,
+            [this](std::int64_t run) { show_tag_metrics(run); });
     monitor->redraw_now();
     add_tab(monitor, names.join(QStringLiteral(" vs ")));
     return monitor;
@@ -791,17 +793,41 @@ QString MainWindow::command_line() const {
 }
 
 void MainWindow::drill_down(std::int64_t run_id, const DrillFilter& filter) {
+    with_per_image_report(run_id, [this, run_id, filter](const std::filesystem::path& report) {
+        open_drill_down(run_id, report, filter);
+    });
+}
+
+void MainWindow::show_tag_metrics(std::int64_t run_id) {
+    with_per_image_report(run_id, [this, run_id](const std::filesystem::path& report) {
+        open_tag_metrics(run_id, report);
+    });
+}
+
+void MainWindow::with_per_image_report(std::int64_t run_id,
+                                       std::function<void(const std::filesystem::path&)> then) {
     if (!project_ || run_id < 0) return;
     const auto folder = store::run_files_folder(*project_, run_id);
     const auto report = folder / "per_image.json";
     std::error_code ec;
     if (std::filesystem::exists(report, ec)) {
-        open_drill_down(run_id, report, filter);
-        return;
+        int version = 0;
+        try {
+            const Json j = read_json_file(report);
+            version = j.is_object() ? j.value("version", 1) : 0;
+        } catch (const std::exception&) {  // unreadable: scored again below
+        }
+        if (version == data::kPerImageReportVersion) {
+            then(report);
+            return;
+        }
+        log(QString(log_level_name(LogLevel::Info)),
+            tr("drill-down: the run's image report is of an older kind; scoring it again"));
+        std::filesystem::remove(report, ec);
     }
     // The first drill-down of a run scores its best weights on its dataset's validation images
     // once, through the command line next to the studio (`crucible val ... per_image=`).
-    keep_run_files(run_id, [this, run_id, folder, report, filter] {
+    keep_run_files(run_id, [this, run_id, folder, report, then = std::move(then)] {
         QStringList args;
         try {
             const store::RunInfo run = store::get_run(*project_, run_id);
@@ -821,14 +847,14 @@ void MainWindow::drill_down(std::int64_t run_id, const DrillFilter& filter) {
         log(QString(log_level_name(LogLevel::Info)),
             tr("drill-down: scoring the run's validation images once…"));
         run_command_line(
-            args, tr("drill-down"), [this, run_id, report, filter](bool ok, const QString& output) {
+            args, tr("drill-down"), [this, report, then](bool ok, const QString& output) {
                 std::error_code missing;
                 if (!ok || !std::filesystem::exists(report, missing)) {
                     log(QString(log_level_name(LogLevel::Error)),
                         tr("drill-down: scoring the images failed: %1").arg(output.right(1500)));
                     return;
                 }
-                open_drill_down(run_id, report, filter);
+                then(report);
             });
     });
 }
@@ -857,6 +883,31 @@ DrillDownView* MainWindow::open_drill_down(std::int64_t run_id,
                 if (dataset) open_image_with_predictions(*dataset, image, conf);
             });
     add_tab(view, tr("Images: %1").arg(run_name));
+    return view;
+}
+
+TagMetricsView* MainWindow::open_tag_metrics(std::int64_t run_id,
+                                             const std::filesystem::path& report_file) {
+    if (!project_) return nullptr;
+    data::PerImageReport report;
+    QString run_name;
+    try {
+        report =
+            data::parse_per_image_report(read_json_file(report_file), path_to_utf8(report_file));
+        run_name = qs(store::get_run(*project_, run_id).setup.name);
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Error)),
+            tr("metrics by tag: %1").arg(QString::fromUtf8(e.what())));
+        return nullptr;
+    }
+    auto* view = new TagMetricsView(std::move(report), tabs_);
+    connect(view, &TagMetricsView::tag_activated, this,
+            [this, run_id, report_file](const QString& key_value) {
+                DrillFilter f;
+                f.tag = key_value;
+                open_drill_down(run_id, report_file, f);
+            });
+    add_tab(view, tr("By tag: %1").arg(run_name));
     return view;
 }
 

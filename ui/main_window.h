@@ -183,12 +183,15 @@ class MainWindow : public QMainWindow {
     static std::filesystem::path best_run_weights(const std::filesystem::path& folder);
     // "imgsz=N" when the run was set up with a size: predictions and exports use the run's.
     static QStringList run_size_args(const store::RunInfo& run);
-    // Drill-down (a confusion cell or a class of a run's monitor): the run's per-image report
-    // (made once beside the project by the command line next to the studio), in a view of the
-    // images behind it, worst first.
+    // Drill-down (a confusion cell, a class or a PR-curve point of a run's monitor): the run's
+    // per-image report (made once beside the project by the command line next to the studio,
+    // again when it is of an older version), in a view of the images behind it, worst first.
     void drill_down(std::int64_t run_id, const DrillFilter& filter);
     DrillDownView* open_drill_down(std::int64_t run_id, const std::filesystem::path& report_file,
                                    const DrillFilter& filter);
+    // "Metrics by tag…": the same report's metrics per tag value; a row drills down to its images.
+    void show_tag_metrics(std::int64_t run_id);
+    TagMetricsView* open_tag_metrics(std::int64_t run_id, const std::filesystem::path& report_file);
     // The image in the dataset's editor with the model's predictions (at or above `conf`) drawn
     // over its labels.
     AnnotationEditor* open_image_with_predictions(std::int64_t dataset_id,
@@ -222,6 +225,10 @@ class MainWindow : public QMainWindow {
     void dropEvent(QDropEvent* event) override;
 
   private:
+    // Calls `then` with the run's per-image report once it exists and is of this version,
+    // scoring the run's best weights on its dataset first when it is not (logged on failure).
+    void with_per_image_report(std::int64_t run_id,
+                               std::function<void(const std::filesystem::path&)> then);
     void build_menus();
     void add_recent(const QString& file);
     void rebuild_recent_menu();

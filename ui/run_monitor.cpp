@@ -557,6 +557,8 @@ void RunMonitor::update_eval_panels() {
                 f.cls = cls;
                 emit drill_down_requested(link(model_.run_count() - 1).store_run, f);
             });
+            connect(per_class_, &PerClassTable::tag_breakdown_requested, this,
+                    [this] { emit tag_metrics_requested(link(model_.run_count() - 1).store_run); });
         }
         if (!evals.empty()) {
             const EvalRows& last = evals.back();
@@ -583,7 +585,15 @@ void RunMonitor::update_eval_panels() {
         show_panel(confusion_, tr("Confusion matrix"));
     }
     if (report && report->curves) {
-        if (!pr_curves_) pr_curves_ = new PrCurvePanel(tabs_);
+        if (!pr_curves_) {
+            pr_curves_ = new PrCurvePanel(tabs_);
+            connect(pr_curves_, &PrCurvePanel::point_clicked, this, [this](int cls, double recall) {
+                DrillFilter f;
+                f.cls = cls;
+                f.recall = recall;
+                emit drill_down_requested(link(model_.run_count() - 1).store_run, f);
+            });
+        }
         pr_curves_->set_curves(*report->curves, report->per_class);
         show_panel(pr_curves_, tr("PR curves"));
     }

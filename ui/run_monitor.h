@@ -131,6 +131,8 @@ class RunMonitor : public QWidget {
     // A confusion cell (predicted, truth) or a per-class row (cls) was clicked: the images
     // behind it, for project run `store_run`.
     void drill_down_requested(std::int64_t store_run, DrillFilter filter);
+    // The per-class table's "Metrics by tag…".
+    void tag_metrics_requested(std::int64_t store_run);
 
   private:
     enum class Fetch { Idle, Wanted, Busy, Done };

@@ -244,7 +244,8 @@ void write_chat_snapshot(Project& project, std::int64_t dataset_id, const fs::pa
 
 namespace {
 
-// The one layout of snapshots: <project folder>/<project stem>.datasets/dataset-<id>-<hash12>/.
+// The one layout of snapshots: <project folder>/<project stem>.datasets/dataset-<id>-<hash12>/
+// (-t<tags digest> added when images carry tags).
 // The stem stays a path: a non-ASCII project name is not read as the ANSI code page.
 fs::path snapshots_root(const Project& project) {
     fs::path beside = project.path().stem();
@@ -254,6 +255,19 @@ fs::path snapshots_root(const Project& project) {
 
 std::string snapshot_prefix(std::int64_t dataset_id) {
     return "dataset-" + std::to_string(dataset_id) + "-";
+}
+
+// Tags do not change the dataset's version (they do not change what trains), but a snapshot
+// carries them (data/formats/image_tags_file.h) for per-tag metrics: its name gains a digest of
+// them, so a tag set since the last snapshot makes a new one. Empty when no image has a tag.
+std::string tags_digest(Project& project, std::int64_t dataset_id) {
+    auto s = project.db().prepare(
+        "SELECT id, tags FROM images WHERE dataset_id = ? AND tags <> '{}' ORDER BY id");
+    s.bind(1, dataset_id);
+    std::string all;
+    while (s.step())
+        all += std::to_string(s.column_int64(0)) + "\t" + s.column_text(1) + "\n";
+    return all.empty() ? std::string() : "-t" + sha256_hex(all).substr(0, 8);
 }
 
 }  // namespace
@@ -267,7 +281,8 @@ fs::path snapshot_dataset(Project& project, std::int64_t dataset_id) {
                          "(this one is " +
                              info.kind + ")");
     const fs::path folder =
-        snapshots_root(project) / (snapshot_prefix(dataset_id) + info.version_hash.substr(0, 12));
+        snapshots_root(project) / (snapshot_prefix(dataset_id) + info.version_hash.substr(0, 12) +
+                                   (chat ? std::string() : tags_digest(project, dataset_id)));
     const fs::path yaml = folder / (chat ? "data.jsonl" : "data.yaml");
     std::error_code ec;
     if (fs::exists(yaml, ec)) return yaml;

@@ -89,9 +89,11 @@ std::filesystem::path export_dataset_to(Project& project, std::int64_t dataset_i
 // The dataset as it is in the project now, frozen for a run to train on: YOLO layout under
 // <project folder>/<project file stem>.datasets/dataset-<id>-<first 12 of its version hash>/,
 // images hard-linked (copied where links fail), labels from the project (so edits made in the
-// studio are what trains). One version is written once, atomically, and reused. Returns its
-// data.yaml. A chat dataset's snapshot is its records as data.jsonl (one JSON record per line,
-// the text its version hash covers). Other kinds: InputError.
+// studio are what trains), the images' tags in tags.json (data/formats/image_tags_file.h; the
+// folder name then ends in -t<digest of the tags>, as tags do not change the version). One version
+// is written once, atomically, and reused. Returns its data.yaml. A chat dataset's snapshot is its
+// records as data.jsonl (one JSON record per line, the text its version hash covers). Other kinds:
+// InputError.
 std::filesystem::path snapshot_dataset(Project& project, std::int64_t dataset_id);
 
 // Writes the project's labels of a YOLO dataset back into its own label files (the editor's

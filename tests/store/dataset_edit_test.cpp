@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
+#include "core/data/dataset_io.h"
 #include "core/store/dataset_edit.h"
 #include "core/store/dataset_store.h"
 #include "core/store/project.h"
@@ -86,6 +87,38 @@ TEST_F(ClassFixture, VerifiedTagComesAndGoesWithoutChangingTheVersion) {
     EXPECT_EQ(export_dataset(*p, dataset).images[0].tags.count(kVerifiedTag), 0u);
     EXPECT_THROW(set_image_tag(*p, image + 1000, kVerifiedTag, "yes"), InputError);
     EXPECT_THROW(set_image_tag(*p, image, "", "yes"), InputError);
+}
+
+// A snapshot carries the images' tags (tags.json beside its data.yaml, which the YOLO reader
+// reads back), and a tag set since the last snapshot makes a new one at the same version.
+TEST_F(ClassFixture, SnapshotCarriesTheTagsAndANewTagMakesANewSnapshot) {
+    const auto count_tag = [](const std::filesystem::path& yaml, const std::string& key,
+                              const std::string& value) {
+        const auto loaded = data::load_detection_dataset(yaml);
+        for (const auto& problem : loaded.problems)
+            EXPECT_EQ(problem.where.find("tags.json"), std::string::npos) << problem.what;
+        int n = 0;
+        for (const auto& im : loaded.dataset.images)
+            n += im.tags.count(key) && im.tags.at(key) == value;
+        return n;
+    };
+    // The fixture tags every 7th image with a station.
+    const auto first = snapshot_dataset(*p, dataset);
+    ASSERT_TRUE(std::filesystem::exists(first.parent_path() / "tags.json"));
+    EXPECT_EQ(count_tag(first, "station", "0") + count_tag(first, "station", "1") +
+                  count_tag(first, "station", "2") + count_tag(first, "station", "3"),
+              5);
+    const auto image = p->db().query_int("SELECT min(id) FROM images").value();
+    const auto v0 = version();
+    set_image_tag(*p, image, "工位", "3");
+    const auto tagged = snapshot_dataset(*p, dataset);
+    EXPECT_EQ(version(), v0);
+    EXPECT_NE(tagged.parent_path(), first.parent_path());
+    EXPECT_EQ(snapshot_dataset(*p, dataset), tagged) << "written once, then reused";
+    EXPECT_EQ(count_tag(tagged, "工位", "3"), 1);
+    EXPECT_EQ(count_tag(first, "工位", "3"), 0) << "the earlier snapshot is left as it was";
+    set_image_tag(*p, image, "工位", "");
+    EXPECT_EQ(snapshot_dataset(*p, dataset), first) << "the same tags: the same snapshot";
 }
 
 }  // namespace

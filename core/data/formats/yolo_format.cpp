@@ -8,6 +8,7 @@
 #include "core/data/formats/data_yaml.h"
 #include "core/data/formats/format_util.h"
 #include "core/data/formats/formats.h"
+#include "core/data/formats/image_tags_file.h"
 #include "core/data/formats/yolo_labels.h"
 
 namespace crucible::data {
@@ -160,6 +161,7 @@ LoadResult load_yolo(const fs::path& yaml_path, const LoadOptions& options) {
         }
     }
     loader.result.dropped_images = loader.candidates - loader.result.dataset.images.size();
+    read_image_tags_beside(yaml_path, loader.result.dataset, loader.result.problems);
     return std::move(loader.result);
 }
 
@@ -196,6 +198,7 @@ fs::path save_yolo(const DetectionDataset& dataset, const fs::path& out, ImageFi
     yaml << YAML::EndMap << YAML::EndMap;
     const fs::path yaml_path = out / "data.yaml";
     fs::create_directories(out);
+    write_image_tags_beside(yaml_path, dataset, copied);
     write_file_atomically(yaml_path, std::string(yaml.c_str()) + "\n");
     return yaml_path;
 }

@@ -11,6 +11,7 @@
 // with json=true, JSON keyed by the results.csv names.
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -133,19 +134,36 @@ int run_val_model(const Json& opt) {
             o.misses = match.misses;
             o.mean_iou = match.mean_iou;
             o.cells = match.cells;
+            for (const auto& g : v.gts)
+                o.truth_classes.push_back(g.cls);
+            // mAP's own matching: a PR-curve point traces back to these flags.
+            const auto tp = detect::match_predictions_in_any_order(v.gts, v.preds);
             const double rx = v.region[0], ry = v.region[1];
             const double rw = std::max(v.region[2], 1), rh = std::max(v.region[3], 1);
-            for (const auto& p : v.preds)
+            for (std::size_t i = 0; i < v.preds.size(); ++i) {
+                const auto& p = v.preds[i];
                 o.predictions.push_back(
                     {{p.cls, ((p.x1 + p.x2) / 2 - rx) / rw, ((p.y1 + p.y2) / 2 - ry) / rh,
                       (p.x2 - p.x1) / rw, (p.y2 - p.y1) / rh},
-                     p.conf});
+                     p.conf,
+                     (tp[i] & 1u) != 0});
+            }
             per_image.images.push_back(std::move(o));
         };
     detect::DetectionValidator validator(dataset, split, vo);
     const auto r = validator.run(*model.model);
-    if (!per_image_file.empty())
+    if (!per_image_file.empty()) {
+        // Every tag key an image carries gets its breakdown (the drill-down's per-tag table).
+        std::set<std::string> keys;
+        for (const auto& im : per_image.images)
+            for (const auto& [key, value] : im.tags)
+                keys.insert(key);
+        for (const auto& key : keys)
+            for (const auto& [value, m] : r.stats.compute_by_tag(key))
+                per_image.by_tag[key][value] = {m.images, m.instances, m.precision,
+                                                m.recall, m.map50,     m.map50_95};
         write_json_file(path_from_utf8(per_image_file), data::per_image_report_json(per_image));
+    }
     for (const auto& b : r.bad)
         std::fprintf(stderr, "skipped %s: %s\n", path_to_utf8(b.path).c_str(), b.message.c_str());
     const std::string tag = opt["tag"].get<std::string>();

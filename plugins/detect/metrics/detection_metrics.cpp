@@ -341,6 +341,23 @@ DetectionMetrics compute_metrics(std::vector<PredictionRecord> preds,
     return m;
 }
 
+std::vector<std::uint16_t> match_predictions_in_any_order(const std::vector<GtBox>& gt,
+                                                          const std::vector<PredBox>& preds) {
+    std::vector<std::size_t> order(preds.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return preds[a].conf > preds[b].conf; });
+    std::vector<PredBox> sorted;
+    sorted.reserve(preds.size());
+    for (const auto i : order)
+        sorted.push_back(preds[i]);
+    const auto tp = match_predictions(gt, sorted);
+    std::vector<std::uint16_t> result(preds.size());
+    for (std::size_t k = 0; k < order.size(); ++k)
+        result[order[k]] = tp[k];
+    return result;
+}
+
 void DetectionStats::add_image(const std::vector<GtBox>& gt, std::vector<PredBox> preds,
                                std::map<std::string, std::string> tags) {
     std::stable_sort(preds.begin(), preds.end(),

@@ -50,6 +50,11 @@ double box_iou(const GtBox& gt, const PredBox& pred);
 std::vector<std::uint16_t> match_predictions(const std::vector<GtBox>& gt,
                                              const std::vector<PredBox>& preds_by_confidence);
 
+// The same for predictions in any order, ordered first as DetectionStats::add_image orders them
+// (a stable sort by descending confidence); result[i] belongs to preds[i].
+std::vector<std::uint16_t> match_predictions_in_any_order(const std::vector<GtBox>& gt,
+                                                          const std::vector<PredBox>& preds);
+
 // AP of one class at one threshold from its recall/precision points (in descending confidence):
 // recall padded to [0, r..., 1], precision to [1, p..., 0], running max from the right, then the
 // trapezoid integral of that envelope interpolated linearly at 101 recall points in [0, 1].

@@ -15,6 +15,7 @@
 #include "core/base/safetensors.h"
 #include "core/data/per_image_report.h"
 #include "core/data/synth/synth.h"
+#include "plugins/detect/metrics/detection_metrics.h"
 #include "tests/support/results_csv.h"
 #include "tests/support/run_command.h"
 #include "tests/support/temp_dir.h"
@@ -146,6 +147,72 @@ TEST(DetectCli, ExportValPredictFromAnUltralyticsCheckpoint) {
                               shell_quote(out_dir / "labels") + " --json");
     ASSERT_EQ(flags.code, 0) << flags.out;
     EXPECT_EQ(json_of(flags.out), scored);
+}
+
+// The per-image report of a detector that finds things (the suite's trained_shapes fixture):
+// its true-positive flags and truth classes are mAP's own, so each class's AP50 computed from
+// them alone is the AP50 `val` prints (what lets a PR-curve point trace back to its images);
+// tags beside data.yaml break the metrics down as `val ... tag=` does.
+TEST(DetectCli, PerImageReportHoldsMapsOwnMatchingAndTheTags) {
+    const fs::path trained = CRUCIBLE_TRAINED_SHAPES_DIR;
+    const auto weights = trained / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
+    ASSERT_TRUE(fs::exists(weights)) << "the fixture trained_shapes did not run";
+    test_support::TempDir dir("per_image");
+    fs::copy(trained / "shapes", dir / "shapes", fs::copy_options::recursive);
+    const auto yaml = dir / "shapes" / "data.yaml";
+    const std::string common = "val detect data=" + shell_quote(yaml) +
+                               " model=" + shell_quote(weights) + " imgsz=96 batch=8 device=cpu";
+    auto v = run(dir, common + " json=true");
+    ASSERT_EQ(v.code, 0) << v.out;
+    const Json scored = json_of(v.out);
+    auto p = run(dir, common + " per_image=" + shell_quote(dir / "per_image.json"));
+    ASSERT_EQ(p.code, 0) << p.out;
+    const auto report =
+        data::parse_per_image_report(read_json_file(dir / "per_image.json"), "per_image.json");
+    ASSERT_EQ(report.images.size(), 16u);
+    std::vector<detect::PredictionRecord> records;
+    std::vector<int> truths;
+    for (const auto& im : report.images) {
+        truths.insert(truths.end(), im.truth_classes.begin(), im.truth_classes.end());
+        for (const auto& pr : im.predictions)
+            records.push_back({static_cast<float>(pr.conf), pr.box.cls,
+                               static_cast<std::uint16_t>(pr.true_at_50 ? 1 : 0)});
+    }
+    const auto from_flags = detect::compute_metrics(records, truths);
+    const Json& per_class = scored["per_class"];
+    ASSERT_EQ(from_flags.classes.size(), per_class.size());
+    for (std::size_t c = 0; c < per_class.size(); ++c) {
+        EXPECT_EQ(from_flags.classes[c].cls, per_class[c]["class"].get<int>());
+        EXPECT_DOUBLE_EQ(from_flags.classes[c].ap[0], per_class[c]["map50"].get<double>()) << c;
+        EXPECT_GT(per_class[c]["map50"].get<double>(), 0.1)
+            << "the trained model finds class " << c;
+    }
+
+    // Two stations, written beside data.yaml.
+    Json tags = Json::object();
+    int n = 0;
+    for (const auto& im : report.images)
+        tags[path_to_utf8(
+            fs::path(im.path.lexically_relative(yaml.parent_path()).generic_u8string()))] = {
+            {"station", n++ % 2 ? "B 2" : "甲"}};
+    write_file_atomically(yaml.parent_path() / "tags.json", tags.dump());
+    auto t = run(dir, common + " per_image=" + shell_quote(dir / "tagged.json"));
+    ASSERT_EQ(t.code, 0) << t.out;
+    auto by = run(dir, common + " json=true tag=station");
+    ASSERT_EQ(by.code, 0) << by.out;
+    const auto tagged =
+        data::parse_per_image_report(read_json_file(dir / "tagged.json"), "tagged.json");
+    const Json by_tag = json_of(by.out)["by_tag"]["station"];
+    ASSERT_EQ(tagged.by_tag.size(), 1u);
+    ASSERT_EQ(tagged.by_tag.at("station").size(), 2u);
+    ASSERT_EQ(by_tag.size(), 2u) << by.out;
+    for (const auto& [value, m] : tagged.by_tag.at("station")) {
+        EXPECT_EQ(m.images, 8) << value;
+        EXPECT_EQ(m.instances, by_tag[value]["instances"].get<int>()) << value;
+        EXPECT_DOUBLE_EQ(m.map50, by_tag[value]["metrics/mAP50(B)"].get<double>()) << value;
+        EXPECT_DOUBLE_EQ(m.map50_95, by_tag[value]["metrics/mAP50-95(B)"].get<double>()) << value;
+        EXPECT_GT(m.map50, 0.1) << value;
+    }
 }
 
 TEST(DetectCli, FineTunesACheckpointOnAnotherClassCount) {
