@@ -4,6 +4,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QListWidget>
+#include <QSignalBlocker>
 #include <QStandardItemModel>
 #include <QTimer>
 #include <QVBoxLayout>
@@ -19,6 +20,7 @@ namespace {
 enum ChoiceIndex { kGpu = 0, kCpu = 1 };
 // Item data of the "K GPUs" entries (the "GPU <n> only" entries keep the index as their data).
 constexpr int kCountRole = Qt::UserRole + 1;
+constexpr int kSetRole = Qt::UserRole + 2;  // the entry of the GPUs ticked in the list
 
 QString gib(std::uint64_t bytes) {
     return QString::number(static_cast<double>(bytes) / (1ull << 30), 'f', 1);
@@ -60,15 +62,33 @@ GpuPicker::GpuPicker(QWidget* parent, int refresh_ms) : QWidget(parent) {
     timer_->setInterval(refresh_ms);
     connect(timer_, &QTimer::timeout, this, &GpuPicker::refresh);
     connect(choice_, &QComboBox::activated, this, [this](int index) {
+        if (choice_->itemData(index, kSetRole).isValid()) return;  // the ticked GPUs, as they are
         cpu_chosen_ = index == kCpu;
         pinned_gpu_.reset();
+        ticked_.clear();
         gpu_count_ = 1;
         const QVariant count = choice_->itemData(index, kCountRole);
         if (count.isValid())
             gpu_count_ = count.toInt();
         else if (index > kCpu)
             pinned_gpu_ = choice_->itemData(index).toInt();
+        show_listing();  // the ticks follow
         emit choice_changed();
+    });
+    // Ticking GPUs in the list picks exactly those.
+    connect(list_, &QListWidget::itemChanged, this, [this](QListWidgetItem*) {
+        std::vector<int> ticked;
+        for (int i = 0; i < list_->count(); ++i)
+            if (list_->item(i)->checkState() == Qt::Checked)
+                ticked.push_back(list_->item(i)->data(Qt::UserRole).toInt());
+        // Queued: choosing rebuilds the list, which must not delete the item being changed.
+        QMetaObject::invokeMethod(
+            this,
+            [this, ticked = std::move(ticked)] {
+                choose_gpus(ticked);
+                emit choice_changed();
+            },
+            Qt::QueuedConnection);
     });
     show_listing();
 }
@@ -146,10 +166,29 @@ void GpuPicker::refresh() {
 }
 
 void GpuPicker::show_listing() {
-    list_->clear();
-    for (const auto& g : listing_.gpus) {
-        auto* item = new QListWidgetItem(describe_gpu(g), list_);
-        item->setFlags(Qt::ItemIsEnabled);
+    // Ticked GPUs that left the listing, or are no longer whole, are dropped.
+    std::erase_if(ticked_, [this](int index) {
+        return std::none_of(listing_.gpus.begin(), listing_.gpus.end(), [&](const auto& g) {
+            return g.index == index && !g.mig_enabled && g.mig.empty();
+        });
+    });
+    if (known_ && ticked_.size() < 2) ticked_.clear();
+    {
+        const QSignalBlocker quiet(list_);  // rebuilding is not the person ticking
+        list_->clear();
+        for (const auto& g : listing_.gpus) {
+            auto* item = new QListWidgetItem(describe_gpu(g), list_);
+            item->setData(Qt::UserRole, g.index);
+            const bool whole = !g.mig_enabled && g.mig.empty();
+            item->setFlags(whole ? Qt::ItemIsEnabled | Qt::ItemIsUserCheckable : Qt::ItemIsEnabled);
+            if (whole) {
+                const bool ticked =
+                    std::find(ticked_.begin(), ticked_.end(), g.index) != ticked_.end() ||
+                    (!cpu_chosen_ && pinned_gpu_ == g.index);
+                item->setCheckState(ticked ? Qt::Checked : Qt::Unchecked);
+                item->setToolTip(tr("Tick GPUs to train on exactly those, one rank each"));
+            }
+        }
     }
     list_->setVisible(!listing_.gpus.empty());
     const bool gpus = !listing_.gpus.empty();
@@ -167,6 +206,15 @@ void GpuPicker::show_listing() {
         choice_->setItemData(choice_->count() - 1, k, kCountRole);
         if (gpu_count_ == k) count_entry = choice_->count() - 1;
     }
+    int set_entry = -1;
+    if (ticked_.size() >= 2) {
+        QStringList names;
+        for (const int g : ticked_)
+            names << QString::number(g);
+        choice_->addItem(tr("GPUs %1 (one rank each)").arg(names.join(QStringLiteral(", "))));
+        choice_->setItemData(choice_->count() - 1, true, kSetRole);
+        set_entry = choice_->count() - 1;
+    }
     int pinned_entry = -1;
     for (const auto& g : listing_.gpus) {
         choice_->addItem(tr("GPU %1 only (%2)").arg(g.index).arg(QString::fromStdString(g.name)),
@@ -176,6 +224,7 @@ void GpuPicker::show_listing() {
     if (known_ && pinned_entry < 0) pinned_gpu_.reset();
     // Only a server that answered without GPUs is "CPU only"; unknown keeps both choices.
     choice_->setCurrentIndex(cpu_chosen_ || (known_ && !gpus) ? kCpu
+                             : set_entry >= 0                 ? set_entry
                              : pinned_entry >= 0              ? pinned_entry
                              : count_entry >= 0               ? count_entry
                                                               : kGpu);
@@ -217,12 +266,16 @@ bool GpuPicker::use_gpu() const {
 
 void GpuPicker::choose_cpu(bool cpu) {
     cpu_chosen_ = cpu;
-    if (cpu) pinned_gpu_.reset();
+    if (cpu) {
+        pinned_gpu_.reset();
+        ticked_.clear();
+    }
     show_listing();
 }
 
 void GpuPicker::choose_gpu(std::optional<int> index) {
     pinned_gpu_ = index;
+    ticked_.clear();
     if (index) {
         cpu_chosen_ = false;
         gpu_count_ = 1;
@@ -230,10 +283,25 @@ void GpuPicker::choose_gpu(std::optional<int> index) {
     show_listing();
 }
 
+void GpuPicker::choose_gpus(std::vector<int> indices) {
+    std::sort(indices.begin(), indices.end());
+    indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
+    if (indices.size() < 2) {
+        choose_gpu(indices.empty() ? std::nullopt : std::optional<int>(indices.front()));
+        return;
+    }
+    ticked_ = std::move(indices);
+    pinned_gpu_.reset();
+    cpu_chosen_ = false;
+    gpu_count_ = 1;
+    show_listing();
+}
+
 void GpuPicker::choose_gpu_count(int count) {
     gpu_count_ = std::max(count, 1);
     cpu_chosen_ = false;
     pinned_gpu_.reset();
+    ticked_.clear();
     show_listing();
 }
 
@@ -249,9 +317,16 @@ std::optional<int> GpuPicker::submit_gpu() const {
     return pinned_gpu_;
 }
 
+std::vector<int> GpuPicker::submit_gpu_list() const {
+    if (!use_gpu()) return {};
+    if (!ticked_.empty()) return ticked_;
+    return pinned_gpu_ ? std::vector<int>{*pinned_gpu_} : std::vector<int>{};
+}
+
 std::optional<int> GpuPicker::submit_gpus() const {
     if (!known_) return std::nullopt;
-    return use_gpu() ? (pinned_gpu_ ? 1 : gpu_count_) : 0;
+    if (!use_gpu()) return 0;
+    return !ticked_.empty() ? static_cast<int>(ticked_.size()) : pinned_gpu_ ? 1 : gpu_count_;
 }
 
 void GpuPicker::showEvent(QShowEvent* event) {

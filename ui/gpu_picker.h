@@ -5,8 +5,9 @@
 //
 // The choice is "a free GPU" (the agent's scheduler assigns one and sets CUDA_VISIBLE_DEVICES),
 // several (all the server's whole GPUs, or a count: the submit's `gpus`, one data-parallel rank
-// per GPU, MIG-split GPUs not counted), one particular GPU (the submit's `gpu`: the job waits
-// for that one), or "CPU"; the list shows
+// per GPU, MIG-split GPUs not counted; the agent picks the closest free set), one particular
+// GPU or particular GPUs ticked in the list (the submit's `gpu`: the job waits for those), or
+// "CPU"; the list shows
 // which GPUs there are and how much memory each has free now. A server without GPUs (no NVIDIA
 // driver, or none installed: a normal state) shows "CPU only".
 #include <QString>
@@ -59,8 +60,13 @@ class GpuPicker : public QWidget {
     int whole_gpus() const;
     // The one GPU (agent index) chosen for the job, if the person picked one.
     std::optional<int> submit_gpu() const;
+    // The particular GPUs (agent indices) chosen for the job: one picked, or those ticked in the
+    // list; empty when the server chooses.
+    std::vector<int> submit_gpu_list() const;
     // Picks GPU `index` of the listing (as choosing "GPU <index> only" in the list does).
     void choose_gpu(std::optional<int> index);
+    // Picks these whole GPUs, one rank each (as ticking them in the list does).
+    void choose_gpus(std::vector<int> indices);
 
   signals:
     // The person changed the choice (not emitted by choose_cpu).
@@ -85,6 +91,7 @@ class GpuPicker : public QWidget {
     bool refused_ = false;
     bool cpu_chosen_ = false;        // the person's choice; "CPU only" servers show CPU regardless
     std::optional<int> pinned_gpu_;  // "GPU <n> only", while that GPU is listed
+    std::vector<int> ticked_;        // two or more whole GPUs ticked in the list, ascending
     int gpu_count_ = 1;              // "All N GPUs" / "K GPUs": ranks, one per GPU
     net::GpuReport listing_;
     QComboBox* choice_ = nullptr;

@@ -15,6 +15,7 @@
 #include <QPushButton>
 #include <QScrollArea>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <optional>
 
 #include "core/base/file_io.h"
@@ -268,10 +269,12 @@ void RunSetupView::check_memory_now() {
 
 double RunSetupView::chosen_gpu_gib() const {
     if (!gpus_->known() || !gpus_->use_gpu()) return 0;
-    const auto picked = gpus_->submit_gpu();
+    const auto picked = gpus_->submit_gpu_list();
     std::uint64_t smallest = 0;
     for (const auto& g : gpus_->listing().gpus) {
-        if (g.mig_enabled || (picked && g.index != *picked)) continue;
+        if (g.mig_enabled ||
+            (!picked.empty() && std::find(picked.begin(), picked.end(), g.index) == picked.end()))
+            continue;
         if (smallest == 0 || g.memory_total < smallest) smallest = g.memory_total;
     }
     return static_cast<double>(smallest) / static_cast<double>(1ull << 30);
@@ -476,7 +479,7 @@ std::int64_t RunSetupView::submit(const QString& name) {
     // The agent assigns a free GPU unless the person picked one; it is told whether the job
     // wants one (unknown: its default).
     if (const auto gpus = gpus_->submit_gpus()) request.gpus = *gpus;
-    request.gpu = gpus_->submit_gpu();
+    request.gpu = gpus_->submit_gpu_list();
     net::RemoteEndpoint endpoint;
     try {
         endpoint = server ? net::endpoint_for(*server) : local_;

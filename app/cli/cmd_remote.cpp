@@ -257,7 +257,13 @@ int run_submit(const std::vector<std::string>& words) {
     app.add_option("--name", request.name, "job name");
     app.add_option("--priority", request.priority, "queue priority")->capture_default_str();
     const CLI::Option* gpus_given = app.add_option(
-        "--gpus", gpus, "GPUs the job needs (more than 1: one data-parallel rank per GPU)");
+        "--gpus", gpus,
+        "GPUs the job needs (more than 1: one data-parallel rank per GPU, on the closest free "
+        "set)");
+    app.add_option("--gpu", request.gpu,
+                   "particular GPUs by the agent's index (--gpu 0 --gpu 2, or --gpu 0,2): the job "
+                   "waits for those")
+        ->delimiter(',');
     app.add_option("--run-id", request.run_id,
                    "keep the run in the agent's checkpoint mirror under this name; the same id "
                    "on another agent with that mirror goes on from its newest checkpoint");

@@ -91,16 +91,7 @@ void AgentService::add_job_routes() {
                 return;
             }
         }
-        const auto& gpu_ids = config_.scheduler.gpu_ids;
-        if (job.requested_gpu &&
-            std::find(gpu_ids.begin(), gpu_ids.end(), *job.requested_gpu) == gpu_ids.end()) {
-            std::string message = "this agent has no GPU ";
-            message.append(std::to_string(*job.requested_gpu));
-            message.append(gpu_ids.empty() ? " (it has none: train on the CPU)"
-                                           : " (see GET /v1/gpus)");
-            throw InputError("gpu", message);
-        }
-        plan_gpu_ranks(job, gpu_ids, config_.scheduler.mig_gpus);
+        plan_gpu_ranks(job, config_.scheduler.gpu_ids, config_.scheduler.mig_gpus);
         job.options = resolve_job_options(job.task, job.options, caller);
         job.submitted_by = caller.name;
         JobInfo stored = registry_.add(job);

@@ -56,13 +56,16 @@ Json describe_tasks(const std::filesystem::path& worker) {
     }
 }
 
-// GPUs the scheduler may hand out: all that NVML reports, unless the configuration names them.
+// GPUs the scheduler may hand out: all that NVML reports, unless the configuration names them;
+// and how close they are to each other (a multi-GPU job gets the closest free set).
 static AgentConfig with_gpu_ids(AgentConfig config) {
-    const auto report = GpuInventory::open(config.nvml_library)->read();
+    const auto inventory = GpuInventory::open(config.nvml_library);
+    const auto report = inventory->read();
     if (config.scheduler.gpu_ids.empty())
         for (const auto& g : report.gpus)
             config.scheduler.gpu_ids.push_back(g.index);
     config.scheduler.mig_gpus = mig_gpus(report);
+    config.scheduler.topology = inventory->topology();
     return config;
 }
 

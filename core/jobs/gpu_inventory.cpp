@@ -130,6 +130,42 @@ class NvmlInventory final : public GpuInventory {
         return r;
     }
 
+    GpuTopology topology() override {
+        GpuTopology t;
+        if (!lib_) return t;
+        auto init = lib_->symbol<nvmlReturn (*)()>("nvmlInit_v2");
+        auto count_fn = lib_->symbol<nvmlReturn (*)(unsigned*)>("nvmlDeviceGetCount_v2");
+        auto handle_fn =
+            lib_->symbol<nvmlReturn (*)(unsigned, Device*)>("nvmlDeviceGetHandleByIndex_v2");
+        // nvmlDeviceGetTopologyCommonAncestor's levels are the costs themselves (0 ... 50).
+        auto ancestor_fn = lib_->symbol<nvmlReturn (*)(Device, Device, int*)>(
+            "nvmlDeviceGetTopologyCommonAncestor");
+        auto p2p_fn =
+            lib_->symbol<nvmlReturn (*)(Device, Device, int, int*)>("nvmlDeviceGetP2PStatus");
+        if (!init || !count_fn || !handle_fn || init() != 0) return t;
+        unsigned count = 0;
+        count_fn(&count);
+        std::vector<Device> devices;
+        for (unsigned i = 0; i < count && i < 64; ++i) {
+            Device dev = nullptr;
+            devices.push_back(handle_fn(i, &dev) == 0 ? dev : nullptr);
+        }
+        constexpr int kP2pCapsNvLink = 2, kP2pStatusOk = 0;
+        for (std::size_t a = 0; a < devices.size(); ++a)
+            for (std::size_t b = a + 1; b < devices.size(); ++b) {
+                if (!devices[a] || !devices[b]) continue;
+                int status = -1, level = -1;
+                const std::pair<int, int> pair{static_cast<int>(a), static_cast<int>(b)};
+                if (p2p_fn && p2p_fn(devices[a], devices[b], kP2pCapsNvLink, &status) == 0 &&
+                    status == kP2pStatusOk)
+                    t.cost[pair] = kNvLinkCost;
+                else if (ancestor_fn && ancestor_fn(devices[a], devices[b], &level) == 0 &&
+                         level >= 0 && level <= kUnknownCost)
+                    t.cost[pair] = level;
+            }
+        return t;
+    }
+
   private:
     std::unique_ptr<SharedLibrary> lib_;
 };

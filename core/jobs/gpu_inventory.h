@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/jobs/gpu_topology.h"
 #include "core/net/api_types.h"
 
 namespace crucible::jobs {
@@ -22,6 +23,8 @@ class GpuInventory {
     static std::unique_ptr<GpuInventory> open(const std::filesystem::path& library = {});
     virtual ~GpuInventory() = default;
     virtual GpuReport read() = 0;
+    // How close each pair of GPUs is (gpu_topology.h); empty when NVML cannot tell.
+    virtual GpuTopology topology() = 0;
 };
 
 }  // namespace crucible::jobs

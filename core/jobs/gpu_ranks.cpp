@@ -16,6 +16,18 @@ std::set<int> mig_gpus(const net::GpuReport& report) {
 }
 
 void plan_gpu_ranks(net::JobInfo& job, const std::vector<int>& gpu_ids, const std::set<int>& mig) {
+    for (const int g : job.requested_gpus)
+        if (std::find(gpu_ids.begin(), gpu_ids.end(), g) == gpu_ids.end())
+            throw InputError("gpu", "this agent has no GPU " + std::to_string(g) +
+                                        (gpu_ids.empty() ? " (it has none: train on the CPU)"
+                                                         : " (see GET /v1/gpus)"));
+    if (job.requested_gpus.size() > 1)
+        for (const int g : job.requested_gpus)
+            if (mig.count(g))
+                throw InputError("gpu", "GPU " + std::to_string(g) +
+                                            " is split into MIG slices, which a job on several "
+                                            "GPUs cannot use (CUDA has no peer collectives "
+                                            "between slices; a 1-GPU job may take a slice)");
     const std::string device = job.options.contains("device") && job.options["device"].is_string()
                                    ? job.options["device"].get<std::string>()
                                    : std::string();
@@ -24,8 +36,8 @@ void plan_gpu_ranks(net::JobInfo& job, const std::vector<int>& gpu_ids, const st
         if (plan_ranks(device, 1).world_size() > 1)
             throw InputError("device", "'" + device +
                                            "' lists several GPUs: on an agent, ask for a number "
-                                           "of GPUs (gpus=N; the studio's GPU choice) and the "
-                                           "agent gives each rank a free one");
+                                           "of GPUs (gpus=N) or for particular ones (gpu=[0, 2]; "
+                                           "the studio's GPU choice), one rank each");
         return;
     }
     const int whole = static_cast<int>(gpu_ids.size()) -

@@ -210,15 +210,19 @@ void Scheduler::start_ready_jobs() {
     for (const auto& job : ready) {
         std::vector<int> gpus;
         if (have_gpus) {
-            int want = std::max(job.gpus, 1);
+            const int want = std::max(job.gpus, 1);
+            std::vector<int> free;
             for (int g : options_.gpu_ids) {
-                const bool asked = !job.requested_gpu || *job.requested_gpu == g;
+                const auto& asked = job.requested_gpus;
+                const bool wanted =
+                    asked.empty() || std::find(asked.begin(), asked.end(), g) != asked.end();
                 // Several ranks need whole GPUs (gpu_ranks.h); a MIG slice takes 1-GPU jobs.
                 const bool fits = want == 1 || !options_.mig_gpus.count(g);
-                if (asked && fits && !busy_gpus_.count(g) && static_cast<int>(gpus.size()) < want)
-                    gpus.push_back(g);
+                if (wanted && fits && !busy_gpus_.count(g)) free.push_back(g);
             }
-            if (static_cast<int>(gpus.size()) < want) break;  // keep priority order: wait for GPUs
+            // Several GPUs: the closest free set (NVLink, one PCIe switch) of those allowed.
+            gpus = closest_gpus(free, want, options_.topology);
+            if (gpus.empty()) break;  // keep priority order: wait for GPUs
         } else if (static_cast<int>(children_.size()) >= options_.max_cpu_jobs) {
             break;
         }

@@ -16,6 +16,7 @@
 
 #include "core/base/child_process.h"
 #include "core/base/event.h"
+#include "core/jobs/gpu_topology.h"
 #include "core/jobs/job_registry.h"
 
 namespace crucible::jobs {
@@ -26,6 +27,7 @@ struct SchedulerOptions {
     int max_cpu_jobs = 1;                  // jobs at once when there is no GPU
     std::vector<int> gpu_ids;              // GPUs this agent may hand out
     std::set<int> mig_gpus;                // of those, split into MIG slices: 1-GPU jobs only
+    GpuTopology topology;                  // how close they are: a multi-GPU job's set
     std::uint64_t min_free_disk_bytes = 512ull << 20;
     std::chrono::milliseconds tick{100};
     // How long stop() waits for running workers to checkpoint before killing them (a Windows

@@ -1,5 +1,6 @@
 #include "core/net/api_types.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/base/error.h"
@@ -192,7 +193,8 @@ Json SubmitRequest::to_json() const {
     if (!name.empty()) body["name"] = name;
     if (priority != 0) body["priority"] = priority;
     if (gpus) body["gpus"] = *gpus;
-    if (gpu) body["gpu"] = *gpu;
+    if (gpu.size() == 1) body["gpu"] = gpu.front();
+    if (gpu.size() > 1) body["gpu"] = gpu;
     if (!run_id.empty()) body["run_id"] = run_id;
     return body;
 }
@@ -220,11 +222,30 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
     }
     if (field(body, "gpu")) {
         const Json& g = body["gpu"];
-        if (!g.is_number_integer() || g.get<long long>() < 0 ||
-            g.get<long long>() > std::numeric_limits<int>::max())
-            throw InputError("gpu", "expected the index of one of the agent's GPUs (0, 1, ...)");
-        r.gpu = g.get<int>();
-        r.gpus = 1;
+        const auto index = [](const Json& v) {
+            if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1023)
+                throw InputError("gpu",
+                                 "expected the index of one of the agent's GPUs (0, 1, "
+                                 "...) or a list of them ([0, 2])");
+            return v.get<int>();
+        };
+        if (g.is_array()) {
+            if (g.empty() || g.size() > 64)
+                throw InputError("gpu", "a list of 1 to 64 GPU indices, one rank each");
+            for (const auto& v : g) {
+                const int i = index(v);
+                if (std::find(r.gpu.begin(), r.gpu.end(), i) != r.gpu.end())
+                    throw InputError("gpu", "lists GPU " + std::to_string(i) + " twice");
+                r.gpu.push_back(i);
+            }
+        } else {
+            r.gpu.push_back(index(g));
+        }
+        if (r.gpus && *r.gpus != static_cast<int>(r.gpu.size()))
+            throw InputError("gpus", "is " + std::to_string(*r.gpus) + " but gpu lists " +
+                                         std::to_string(r.gpu.size()) +
+                                         " GPU(s): give one or the other");
+        r.gpus = static_cast<int>(r.gpu.size());
     }
     // Checked against the mirror's rules by the agent (is_valid_run_id); here only its type.
     r.run_id = text(body, "run_id", "");
@@ -238,7 +259,7 @@ JobInfo JobInfo::from_request(const SubmitRequest& request) {
     job.name = request.name;
     job.priority = request.priority;
     job.gpus = request.gpus.value_or(0);
-    job.requested_gpu = request.gpu;
+    job.requested_gpus = request.gpu;
     job.run_id = request.run_id;
     return job;
 }
@@ -256,7 +277,7 @@ Json JobInfo::to_json() const {
             {"started", started},
             {"finished", finished},
             {"gpu_ids", gpu_ids},
-            {"requested_gpu", requested_gpu ? Json(*requested_gpu) : Json()},
+            {"requested_gpus", requested_gpus},
             {"pid", pid},
             {"worker_started", worker_started},
             {"resume", resume},
@@ -285,7 +306,13 @@ JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
         if (!g.is_number_integer()) throw InputError(w, "expected a GPU index");
         r.gpu_ids.push_back(g.get<int>());
     });
-    if (field(j, "requested_gpu")) r.requested_gpu = small_integer(j, "requested_gpu", where, 0);
+    each(j, "requested_gpus", where, [&](const Json& g, const std::string& w) {
+        if (!g.is_number_integer()) throw InputError(w, "expected a GPU index");
+        r.requested_gpus.push_back(g.get<int>());
+    });
+    // A job.json written before lists of GPUs: "requested_gpu", one index or null.
+    if (const Json* old = field(j, "requested_gpu"); old && !old->is_null())
+        r.requested_gpus = {small_integer(j, "requested_gpu", where, 0)};
     r.pid = static_cast<long>(integer(j, "pid", where));
     r.worker_started = text(j, "worker_started", where);
     r.resume = flag(j, "resume", where);

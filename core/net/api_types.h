@@ -78,7 +78,9 @@ struct SubmitRequest {
     // GPUs asked for (at most 1 for now); unset: the agent's default, as 0 (the CPU, or any
     // one GPU when the scheduler has one free).
     std::optional<int> gpus;
-    std::optional<int> gpu;  // one GPU by the agent's index (implies gpus = 1)
+    // Particular GPUs by the agent's index: "gpu": 1 or "gpu": [0, 2] (implies gpus = their
+    // count); the job waits until all of them are free.
+    std::vector<int> gpu;
     // The run's name in the agent's checkpoint mirror (core/jobs/checkpoint_mirror.h): the same
     // id submitted on another machine goes on from the run's newest mirrored checkpoint.
     std::string run_id;
@@ -99,8 +101,8 @@ struct JobInfo {
     JobState state = JobState::Queued;
     std::string reason;  // why it ended / was interrupted
     double submitted = 0, started = 0, finished = 0;
-    std::vector<int> gpu_ids;          // assigned while running
-    std::optional<int> requested_gpu;  // the GPU (agent index) asked for; none: any free one
+    std::vector<int> gpu_ids;         // assigned while running
+    std::vector<int> requested_gpus;  // the GPUs (agent indices) asked for; none: any free ones
     long pid = 0;
     // When that worker process started (process_start_token): a pid reused by another
     // process after a reboot is not mistaken for the job's worker.

@@ -548,30 +548,33 @@ TEST(AgentGpus, FakeNvmlTwoGpusOneMigSplit) {
     EXPECT_FALSE(none.note.empty());
 }
 
+// How close the GPUs are, as NVML tells it: a pair's common ancestor, NVLink above that.
+TEST(AgentGpus, TopologyIsReadFromNvml) {
+    const test_support::ScopedEnvironment three({{"FAKE_NVML_COUNT", "3"},
+                                                 {"FAKE_NVML_TOPOLOGY", "0-1:10,0-2:20"},
+                                                 {"FAKE_NVML_NVLINK", "2-1"}});
+    const auto topology = jobs::GpuInventory::open(CRUCIBLE_FAKE_NVML)->topology();
+    EXPECT_EQ(topology.between(0, 1), 10);
+    EXPECT_EQ(topology.between(2, 0), 20);
+    EXPECT_EQ(topology.between(1, 2), jobs::kNvLinkCost);
+    EXPECT_TRUE(jobs::GpuInventory::open("/nonexistent/libnvidia-ml.so.1")->topology().empty());
+}
+
 // [B2 6/8] A job asking for several GPUs gets a whole set at once, one rank per GPU: its device
 // option names them as the worker sees them, the worker sees only them, a 1-GPU job waits while
 // they are taken, and what cannot run is refused at submit by name.
 TEST(AgentGpus, SeveralGpusAreOneSetWithOneRankEach) {
-    struct NoMig {  // two whole GPUs, for this test only
-        NoMig() { crucible::set_environment_variable("FAKE_NVML_NO_MIG", "1"); }
-        ~NoMig() { crucible::unset_environment_variable("FAKE_NVML_NO_MIG"); }
-    } no_mig;
-    auto data = fresh_dir("gpu_set");
-    auto config = fake_agent_config(data);
-    config.nvml_library = CRUCIBLE_FAKE_NVML;
-    jobs::AgentService agent(config);
-    const std::string token = agent.tokens().create("tester");
-    const int port = agent.start();
-    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    FakeGpuAgent gpus("gpu_set", {{"FAKE_NVML_NO_MIG", "1"}});  // two whole GPUs
+    net::ApiClient& c = gpus.client;
     const Json slow = {{"steps", 400}, {"delay_ms", 20}};
     const std::string both =
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpus", 2}, {"options", slow}})["id"];
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + both)["state"] == "running"; }));
     EXPECT_EQ(c.get("/v1/jobs/" + both)["gpu_ids"], Json::array({0, 1}));
     EXPECT_EQ(c.get("/v1/jobs/" + both)["options"]["device"], "cuda:0,cuda:1");
-    const auto gpu_env = data / "jobs" / both / "gpu_env";
-    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpu_env); }));
-    EXPECT_EQ(read_file_bytes(gpu_env), "CUDA_VISIBLE_DEVICES=0,1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpus.gpu_env(both)); }));
+    EXPECT_EQ(read_file_bytes(gpus.gpu_env(both)),
+              "CUDA_VISIBLE_DEVICES=0,1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
     const std::string one = c.post("/v1/jobs", {{"task", "test.fake"}, {"options", slow}})["id"];
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     EXPECT_EQ(c.get("/v1/jobs/" + one)["state"], "queued") << "both GPUs are the first job's";
@@ -587,49 +590,70 @@ TEST(AgentGpus, SeveralGpusAreOneSetWithOneRankEach) {
     refused({{"task", "test.fake"}, {"options", {{"device", "0,1"}}}}, "ask for a number of GPUs");
     for (const auto& id : {both, one})
         c.post("/v1/jobs/" + id + "/cancel", Json::object());
-    agent.stop();
-    std::filesystem::remove_all(data);
+}
+
+// [B2 6/8] Placement: a job asking for 2 of 4 GPUs gets the NVLinked pair (NVML's topology),
+// a job naming GPUs gets exactly those (one rank each, as the worker sees them), and a GPU the
+// agent does not have is refused at submit.
+TEST(AgentGpus, SeveralGpusGoToTheClosestSetOrTheOnesNamed) {
+    // 0-1 and 2-3 under one PCIe switch each, the switches apart; an NVLink joins 1 and 3.
+    FakeGpuAgent gpus("gpu_place", {{"FAKE_NVML_NO_MIG", "1"},
+                                    {"FAKE_NVML_COUNT", "4"},
+                                    {"FAKE_NVML_TOPOLOGY", "0-1:10,2-3:10,0-2:50,0-3:50,1-2:50"},
+                                    {"FAKE_NVML_NVLINK", "1-3"}});
+    net::ApiClient& c = gpus.client;
+    const Json slow = {{"steps", 400}, {"delay_ms", 20}};
+    const std::string pair =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpus", 2}, {"options", slow}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + pair)["state"] == "running"; }));
+    EXPECT_EQ(c.get("/v1/jobs/" + pair)["gpu_ids"], Json::array({1, 3})) << "the NVLinked pair";
+    const std::string named =
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", {0, 2}}, {"options", slow}})["id"];
+    ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + named)["state"] == "running"; }));
+    const Json job = c.get("/v1/jobs/" + named);
+    EXPECT_EQ(job["gpu_ids"], Json::array({0, 2}));
+    EXPECT_EQ(job["requested_gpus"], Json::array({0, 2}));
+    EXPECT_EQ(job["options"]["device"], "cuda:0,cuda:1");
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpus.gpu_env(named)); }));
+    EXPECT_EQ(read_file_bytes(gpus.gpu_env(named)),
+              "CUDA_VISIBLE_DEVICES=0,2 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    try {
+        c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", {0, 7}}});
+        ADD_FAILURE() << "GPU 7 of 4 was accepted";
+    } catch (const net::ApiError& e) {
+        EXPECT_NE(std::string(e.what()).find("no GPU 7"), std::string::npos) << e.what();
+    }
+    for (const auto& id : {pair, named})
+        c.post("/v1/jobs/" + id + "/cancel", Json::object());
 }
 
 // MIG slices have no peer collectives: a job on several GPUs is refused, saying why.
 TEST(AgentGpus, SeveralGpusAreRefusedOnMigSlices) {
-    auto data = fresh_dir("gpu_mig");
-    auto config = fake_agent_config(data);
-    config.nvml_library = CRUCIBLE_FAKE_NVML;  // GPU 1 is split into MIG instances
-    jobs::AgentService agent(config);
-    const std::string token = agent.tokens().create("tester");
-    const int port = agent.start();
-    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    FakeGpuAgent gpus("gpu_mig");  // GPU 1 is split into MIG instances
+    net::ApiClient& c = gpus.client;
     try {
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpus", 2}});
         ADD_FAILURE() << "2 GPUs with one split into MIG slices were accepted";
     } catch (const net::ApiError& e) {
         EXPECT_NE(std::string(e.what()).find("MIG slices"), std::string::npos) << e.what();
     }
-    agent.stop();
-    std::filesystem::remove_all(data);
 }
 
 // A job may ask for one GPU by the agent's index ("gpu"): it waits for that GPU even while
 // another is free, jobs without a wish take any free one, and an index the agent does not have
 // is refused at submit.
 TEST(AgentGpus, RequestedGpuIsTheOneAssigned) {
-    auto data = fresh_dir("gpu_pick");
-    auto config = fake_agent_config(data);
-    config.nvml_library = CRUCIBLE_FAKE_NVML;  // two GPUs: 0 and 1
-    jobs::AgentService agent(config);
-    const std::string token = agent.tokens().create("tester");
-    const int port = agent.start();
-    net::ApiClient c({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    FakeGpuAgent gpus("gpu_pick");  // two GPUs: 0 and 1
+    net::ApiClient& c = gpus.client;
     const Json slow = {{"steps", 400}, {"delay_ms", 20}};
     const std::string first =
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
     ASSERT_TRUE(wait_until([&] { return c.get("/v1/jobs/" + first)["state"] == "running"; }));
     EXPECT_EQ(c.get("/v1/jobs/" + first)["gpu_ids"], Json::array({1}));
     // The worker sees only its GPU, numbered as NVML numbers them (PCI bus order).
-    const auto gpu_env = data / "jobs" / first / "gpu_env";
-    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpu_env); }));
-    EXPECT_EQ(read_file_bytes(gpu_env), "CUDA_VISIBLE_DEVICES=1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(gpus.gpu_env(first)); }));
+    EXPECT_EQ(read_file_bytes(gpus.gpu_env(first)),
+              "CUDA_VISIBLE_DEVICES=1 CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
     const std::string second =
         c.post("/v1/jobs", {{"task", "test.fake"}, {"gpu", 1}, {"options", slow}})["id"];
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -650,6 +674,4 @@ TEST(AgentGpus, RequestedGpuIsTheOneAssigned) {
     }
     for (const auto& id : {second, third})
         c.post("/v1/jobs/" + id + "/cancel", Json::object());
-    agent.stop();
-    std::filesystem::remove_all(data);
 }

@@ -10,6 +10,7 @@
 #include "core/jobs/agent_service.h"
 #include "core/net/api_client.h"
 #include "core/net/tls.h"
+#include "tests/support/scoped_environment.h"
 #include "tests/support/temp_dir.h"
 
 namespace crucible::test {
@@ -64,5 +65,44 @@ bool wait_until(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
     }
     return pred();
 }
+
+#ifdef CRUCIBLE_FAKE_NVML  // the targets built beside the fake NVML
+// An agent on the fake NVML (tests/agent/fake_nvml.cpp) with a client holding a token; the
+// FAKE_NVML_* variables given shape its GPUs for the test's scope (NVML is read when the agent
+// is made, so they are set first).
+struct FakeGpuAgent {
+    explicit FakeGpuAgent(const std::string& name,
+                          std::vector<std::pair<std::string, std::string>> nvml = {})
+        : environment(std::move(nvml)),
+          data(fresh_dir(name)),
+          agent(config_for(data)),
+          client(connect(agent)) {}
+    ~FakeGpuAgent() {
+        agent.stop();
+        std::filesystem::remove_all(data);
+    }
+    // What the fake worker of job `id` wrote of its GPU environment.
+    std::filesystem::path gpu_env(const std::string& id) const {
+        return data / "jobs" / id / "gpu_env";
+    }
+
+    test_support::ScopedEnvironment environment;
+    std::filesystem::path data;
+    jobs::AgentService agent;
+    net::ApiClient client;
+
+  private:
+    static jobs::AgentConfig config_for(const std::filesystem::path& data) {
+        auto config = fake_agent_config(data);
+        config.nvml_library = CRUCIBLE_FAKE_NVML;
+        return config;
+    }
+    static net::ApiClient connect(jobs::AgentService& agent) {
+        const std::string token = agent.tokens().create("tester");
+        const int port = agent.start();
+        return net::ApiClient({"http://127.0.0.1:" + std::to_string(port), token, ""});
+    }
+};
+#endif
 
 }  // namespace crucible::test

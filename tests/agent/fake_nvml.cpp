@@ -1,6 +1,8 @@
 // A fake NVML for the GPU inventory tests: two GPUs, the second split into two MIG instances.
 // The alarm tests steer it through the environment (read on every call):
-// FAKE_NVML_UTIL_<i>, FAKE_NVML_TEMP_<i>, FAKE_NVML_MEM_USED_MB_<i> for GPU i.
+// FAKE_NVML_UTIL_<i>, FAKE_NVML_TEMP_<i>, FAKE_NVML_MEM_USED_MB_<i> for GPU i. The placement
+// tests: FAKE_NVML_COUNT (up to 8 GPUs), FAKE_NVML_TOPOLOGY ("0-1:10,0-2:50": NVML's common
+// ancestor level of a pair; unlisted pairs 50) and FAKE_NVML_NVLINK ("1-3,0-2": NVLinked pairs).
 // On Windows its functions are exported (__declspec(dllexport)), as nvml.dll's are.
 #include <algorithm>
 #include <cstring>
@@ -39,7 +41,31 @@ struct Proc {
     unsigned long long used;
     unsigned gi, ci;
 };
-static int g_handles[2 + 2];
+constexpr int kMaxGpus = 8;
+static int g_handles[kMaxGpus + 2];  // the GPUs, then GPU 1's two MIG instances
+
+static int gpu_count() {
+    const auto v = crucible::environment_variable("FAKE_NVML_COUNT");
+    return v && !v->empty() ? std::clamp(std::stoi(*v), 0, kMaxGpus) : 2;
+}
+
+// The value of pair "a-b" (either order) in a list like "0-1:10,2-3:20" (no value: "1").
+static std::string pair_value(const char* variable, int a, int b) {
+    const std::string list = crucible::environment_variable(variable).value_or("");
+    const std::string want[] = {std::to_string(a) + "-" + std::to_string(b),
+                                std::to_string(b) + "-" + std::to_string(a)};
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t end = std::min(list.find(',', start), list.size());
+        const std::string item = list.substr(start, end - start);
+        const std::size_t colon = item.find(':');
+        const std::string key = item.substr(0, colon);
+        if (key == want[0] || key == want[1])
+            return colon == std::string::npos ? "1" : item.substr(colon + 1);
+        start = end + 1;
+    }
+    return "";
+}
 FAKE_NVML_EXPORT int nvmlInit_v2() {
     return 0;
 }
@@ -52,11 +78,11 @@ FAKE_NVML_EXPORT int nvmlSystemGetCudaDriverVersion(int* v) {
     return 0;
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetCount_v2(unsigned* n) {
-    *n = 2;
+    *n = static_cast<unsigned>(gpu_count());
     return 0;
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetHandleByIndex_v2(unsigned i, void** h) {
-    if (i >= 2) return 2;
+    if (static_cast<int>(i) >= gpu_count()) return 2;
     *h = &g_handles[i];
     return 0;
 }
@@ -65,18 +91,27 @@ static int index_of(void* h) {
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetName(void* h, char* s, unsigned n) {
     int i = index_of(h);
-    copy_text(s, i == 0 ? "NVIDIA Fake A100" : i == 1 ? "NVIDIA Fake H100" : "MIG 3g.40gb", n);
+    copy_text(s,
+              i == 0         ? "NVIDIA Fake A100"
+              : i < kMaxGpus ? "NVIDIA Fake H100"
+                             : "MIG 3g.40gb",
+              n);
     return 0;
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetUUID(void* h, char* s, unsigned n) {
-    copy_text(s, index_of(h) == 0 ? "GPU-aaaa" : "GPU-bbbb", n);
+    const int i = index_of(h);
+    copy_text(s,
+              i == 0   ? "GPU-aaaa"
+              : i == 1 ? "GPU-bbbb"
+                       : ("GPU-" + std::to_string(i)).c_str(),
+              n);
     return 0;
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetMemoryInfo(void* h, Mem* m) {
     int i = index_of(h);
-    m->total = i >= 2 ? 40ull << 30 : 80ull << 30;
+    m->total = i >= kMaxGpus ? 40ull << 30 : 80ull << 30;
     m->used = i == 0 ? 1ull << 30 : 0;
-    if (i < 2)
+    if (i < kMaxGpus)
         m->used = static_cast<unsigned long long>(
             env_or("FAKE_NVML_MEM_USED_MB", i, static_cast<long long>(m->used >> 20)) << 20);
     m->free = m->total - m->used;
@@ -124,7 +159,19 @@ FAKE_NVML_EXPORT int nvmlDeviceGetMaxMigDeviceCount(void*, unsigned* n) {
     return 0;
 }
 FAKE_NVML_EXPORT int nvmlDeviceGetMigDeviceHandleByIndex(void*, unsigned i, void** h) {
-    *h = &g_handles[2 + i];
+    *h = &g_handles[kMaxGpus + i];
+    return 0;
+}
+// The pair's level from FAKE_NVML_TOPOLOGY, 50 (across sockets) when unlisted.
+FAKE_NVML_EXPORT int nvmlDeviceGetTopologyCommonAncestor(void* a, void* b, int* level) {
+    const std::string v = pair_value("FAKE_NVML_TOPOLOGY", index_of(a), index_of(b));
+    *level = v.empty() ? 50 : std::stoi(v);
+    return 0;
+}
+// NVLink (caps index 2) status 0 for the pairs of FAKE_NVML_NVLINK, else "not supported" (5).
+FAKE_NVML_EXPORT int nvmlDeviceGetP2PStatus(void* a, void* b, int caps, int* status) {
+    *status =
+        caps == 2 && !pair_value("FAKE_NVML_NVLINK", index_of(a), index_of(b)).empty() ? 0 : 5;
     return 0;
 }
 }

@@ -64,6 +64,12 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
             {"options a list", {{"task", "t"}, {"options", {1, 2}}}, "options"},
             {"65 gpus", {{"task", "t"}, {"gpus", 65}}, "gpus"},
             {"negative gpu", {{"task", "t"}, {"gpu", -1}}, "gpu"},
+            {"empty gpu list", {{"task", "t"}, {"gpu", Json::array()}}, "gpu"},
+            {"gpu listed twice", {{"task", "t"}, {"gpu", {0, 2, 0}}}, "twice"},
+            {"gpu list of text", {{"task", "t"}, {"gpu", {"0", "1"}}}, "gpu"},
+            {"gpu list nested", {{"task", "t"}, {"gpu", {{0, 1}}}}, "gpu"},
+            {"65 gpus listed", {{"task", "t"}, {"gpu", std::vector<int>(65, 0)}}, "gpu"},
+            {"gpus and gpu disagree", {{"task", "t"}, {"gpus", 3}, {"gpu", {0, 1}}}, "gpus"},
             {"long name", {{"task", "t"}, {"name", std::string(201, 'x')}}, "name"},
             {"priority as text", {{"task", "t"}, {"priority", "high"}}, "priority"},
         },
@@ -107,14 +113,18 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     request.task = "detect.yolo";
     request.options = {{"epochs", 3}};
     request.name = "模型";
-    request.gpus = 1;
-    request.gpu = 1;
+    request.gpus = 2;
+    request.gpu = {1, 3};
     request.run_id = "spot-1";
     const SubmitRequest read = SubmitRequest::from_json(request.to_json());
     EXPECT_EQ(read.to_json(), request.to_json());
     EXPECT_EQ(read.run_id, "spot-1");
     // One chosen GPU implies one GPU.
     EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", 0}}).gpus, 1);
+    // Particular GPUs imply their count.
+    EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", {0, 2}}}).gpus, 2);
+    EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", {0, 2}}}).gpu,
+              (std::vector<int>{0, 2}));
     EXPECT_FALSE(SubmitRequest::from_json({{"task", "t"}}).gpus.has_value());
 
     JobInfo job = JobInfo::from_request(read);
@@ -123,6 +133,14 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     job.gpu_ids = {1};
     EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").to_json(), job.to_json());
     EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").run_id, "spot-1");
+    EXPECT_EQ(JobInfo::from_json(job.to_json(), "job").requested_gpus, (std::vector<int>{1, 3}));
+    // A job.json from before lists of GPUs names one GPU, or none.
+    Json old = job.to_json();
+    old.erase("requested_gpus");
+    old["requested_gpu"] = 1;
+    EXPECT_EQ(JobInfo::from_json(old, "job").requested_gpus, std::vector<int>{1});
+    old["requested_gpu"] = nullptr;
+    EXPECT_TRUE(JobInfo::from_json(old, "job").requested_gpus.empty());
 
     FolderListing roots;
     roots.roots = {"/data", "/数据"};

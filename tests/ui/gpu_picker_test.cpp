@@ -9,6 +9,7 @@
 #include <QComboBox>
 #include <QFileInfo>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QProcess>
 #include <QPushButton>
 #include <QSpinBox>
@@ -216,6 +217,49 @@ TEST(GpuPicker, OffersAllGpusOrACountForOneRunWithOneRankEach) {
     ASSERT_TRUE(uitest::wait_for([&] { return picker.whole_gpus() == 2; }));
     EXPECT_EQ(picker.submit_gpus().value_or(-1), 1);
     picker.choose_cpu(true);
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
+}
+
+// Ticking GPUs in the list picks exactly those, one rank each (the submit's `gpu` list); a
+// MIG-split GPU cannot be ticked; another choice clears the ticks.
+TEST(GpuPicker, TickedGpusAreTheJobsGpus) {
+    Json report = gpu_report(0);  // GPU 1 is split into MIG slices
+    Json third = report["gpus"][0];
+    third["index"] = 2;
+    report["gpus"].push_back(third);
+    FakeAgent agent(report);
+    GpuPicker picker(nullptr, 100);
+    picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
+    picker.show();
+    ASSERT_TRUE(uitest::wait_for([&] { return picker.known(); }));
+    auto* list = picker.findChild<QListWidget*>(QStringLiteral("gpus"));
+    auto* combo = picker.findChild<QComboBox*>(QStringLiteral("device"));
+    ASSERT_TRUE(list && combo);
+    ASSERT_EQ(list->count(), 3);
+    EXPECT_FALSE(list->item(1)->flags() & Qt::ItemIsUserCheckable) << "MIG slices";
+    int changes = 0;
+    QObject::connect(&picker, &GpuPicker::choice_changed, [&] { ++changes; });
+    list->item(0)->setCheckState(Qt::Checked);
+    ASSERT_TRUE(uitest::wait_for([&] { return changes == 1; }));
+    EXPECT_EQ(picker.submit_gpu_list(), std::vector<int>{0}) << "one ticked: that GPU only";
+    EXPECT_EQ(combo->currentText().toStdString().rfind("GPU 0 only", 0), 0u);
+    list->item(2)->setCheckState(Qt::Checked);
+    ASSERT_TRUE(uitest::wait_for([&] { return changes == 2; }));
+    EXPECT_EQ(picker.submit_gpu_list(), (std::vector<int>{0, 2}));
+    EXPECT_EQ(picker.submit_gpus().value_or(-1), 2);
+    EXPECT_EQ(combo->currentText(), "GPUs 0, 2 (one rank each)");
+    // A refresh keeps the ticks.
+    const int calls = agent.gpu_calls.load();
+    ASSERT_TRUE(uitest::wait_for([&] { return agent.gpu_calls.load() > calls + 1; }));
+    EXPECT_EQ(picker.submit_gpu_list(), (std::vector<int>{0, 2}));
+    EXPECT_EQ(list->item(2)->checkState(), Qt::Checked);
+    picker.choose_gpu_count(1);
+    EXPECT_TRUE(picker.submit_gpu_list().empty());
+    EXPECT_EQ(list->item(0)->checkState(), Qt::Unchecked);
+    picker.choose_gpus({2, 0});
+    EXPECT_EQ(picker.submit_gpu_list(), (std::vector<int>{0, 2}));
+    picker.choose_cpu(true);
+    EXPECT_TRUE(picker.submit_gpu_list().empty());
     EXPECT_EQ(picker.submit_gpus().value_or(-1), 0);
 }
 
