@@ -3,11 +3,18 @@
 #define USE_C10D_GLOO 1
 #include "core/engine/distributed.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
+// LibTorch's CMake defines USE_C10D_NCCL for a CUDA build with NCCL; Windows has none.
+#if defined(USE_C10D_NCCL) && !defined(_WIN32)
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#define CRUCIBLE_HAVE_NCCL 1
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -53,10 +60,12 @@ class ReducerSync : public Collective::GradientSync {
     std::shared_ptr<c10d::Reducer> reducer_;
 };
 
-class GlooCollective : public Collective {
+// Gloo for CPU tensors and, unless NCCL takes them, for GPU tensors.
+class C10dCollective : public Collective {
   public:
-    GlooCollective(const RankAddress& a, std::chrono::milliseconds timeout)
-        : rank_(a.rank), world_size_(a.world_size) {
+    C10dCollective(const RankAddress& a, std::chrono::milliseconds timeout,
+                   const std::string& gpu_backend)
+        : rank_(a.rank), world_size_(a.world_size), gpu_backend_(gpu_backend) {
         c10d::TCPStoreOptions so;
         so.port = static_cast<std::uint16_t>(a.store_port);
         so.isServer = a.rank == 0;
@@ -74,7 +83,10 @@ class GlooCollective : public Collective {
         group_ = c10::make_intrusive<ProcessGroup>(store_, rank_, world_size_);
         group_->setDefaultBackend(ProcessGroup::BackendType::GLOO);
         group_->setBackend(c10::DeviceType::CPU, ProcessGroup::BackendType::GLOO, gloo);
-        group_->setBackend(c10::DeviceType::CUDA, ProcessGroup::BackendType::GLOO, gloo);
+        if (gpu_backend_ == "nccl")
+            set_nccl_backend(a, timeout);
+        else
+            group_->setBackend(c10::DeviceType::CUDA, ProcessGroup::BackendType::GLOO, gloo);
     }
 
     int rank() const override {
@@ -82,6 +94,9 @@ class GlooCollective : public Collective {
     }
     int world_size() const override {
         return world_size_;
+    }
+    std::string gpu_backend() const override {
+        return gpu_backend_;
     }
 
     void broadcast(std::vector<torch::Tensor> tensors) override {
@@ -147,18 +162,66 @@ class GlooCollective : public Collective {
     }
 
   private:
+    // NCCL's communicators are made on the first collective, on the current CUDA device: this
+    // rank's. Its keys go under their own prefix of the store Gloo also uses.
+    void set_nccl_backend([[maybe_unused]] const RankAddress& a,
+                          [[maybe_unused]] std::chrono::milliseconds timeout) {
+#ifdef CRUCIBLE_HAVE_NCCL
+        const auto device = c10::Device(a.device);
+        if (device.has_index()) c10::cuda::set_device(device.index());
+        auto options = c10d::ProcessGroupNCCL::Options::create();
+        options->timeout = timeout;
+        auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+            c10::make_intrusive<c10d::PrefixStore>("nccl", store_), rank_, world_size_, options);
+        group_->setBackend(c10::DeviceType::CUDA, ProcessGroup::BackendType::NCCL, nccl);
+#else
+        throw Error("this build has no NCCL");  // gpu_collective_backend refuses it first
+#endif
+    }
+
     int rank_, world_size_;
+    std::string gpu_backend_;
     c10::intrusive_ptr<c10d::Store> store_;
     c10::intrusive_ptr<ProcessGroup> group_;
 };
 
 }  // namespace
 
+bool nccl_available() {
+#ifdef CRUCIBLE_HAVE_NCCL
+    return true;
+#else
+    return false;
+#endif
+}
+
+std::string gpu_collective_backend(const std::string& requested, const std::string& device) {
+    const bool cuda = device.rfind("cuda", 0) == 0;
+    if (requested == "gloo") return "gloo";
+    if (requested == "nccl") {
+        if (!cuda)
+            throw InputError("dist_backend",
+                             "nccl carries CUDA tensors only; this rank's device "
+                             "is '" +
+                                 device + "' (use gloo, or auto)");
+        if (!nccl_available())
+            throw InputError("dist_backend",
+                             "this build has no NCCL (Windows, or a LibTorch without it): use "
+                             "gloo, or auto");
+        return "nccl";
+    }
+    if (requested != "auto")
+        throw InputError("dist_backend", "'" + requested + "' is not auto, gloo or nccl");
+    return cuda && nccl_available() ? "nccl" : "gloo";
+}
+
 std::unique_ptr<Collective> Collective::connect(const RankAddress& address,
-                                                std::chrono::milliseconds timeout) {
+                                                std::chrono::milliseconds timeout,
+                                                const std::string& backend) {
     check_rank_address(address);
+    const std::string gpu_backend = gpu_collective_backend(backend, address.device);
     try {
-        return std::make_unique<GlooCollective>(address, timeout);
+        return std::make_unique<C10dCollective>(address, timeout, gpu_backend);
     } catch (const c10::Error& e) {
         const std::string what = e.what();
         throw Error("rank " + std::to_string(address.rank) + " of " +

@@ -67,6 +67,10 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
                               "seconds a rank waits for the others (rendezvous, every "
                               "collective, rank 0's validation) before the run fails",
                               train));
+    schema.add(option_spec("dist_backend", OptionType::Choice, "auto",
+                           "what carries GPU tensors between ranks: auto (NCCL on Linux, Gloo "
+                           "on Windows, where NCCL does not exist), nccl or gloo",
+                           train, std::nullopt, std::nullopt, {"auto", "nccl", "gloo"}));
     schema.add(integer_option("workers", 0, 0, 1024,
                               "CPU threads for compute and data (0: all cores)", train));
     schema.add(boolean_option("val", true, "validate after every epoch", train));
@@ -92,7 +96,8 @@ void add_training_options(OptionSchema& schema, const TrainDefaults& d) {
 
 bool is_location_option(const std::string& name) {
     return name == "project" || name == "name" || name == "exist_ok" || name == "log_steps" ||
-           name == "workers" || name == "device" || name == "ranks" || name == "dist_timeout";
+           name == "workers" || name == "device" || name == "ranks" || name == "dist_timeout" ||
+           name == "dist_backend";
 }
 
 TrainOptions TrainOptions::from_config(const Json& c) {
@@ -133,6 +138,7 @@ TrainOptions TrainOptions::from_config(const Json& c) {
     i32("workers", o.workers);
     i32("ranks", o.ranks);
     i32("dist_timeout", o.dist_timeout_s);
+    str("dist_backend", o.dist_backend);
     i32("save_period", o.save_period);
     i32("checkpoint_steps", o.checkpoint_steps);
     i32("keep_checkpoints", o.keep_checkpoints);

@@ -50,6 +50,7 @@ struct TrainOptions {
     int workers = 0;  // CPU threads for LibTorch (0: all cores)
     int ranks = 1;    // data-parallel processes (core/base/rank_plan.h)
     int dist_timeout_s = 1800;
+    std::string dist_backend = "auto";  // GPU tensors between ranks: auto | nccl | gloo
     int save_period = -1;
     int checkpoint_steps = 500;  // also at every epoch end
     int keep_checkpoints = 3;

@@ -137,7 +137,11 @@ void Trainer::Impl::save_weights(const std::string& name) {
 }
 
 void Trainer::Impl::connect_ranks() {
-    collective = Collective::connect(rank, std::chrono::seconds(opt.dist_timeout_s));
+    collective =
+        Collective::connect(rank, std::chrono::seconds(opt.dist_timeout_s), opt.dist_backend);
+    if (main_rank() && device.device.is_cuda())
+        log("info", std::to_string(collective->world_size()) + " ranks; GPU tensors travel over " +
+                        collective->gpu_backend());
 }
 
 ModuleState Trainer::Impl::saved_state() const {

@@ -207,24 +207,26 @@ if [ "$gpu" = 1 ]; then
     done
     kill_resume 0 cuda
     # Data-parallel scaling ([B2 6/8]): yolov8s at 640 on every GPU (one rank each, global batch
-    # 16 per GPU) against one GPU with batch 16; Gloo collectives, NCCL is not wired in yet.
+    # 16 per GPU) against one GPU with batch 16; NCCL (dist_backend=auto on Linux) and Gloo.
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
     if [ "${gpus:-0}" -ge 2 ] && [ -x "$bin/crucible-worker" ]; then
         "$bin/crucible" dataset synth "$work/scaling/data" --train 512 --val 16 --imgsz 640 \
             >"$work/scaling.log" 2>&1
-        scaling_run() {  # NAME DEVICE BATCH: the mean items/s of the last epoch's progress events
+        scaling_run() {  # NAME DEVICE BATCH [BACKEND]: the last epoch's mean items/s
             (cd "$work/scaling" && "$bin/crucible" train detect data=data/data.yaml \
                 model=yolov8s.yaml imgsz=640 epochs=2 batch="$3" device="$2" amp=true val=false \
-                name="$1" >>"$work/scaling.log" 2>&1)
+                dist_backend="${4:-auto}" name="$1" >>"$work/scaling.log" 2>&1)
             "$python" -c "import json,sys; e=[json.loads(l) for l in open(sys.argv[1])]; \
 p=[x['items_per_s'] for x in e if x.get('kind')=='progress' and x.get('epoch')==2]; \
 print(round(sum(p)/len(p),1) if p else '')" "$work/scaling/runs/detect/$1/events.jsonl"
         }
         one=$(scaling_run one 0 16)
-        all=$(scaling_run all "$(seq -s, 0 $((gpus - 1)))" $((16 * gpus)))
-        eff=$("$python" -c "import sys; a,o,n=sys.argv[1:4]; print('%.0f %%' % (100*float(a)/(float(o)*int(n))) if a and o else '')" "$all" "$one" "$gpus")
-        row "yolov8s 640 img/s: $gpus GPUs (Gloo) / 1 GPU" "$all" "$one" "$eff" \
-            "$([ -n "$all" ] && echo ok || echo FAIL)"
+        for backend in nccl gloo; do
+            all=$(scaling_run "all_$backend" "$(seq -s, 0 $((gpus - 1)))" $((16 * gpus)) "$backend")
+            eff=$("$python" -c "import sys; a,o,n=sys.argv[1:4]; print('%.0f %%' % (100*float(a)/(float(o)*int(n))) if a and o else '')" "$all" "$one" "$gpus")
+            row "yolov8s 640 img/s: $gpus GPUs ($backend) / 1 GPU" "$all" "$one" "$eff" \
+                "$([ -n "$all" ] && echo ok || echo FAIL)"
+        done
     else
         row "multi-GPU scaling" "not run: this machine has ${gpus:-0} GPU" "" "" "skipped"
     fi
