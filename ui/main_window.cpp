@@ -793,32 +793,40 @@ QString MainWindow::command_line() const {
 }
 
 void MainWindow::drill_down(std::int64_t run_id, const DrillFilter& filter) {
-    with_per_image_report(run_id, [this, run_id, filter](const std::filesystem::path& report) {
-        open_drill_down(run_id, report, filter);
-    });
+    with_per_image_report(
+        run_id, [this, run_id, filter](const std::filesystem::path&, data::PerImageReport report) {
+            show_drill_down(run_id, std::move(report), filter);
+        });
 }
 
 void MainWindow::show_tag_metrics(std::int64_t run_id) {
-    with_per_image_report(run_id, [this, run_id](const std::filesystem::path& report) {
-        open_tag_metrics(run_id, report);
-    });
+    with_per_image_report(
+        run_id, [this, run_id](const std::filesystem::path& file, data::PerImageReport report) {
+            show_tag_metrics(run_id, file, std::move(report));
+        });
 }
 
-void MainWindow::with_per_image_report(std::int64_t run_id,
-                                       std::function<void(const std::filesystem::path&)> then) {
+// The report as read from `file`; none (logged) when it cannot be read.
+static std::optional<data::PerImageReport> read_per_image_report(
+    const std::filesystem::path& file, const std::function<void(const QString&)>& fail) {
+    try {
+        return data::parse_per_image_report(read_json_file(file), path_to_utf8(file));
+    } catch (const std::exception& e) {
+        fail(QString::fromUtf8(e.what()));
+        return std::nullopt;
+    }
+}
+
+void MainWindow::with_per_image_report(std::int64_t run_id, PerImageReportUser then) {
     if (!project_ || run_id < 0) return;
     const auto folder = store::run_files_folder(*project_, run_id);
     const auto report = folder / "per_image.json";
     std::error_code ec;
     if (std::filesystem::exists(report, ec)) {
-        int version = 0;
-        try {
-            const Json j = read_json_file(report);
-            version = j.is_object() ? j.value("version", 1) : 0;
-        } catch (const std::exception&) {  // unreadable: scored again below
-        }
-        if (version == data::kPerImageReportVersion) {
-            then(report);
+        // Read once and handed over; unreadable or older, it is scored again below.
+        auto read = read_per_image_report(report, [](const QString&) {});
+        if (read && read->version == data::kPerImageReportVersion) {
+            then(report, std::move(*read));
             return;
         }
         log(QString(log_level_name(LogLevel::Info)),
@@ -854,7 +862,10 @@ void MainWindow::with_per_image_report(std::int64_t run_id,
                         tr("drill-down: scoring the images failed: %1").arg(output.right(1500)));
                     return;
                 }
-                then(report);
+                auto read = read_per_image_report(report, [this](const QString& why) {
+                    log(QString(log_level_name(LogLevel::Error)), tr("drill-down: %1").arg(why));
+                });
+                if (read) then(report, std::move(*read));
             });
     });
 }
@@ -862,13 +873,18 @@ void MainWindow::with_per_image_report(std::int64_t run_id,
 DrillDownView* MainWindow::open_drill_down(std::int64_t run_id,
                                            const std::filesystem::path& report_file,
                                            const DrillFilter& filter) {
+    auto report = read_per_image_report(report_file, [this](const QString& why) {
+        log(QString(log_level_name(LogLevel::Error)), tr("drill-down: %1").arg(why));
+    });
+    return report ? show_drill_down(run_id, std::move(*report), filter) : nullptr;
+}
+
+DrillDownView* MainWindow::show_drill_down(std::int64_t run_id, data::PerImageReport report,
+                                           const DrillFilter& filter) {
     if (!project_) return nullptr;
-    data::PerImageReport report;
     std::optional<std::int64_t> dataset;
     QString run_name;
     try {
-        report =
-            data::parse_per_image_report(read_json_file(report_file), path_to_utf8(report_file));
         const store::RunInfo run = store::get_run(*project_, run_id);
         dataset = run.setup.dataset_id;
         run_name = qs(run.setup.name);
@@ -886,14 +902,12 @@ DrillDownView* MainWindow::open_drill_down(std::int64_t run_id,
     return view;
 }
 
-TagMetricsView* MainWindow::open_tag_metrics(std::int64_t run_id,
-                                             const std::filesystem::path& report_file) {
+TagMetricsView* MainWindow::show_tag_metrics(std::int64_t run_id,
+                                             const std::filesystem::path& report_file,
+                                             data::PerImageReport report) {
     if (!project_) return nullptr;
-    data::PerImageReport report;
     QString run_name;
     try {
-        report =
-            data::parse_per_image_report(read_json_file(report_file), path_to_utf8(report_file));
         run_name = qs(store::get_run(*project_, run_id).setup.name);
     } catch (const std::exception& e) {
         log(QString(log_level_name(LogLevel::Error)),

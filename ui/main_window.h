@@ -227,8 +227,14 @@ class MainWindow : public QMainWindow {
   private:
     // Calls `then` with the run's per-image report once it exists and is of this version,
     // scoring the run's best weights on its dataset first when it is not (logged on failure).
-    void with_per_image_report(std::int64_t run_id,
-                               std::function<void(const std::filesystem::path&)> then);
+    using PerImageReportUser =
+        std::function<void(const std::filesystem::path& file, data::PerImageReport report)>;
+    void with_per_image_report(std::int64_t run_id, PerImageReportUser then);
+    DrillDownView* show_drill_down(std::int64_t run_id, data::PerImageReport report,
+                                   const DrillFilter& filter);
+    // The tag table of a read report; a row opens the drill-down of `report_file` again.
+    TagMetricsView* show_tag_metrics(std::int64_t run_id, const std::filesystem::path& report_file,
+                                     data::PerImageReport report);
     void build_menus();
     void add_recent(const QString& file);
     void rebuild_recent_menu();

@@ -71,6 +71,20 @@ Json gpu_report(std::uint64_t used0) {
                                                     {{"index", 1}, {"name", "MIG 3g.40gb"}}})}}})}};
 }
 
+// Three GPUs: gpu_report's two and a copy of GPU 0 as GPU 2; GPU 1 whole or split into MIG
+// slices.
+Json three_gpus(bool second_whole) {
+    Json report = gpu_report(0);
+    Json third = report["gpus"][0];
+    third["index"] = 2;
+    if (second_whole) {
+        report["gpus"][1]["mig_enabled"] = false;
+        report["gpus"][1]["mig"] = Json::array();
+    }
+    report["gpus"].push_back(third);
+    return report;
+}
+
 // An agent that answers /v1/gpus with a report that the test changes, and records submits.
 struct FakeAgent {
     std::mutex mutex;
@@ -183,12 +197,7 @@ TEST(GpuPicker, ListsTheServersGpusWithLiveFreeMemory) {
 // [B2 6/8] A server with several whole GPUs offers all of them or a count, one rank per GPU;
 // MIG-split GPUs are not counted (the report above has one whole GPU: no such entries).
 TEST(GpuPicker, OffersAllGpusOrACountForOneRunWithOneRankEach) {
-    Json report = gpu_report(0);
-    Json third = report["gpus"][0];
-    third["index"] = 2;
-    report["gpus"][1]["mig_enabled"] = false;
-    report["gpus"][1]["mig"] = Json::array();
-    report["gpus"].push_back(third);
+    Json report = three_gpus(/*second_whole=*/true);
     FakeAgent agent(report);
     GpuPicker picker(nullptr, 100);
     picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
@@ -223,11 +232,7 @@ TEST(GpuPicker, OffersAllGpusOrACountForOneRunWithOneRankEach) {
 // Ticking GPUs in the list picks exactly those, one rank each (the submit's `gpu` list); a
 // MIG-split GPU cannot be ticked; another choice clears the ticks.
 TEST(GpuPicker, TickedGpusAreTheJobsGpus) {
-    Json report = gpu_report(0);  // GPU 1 is split into MIG slices
-    Json third = report["gpus"][0];
-    third["index"] = 2;
-    report["gpus"].push_back(third);
-    FakeAgent agent(report);
+    FakeAgent agent(three_gpus(/*second_whole=*/false));
     GpuPicker picker(nullptr, 100);
     picker.set_endpoint(net::RemoteEndpoint{agent.url(), "tok", ""});
     picker.show();
