@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "plugins/detect/metrics/metrics_report.h"
 #include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detect_task.h"
+#include "plugins/detect/task/exported_detector.h"
 #include "plugins/detect/task/model_source.h"
 #include "plugins/detect/task/predictor.h"
 
@@ -35,9 +37,11 @@ OptionSchema predict_schema() {
     const std::string g = "general";
     s.add(option_spec("source", OptionType::Path, "", "an image file or a folder of images", g));
     s.add(option_spec("model", OptionType::String, "",
-                      "weights: an Ultralytics .pt or Crucible .safetensors of a detection run",
+                      "an Ultralytics .pt, the Crucible .safetensors of a detection run, or an "
+                      ".onnx export (run at its own input size)",
                       g));
-    s.add(option_spec("imgsz", OptionType::Integer, 640, "inference size (multiple of 32)", g, 32,
+    s.add(option_spec("imgsz", OptionType::Integer, 0,
+                      "inference size (multiple of 32; 0: 640, or an .onnx export's own)", g, 0,
                       8192));
     detect::add_nms_options(s, 0.25, g);
     s.add(option_spec("agnostic_nms", OptionType::Boolean, false,
@@ -74,24 +78,45 @@ int run_predict_detect(const Json& opt) {
     const auto images = list_images(opt["source"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
     if (model_name.empty())
-        throw InputError("model", "is required: a .pt or .safetensors file of a detection model");
+        throw InputError("model",
+                         "is required: a .pt, .safetensors or exported .onnx detection model");
     engine::configure_cpu_threads(static_cast<int>(opt["workers"].get<long long>()));
     keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
     const auto device = engine::choose_device(opt["device"].get<std::string>());
-    auto loaded = detect::load_for_inference(model_name, device.device);
 
     detect::PredictOptions po;
-    po.imgsz = detect::imgsz_from(opt);
     po.nms = detect::nms_options_from(opt);
     po.nms.multi_label = false;  // one class per box, as the reference's predict
     po.nms.agnostic = opt["agnostic_nms"].get<bool>();
+    // Weights run as a LibTorch module; an exported .onnx file as it is (its own NMS, if any).
+    std::optional<detect::ExportedDetector> exported;
+    detect::LoadedDetectionModel module;
+    std::vector<std::string> names;
+    std::string description;
+    if (detect::is_onnx_model(model_name)) {
+        exported.emplace(path_from_utf8(model_name), device.device);
+        names = exported->info().names;
+        description = exported->description();
+    } else {
+        module = detect::load_for_inference(model_name, device.device);
+        names = module.names;
+        description = module.description;
+    }
+    po.imgsz =
+        detect::inference_size(opt["imgsz"].get<long long>(), exported ? &*exported : nullptr);
+    const auto predict = [&](const cv::Mat& image) {
+        if (!exported) return detect::predict_image(*module.model, image, po);
+        return detect::predict_image(
+            [&](const torch::Tensor& x) { return exported->detect(x, po.nms); }, device.device,
+            image, po);
+    };
 
     const auto out_dir = engine::claim_run_folder(
         std::filesystem::current_path(), "detect", opt["project"].get<std::string>(),
         opt["name"].get<std::string>(), opt["exist_ok"].get<bool>());
     const bool save = opt["save"].get<bool>(), save_txt = opt["save_txt"].get<bool>();
     if (save_txt) std::filesystem::create_directories(out_dir / "labels");
-    std::printf("%s on %s\n", loaded.description.c_str(), device.describe().c_str());
+    std::printf("%s on %s\n", description.c_str(), device.describe().c_str());
 
     std::size_t n = 0, bad = 0, total = 0;
     for (const auto& file : images) {
@@ -104,7 +129,7 @@ int run_predict_detect(const Json& opt) {
             std::fprintf(stderr, "skipped %s\n", e.what());
             continue;
         }
-        const auto detections = detect::predict_image(*loaded.model, image, po);
+        const auto detections = predict(image);
         total += detections.size();
         std::map<int, int> per_class;
         std::string txt;
@@ -117,12 +142,12 @@ int run_predict_detect(const Json& opt) {
                        data::format_number(d.conf) + "\n";
             }
         }
-        if (save) detect::draw_detections(image, detections, loaded.names);
+        if (save) detect::draw_detections(image, detections, names);
         std::string summary;
         for (const auto& [cls, count] : per_class) {
             summary += summary.empty() ? "" : ", ";
             summary += std::to_string(count) + " ";
-            summary += detect::class_display_name(loaded.names, cls);
+            summary += detect::class_display_name(names, cls);
         }
         std::printf("image %zu/%zu %s: %s\n", n, images.size(), path_to_utf8(file).c_str(),
                     summary.empty() ? "(no detections)" : summary.c_str());
@@ -152,7 +177,8 @@ engine::RegisterTaskCommand predict_command(
      &predict_schema,
      &run_predict_detect,
      {},
-     {"source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7] [imgsz=640] [save_txt=true]"}});
+     {"source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7] [imgsz=640] [save_txt=true]",
+      "source=DIR|FILE model=EXPORT.onnx [conf=0.25] [save_txt=true]"}});
 
 }  // namespace
 }  // namespace crucible::detect

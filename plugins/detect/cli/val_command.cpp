@@ -4,6 +4,7 @@
 //   crucible val detect data=PATH/data.yaml predictions=DIR [split=val] [json=true]
 //   crucible val detect labels=DIR predictions=DIR [imgsz=640] [json=true]
 //   crucible val detect data=PATH/data.yaml model=WEIGHTS [imgsz=640] [batch=16] [json=true]
+//   crucible val detect data=PATH/data.yaml model=EXPORT.onnx [json=true]
 //
 // scores a folder of prediction files in the `save_txt save_conf` layout (`class cx cy w h conf`
 // per line, normalized; one `<image stem>.txt` per image; a missing file = no predictions)
@@ -11,6 +12,7 @@
 // with json=true, JSON keyed by the results.csv names.
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +33,7 @@
 #include "plugins/detect/task/detect_schema.h"
 #include "plugins/detect/task/detect_task.h"
 #include "plugins/detect/task/detection_validator.h"
+#include "plugins/detect/task/exported_detector.h"
 #include "plugins/detect/task/model_source.h"
 
 namespace crucible::detect {
@@ -49,7 +52,9 @@ OptionSchema val_detect_schema() {
         "folder of prediction files <image stem>.txt: class cx cy w h conf (normalized)", g));
     s.add(option_spec(
         "model", OptionType::String, "",
-        "weights to validate: an Ultralytics .pt or Crucible .safetensors (with data=)", g));
+        "model to validate (with data=): an Ultralytics .pt, Crucible .safetensors or an .onnx "
+        "export (its input size, batch and NMS are its own)",
+        g));
     s.add(integer_option("batch", 16, 1, 4096, "batch size with model=", g));
     detect::add_nms_options(s, 0.001, g);  // with model=
     s.add(
@@ -57,9 +62,10 @@ OptionSchema val_detect_schema() {
     s.add(integer_option("workers", 0, 0, 1024, "with model=: CPU threads (0: all cores)", g));
     s.add(option_spec("split", OptionType::Choice, "val", "dataset split scored with data=", g,
                       std::nullopt, std::nullopt, {"train", "val", "test"}));
-    s.add(integer_option("imgsz", 640, 1, 65536,
-                         "inference size with model= (multiple of 32); with predictions=, the "
-                         "pixel scale for images of unknown size (IoU does not depend on it)",
+    s.add(integer_option("imgsz", 0, 0, 65536,
+                         "inference size with model= (multiple of 32; 0: 640, or an .onnx "
+                         "export's own); with predictions=, the pixel scale for images of unknown "
+                         "size (0: 640; IoU does not depend on it)",
                          g));
     s.add(boolean_option("json", false, "print the metrics as JSON with the results.csv names", g));
     s.add(
@@ -102,14 +108,27 @@ int run_val_model(const Json& opt) {
     keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
     const auto device = engine::choose_device(opt["device"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
-    auto model = detect::load_for_inference(model_name, device.device);
-    if (model.model->num_classes() != static_cast<std::int64_t>(dataset.class_names.size()))
-        throw InputError("model", model_name + " has " +
-                                      std::to_string(model.model->num_classes()) +
+    // Weights run as a LibTorch module; an exported .onnx file as it is (its own NMS, if any).
+    std::optional<detect::ExportedDetector> exported;
+    detect::LoadedDetectionModel module;
+    std::int64_t classes = 0;
+    std::string description;
+    if (detect::is_onnx_model(model_name)) {
+        exported.emplace(path_from_utf8(model_name), device.device);
+        classes = static_cast<std::int64_t>(exported->info().names.size());
+        description = exported->description();
+    } else {
+        module = detect::load_for_inference(model_name, device.device);
+        classes = module.model->num_classes();
+        description = module.description;
+    }
+    if (classes != static_cast<std::int64_t>(dataset.class_names.size()))
+        throw InputError("model", model_name + " has " + std::to_string(classes) +
                                       " classes but the dataset has " +
                                       std::to_string(dataset.class_names.size()));
     detect::ValidatorOptions vo;
-    vo.imgsz = detect::imgsz_from(opt);
+    vo.imgsz =
+        detect::inference_size(opt["imgsz"].get<long long>(), exported ? &*exported : nullptr);
     vo.batch = static_cast<int>(opt["batch"].get<long long>());
     vo.workers = std::max(1, threads / 2);
     vo.nms = detect::nms_options_from(opt);
@@ -151,7 +170,10 @@ int run_val_model(const Json& opt) {
             per_image.images.push_back(std::move(o));
         };
     detect::DetectionValidator validator(dataset, split, vo);
-    const auto r = validator.run(*model.model);
+    const auto r = exported ? validator.run_detections([&](const torch::Tensor& images) {
+        return exported->detect(images, vo.nms);
+    })
+                            : validator.run(*module.model);
     if (!per_image_file.empty()) {
         // Every tag key an image carries gets its breakdown (the drill-down's per-tag table).
         std::set<std::string> keys;
@@ -179,7 +201,7 @@ int run_val_model(const Json& opt) {
         std::printf("%s\n", out.dump(1).c_str());
         return 0;
     }
-    std::printf("%s on %s, split %s: %d images in %.1f s\n", model.description.c_str(),
+    std::printf("%s on %s, split %s: %d images in %.1f s\n", description.c_str(),
                 device.describe().c_str(), split.c_str(), r.metrics.images, r.seconds);
     std::printf("%s", detect::validation_text(report).c_str());
     return 0;
@@ -197,7 +219,8 @@ int run_val_detect(const Json& opt) {
 
     detect::PredictionFolderOptions options;
     options.split = split;
-    options.imgsz = static_cast<int>(opt["imgsz"].get<long long>());
+    const auto imgsz = opt["imgsz"].get<long long>();
+    options.imgsz = imgsz ? static_cast<int>(imgsz) : 640;
     options.tag_key = opt["tag"].get<std::string>();
     const auto result =
         detect::evaluate_prediction_folder(dataset, path_from_utf8(predictions), options);
@@ -236,10 +259,12 @@ engine::RegisterTaskCommand val_command(
      {},
      {"data=PATH/data.yaml predictions=DIR [split=val] [json=true]",
       "labels=DIR predictions=DIR [imgsz=640] [json=true]",
-      "data=PATH/data.yaml model=WEIGHTS [imgsz=640] [json=true]"},
+      "data=PATH/data.yaml model=WEIGHTS [imgsz=640] [json=true]",
+      "data=PATH/data.yaml model=EXPORT.onnx [json=true]"},
      "Scores prediction files (<image stem>.txt: class cx cy w h conf, normalized: the\n"
      "save_txt save_conf layout) against the dataset's labels with the Ultralytics metrics,\n"
-     "or validates a model on the dataset's split as training does every epoch."});
+     "or validates a model on the dataset's split as training does every epoch. An exported\n"
+     ".onnx model runs as it is (Crucible's ONNX runner), at its own size and with its own NMS."});
 
 }  // namespace
 }  // namespace crucible::detect

@@ -180,7 +180,8 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model,
                 result.losses[static_cast<std::size_t>(k)] += losses[k].item<double>();
         }
         ++loss_batches;
-        auto outcomes = batch_outcomes(*batch, out.decoded);
+        auto outcomes = batch_outcomes(
+            *batch, non_max_suppression(out.decoded.to(torch::kFloat32), options_.nms));
         for (auto& im : outcomes) {
             if (sharded)
                 mine.push_back(std::move(im));
@@ -214,9 +215,11 @@ ValidationResult DetectionValidator::run(DetectionModelImpl& model,
     return result;
 }
 
-std::vector<ImageOutcome> DetectionValidator::batch_outcomes(const data::Batch& batch,
-                                                             const torch::Tensor& decoded) const {
-    const auto detections = non_max_suppression(decoded.to(torch::kFloat32), options_.nms);
+std::vector<ImageOutcome> DetectionValidator::batch_outcomes(
+    const data::Batch& batch, const std::vector<torch::Tensor>& detections) const {
+    if (detections.size() != static_cast<std::size_t>(batch.size))
+        throw Error("validation: " + std::to_string(detections.size()) +
+                    " results for a batch of " + std::to_string(batch.size) + " images");
     const float s = static_cast<float>(batch.imgsz);
     std::vector<ImageOutcome> out(static_cast<std::size_t>(batch.size));
     for (std::int64_t r = 0; r < batch.box_count(); ++r) {
@@ -260,6 +263,12 @@ void DetectionValidator::add_outcome(ImageOutcome& image, ValidationResult& resu
 }
 
 ValidationResult DetectionValidator::run(const DecodedForward& forward) {
+    return run_detections([&](const torch::Tensor& images) {
+        return non_max_suppression(forward(images).to(torch::kFloat32), options_.nms);
+    });
+}
+
+ValidationResult DetectionValidator::run_detections(const DetectionsForward& forward) {
     const auto started = std::chrono::steady_clock::now();
     ValidationResult result;
     result.confusion =
@@ -267,8 +276,7 @@ ValidationResult DetectionValidator::run(const DecodedForward& forward) {
     loader_->start_epoch({0, 0});
     while (auto batch = loader_->next()) {
         if (batch->size > 0) {
-            const auto decoded = forward(batch_images(*batch, torch::kCPU));
-            for (auto& im : batch_outcomes(*batch, decoded))
+            for (auto& im : batch_outcomes(*batch, forward(batch_images(*batch, torch::kCPU))))
                 add_outcome(im, result);
         }
         loader_->recycle(std::move(*batch));

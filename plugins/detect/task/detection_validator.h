@@ -19,6 +19,7 @@
 #include "plugins/detect/metrics/detection_metrics.h"
 #include "plugins/detect/metrics/nms.h"
 #include "plugins/detect/model/yolo_model.h"
+#include "plugins/detect/task/detector_functions.h"
 
 namespace crucible::detect {
 
@@ -61,10 +62,6 @@ struct ValidationResult {
 
 struct ImageOutcome;
 
-// A model run outside LibTorch's module (an exported ONNX model): letterboxed images [B, 3, S, S]
-// (RGB in [0, 1], CPU) -> the eval-mode output [B, 4 + nc, A].
-using DecodedForward = std::function<torch::Tensor(const torch::Tensor& images)>;
-
 class DetectionValidator {
   public:
     // `split` "" = every image. Throws InputError("data", ...) when the split has no images.
@@ -81,13 +78,16 @@ class DetectionValidator {
 
     // The same metrics for any model given as a function (no losses; one process).
     ValidationResult run(const DecodedForward& forward);
+    // ... and for one whose NMS is its own (the options' nms settings are then not used).
+    ValidationResult run_detections(const DetectionsForward& forward);
 
     std::int64_t image_count() const;
 
   private:
-    // A batch's images with their ground truth and clipped predictions, in the batch's order.
+    // A batch's images with their ground truth and clipped predictions (the kept boxes of each
+    // image), in the batch's order.
     std::vector<ImageOutcome> batch_outcomes(const data::Batch& batch,
-                                             const torch::Tensor& decoded) const;
+                                             const std::vector<torch::Tensor>& detections) const;
     void add_outcome(ImageOutcome& image, ValidationResult& result) const;
 
     ValidatorOptions options_;

@@ -17,6 +17,21 @@ namespace crucible::detect {
 
 std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& bgr,
                                      const PredictOptions& options) {
+    const torch::Device device = model.parameters().front().device();
+    const auto detector = [&](const torch::Tensor& x) {
+        torch::NoGradGuard no_grad;
+        DetectionOutput out;
+        {
+            engine::AutocastGuard autocast(engine::AutocastMode::cuda_fp16(device.is_cuda()));
+            out = model.forward(x);
+        }
+        return non_max_suppression(out.decoded.to(torch::kFloat32), options.nms);
+    };
+    return predict_image(detector, device, bgr, options);
+}
+
+std::vector<Detection> predict_image(const DetectionsForward& detector, const torch::Device& device,
+                                     const cv::Mat& bgr, const PredictOptions& options) {
     if (bgr.empty() || bgr.type() != CV_8UC3) throw Error("predict: expects an 8-bit BGR image");
     if (options.imgsz <= 0 || options.imgsz % 32 != 0)
         throw InputError("imgsz", std::to_string(options.imgsz) + " is not a multiple of 32");
@@ -30,18 +45,9 @@ std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& b
     batch.imgsz = options.imgsz;
     batch.pixels.resize(3 * static_cast<std::size_t>(options.imgsz) * options.imgsz);
     data::write_rgb_planes(boxed.image, batch.pixels.data());
-    const torch::Device device = model.parameters().front().device();
-    const torch::Tensor x = batch_images(batch, device);
-
-    torch::NoGradGuard no_grad;
-    DetectionOutput out;
-    {
-        engine::AutocastGuard autocast(engine::AutocastMode::cuda_fp16(device.is_cuda()));
-        out = model.forward(x);
-    }
-    const auto kept = non_max_suppression(out.decoded.to(torch::kFloat32), options.nms).at(0);
+    const auto kept = detector(batch_images(batch, device)).at(0);
     std::vector<Detection> result;
-    const auto rows = kept.contiguous();
+    const auto rows = kept.to(torch::kCPU, torch::kFloat32).contiguous();
     const float* p = rows.data_ptr<float>();
     const float w = static_cast<float>(bgr.cols), h = static_cast<float>(bgr.rows);
     const float scale = static_cast<float>(info.scale);

@@ -10,6 +10,7 @@
 
 #include "plugins/detect/metrics/nms.h"
 #include "plugins/detect/model/yolo_model.h"
+#include "plugins/detect/task/detector_functions.h"
 
 namespace crucible::detect {
 
@@ -33,6 +34,10 @@ struct PredictOptions {
 // load_for_inference: eval mode, on its device).
 std::vector<Detection> predict_image(DetectionModelImpl& model, const cv::Mat& bgr,
                                      const PredictOptions& options);
+// The same for a detector given as a function (an exported model; `options.nms` is its to use),
+// fed on `device`.
+std::vector<Detection> predict_image(const DetectionsForward& detector, const torch::Device& device,
+                                     const cv::Mat& bgr, const PredictOptions& options);
 
 // Draws every detection onto `image` with its class name and confidence ("circle 0.87"): what
 // `crucible predict` writes and a run's validation images show.
