@@ -1214,7 +1214,7 @@ void MainWindow::prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_
         log(QString(log_level_name(LogLevel::Error)), QString::fromUtf8(e.what()));
         return;
     }
-    const QString other = tr("Another weights file (.pt or .safetensors)…");
+    const QString other = tr("Another model file (.pt, .safetensors or an .onnx export)…");
     choices << other;
     bool ok = false;
     const QString chosen =
@@ -1222,8 +1222,9 @@ void MainWindow::prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_
     if (!ok) return;
     std::filesystem::path model;
     if (chosen == other) {
-        const QString file = QFileDialog::getOpenFileName(
-            this, tr("Weights to pre-label with"), QString(), tr("Weights (*.pt *.safetensors)"));
+        const QString file =
+            QFileDialog::getOpenFileName(this, tr("Model to pre-label with"), QString(),
+                                         tr("Models (*.pt *.safetensors *.onnx)"));
         if (file.isEmpty()) return;
         model = to_path(file);
     } else {
