@@ -4,23 +4,13 @@
 #include <cstring>
 
 #include "core/base/error.h"
+#include "core/base/onnx_wire.h"
 
 namespace crucible::onnx {
 
 namespace {
 
-// Protobuf wire types.
-constexpr std::uint32_t kVarint = 0;
-constexpr std::uint32_t kFixed32 = 5;
-constexpr std::uint32_t kLengthDelimited = 2;
-
-// AttributeProto.AttributeType values.
-constexpr std::int64_t kAttrFloat = 1;
-constexpr std::int64_t kAttrInt = 2;
-constexpr std::int64_t kAttrString = 3;
-constexpr std::int64_t kAttrTensor = 4;
-constexpr std::int64_t kAttrFloats = 6;
-constexpr std::int64_t kAttrInts = 7;
+using namespace wire;
 
 // One protobuf message being written: fields are appended in the order given.
 class Message {

@@ -11,34 +11,13 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/onnx_wire.h"
 
 namespace crucible::onnx {
 
 namespace {
 
-// Protobuf wire types. Groups (3, 4) are deprecated and onnx.proto has none, so they are
-// refused; 6 and 7 do not exist.
-constexpr std::uint32_t kVarint = 0;
-constexpr std::uint32_t kFixed64 = 1;
-constexpr std::uint32_t kLengthDelimited = 2;
-constexpr std::uint32_t kFixed32 = 5;
-
-// AttributeProto.AttributeType values.
-constexpr std::int64_t kAttrUndefined = 0;
-constexpr std::int64_t kAttrFloat = 1;
-constexpr std::int64_t kAttrInt = 2;
-constexpr std::int64_t kAttrString = 3;
-constexpr std::int64_t kAttrTensor = 4;
-constexpr std::int64_t kAttrGraph = 5;
-constexpr std::int64_t kAttrFloats = 6;
-constexpr std::int64_t kAttrInts = 7;
-constexpr std::int64_t kAttrStrings = 8;
-constexpr std::int64_t kAttrTensors = 9;
-constexpr std::int64_t kAttrGraphs = 10;
-constexpr std::int64_t kAttrSparseTensor = 11;
-constexpr std::int64_t kAttrSparseTensors = 12;
-constexpr std::int64_t kAttrTypeProto = 13;
-constexpr std::int64_t kAttrTypeProtos = 14;
+using namespace wire;
 
 // TensorProto.DataLocation.EXTERNAL: the weights sit in another file.
 constexpr std::int64_t kDataLocationExternal = 1;
