@@ -688,6 +688,16 @@ void AnnotationEditor::apply_boxes(int index, const std::vector<data::Box>& boxe
 
 void AnnotationEditor::prelabel(const QString& program, const std::filesystem::path& weights,
                                 PrelabelScope scope, QStringList extra_args) {
+    prelabel_with(
+        [program, weights, extra_args](std::vector<std::filesystem::path> images,
+                                       QObject* parent) -> Predictor* {
+            return new PredictProcess(program, QStringLiteral("detect"), weights, std::move(images),
+                                      extra_args, parent);
+        },
+        scope);
+}
+
+void AnnotationEditor::prelabel_with(const PredictorFactory& make, PrelabelScope scope) {
     if (predict_) {
         emit prelabel_finished(false, tr("a pre-labelling is already running"));
         return;
@@ -710,19 +720,18 @@ void AnnotationEditor::prelabel(const QString& program, const std::filesystem::p
     for (int i : indexes)
         images.push_back(content_->images[static_cast<std::size_t>(i)].path);
     predicting_ = indexes;
-    predict_ = new PredictProcess(program, QStringLiteral("detect"), weights, std::move(images),
-                                  std::move(extra_args), this);
+    predict_ = make(std::move(images), this);
     progress_->setRange(0, static_cast<int>(indexes.size()));
     progress_->setValue(0);
     progress_->setFormat(tr("pre-labelling %v / %m"));
     progress_->setVisible(true);
     cancel_->setVisible(true);
-    connect(predict_, &PredictProcess::progress, this, [this](int done, int total) {
+    connect(predict_, &Predictor::progress, this, [this](int done, int total) {
         progress_->setMaximum(std::max(total, 1));
         progress_->setValue(done);
     });
-    connect(predict_, &PredictProcess::done, this, [this](bool ok) {
-        PredictProcess* finished = predict_;
+    connect(predict_, &Predictor::done, this, [this](bool ok) {
+        Predictor* finished = predict_;
         predict_ = nullptr;
         progress_->setVisible(false);
         cancel_->setVisible(false);

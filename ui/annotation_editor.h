@@ -6,18 +6,19 @@
 // project at once (core/store), and undo / redo save the boxes they restore. The dataset's own
 // label files get the edits on Ctrl+S; until then the editor says it has unwritten edits.
 //
-// Model-assisted labelling: a model's detections (PredictProcess: a run's weights or any .pt or
-// .safetensors) shown as suggestions, dashed with their confidence, for the current image, the
-// unlabelled images or all of them (progress bar, Cancel). Nothing is saved until a person
-// accepts: Enter accepts the highlighted suggestion (Tab moves the highlight), Shift+Enter every
-// shown one, X rejects; an accepted suggestion is an ordinary box, and undo brings the suggestion
-// back. R opens the next image in review order: where the model disagrees most with the labels,
-// then where it is least sure.
+// Model-assisted labelling: a model's detections (a run's weights or any .pt, .safetensors or
+// .onnx; PredictProcess next to the studio, RemotePredict on a server's GPU) shown as suggestions,
+// dashed with their confidence, for the current image, the unlabelled images or all of them
+// (progress bar, Cancel). Nothing is saved until a person accepts: Enter accepts the highlighted
+// suggestion (Tab moves the highlight), Shift+Enter every shown one, X rejects; an accepted
+// suggestion is an ordinary box, and undo brings the suggestion back. R opens the next image in
+// review order: where the model disagrees most with the labels, then where it is least sure.
 #include <QImage>
 #include <QPointF>
 #include <QUndoStack>
 #include <QWidget>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -129,6 +130,11 @@ class AnnotationEditor : public QWidget {
     // images in the background; prelabel_finished says how it went.
     void prelabel(const QString& program, const std::filesystem::path& weights, PrelabelScope scope,
                   QStringList extra_args = {});
+    // The same with predictions from `make` (given the images and the editor as parent), e.g. a
+    // RemotePredict on a server's GPU.
+    using PredictorFactory =
+        std::function<Predictor*(std::vector<std::filesystem::path> images, QObject* parent)>;
+    void prelabel_with(const PredictorFactory& make, PrelabelScope scope);
     void cancel_prelabel();
     bool prelabel_running() const { return predict_ != nullptr; }
     // A model's detections for one image (any order; kept most confident first).
@@ -189,7 +195,7 @@ class AnnotationEditor : public QWidget {
     double threshold_ = 0.25;
     int highlighted_ = -1;
     std::set<int> reviewed_;  // images review_next has opened
-    PredictProcess* predict_ = nullptr;
+    Predictor* predict_ = nullptr;
     std::vector<int> predicting_;  // the image indexes predict_ works on, in its order
     QDoubleSpinBox* threshold_box_ = nullptr;
     QProgressBar* progress_ = nullptr;

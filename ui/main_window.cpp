@@ -53,6 +53,7 @@
 #include "ui/local_agent.h"
 #include "ui/log_console.h"
 #include "ui/predict_preview.h"
+#include "ui/remote_predict.h"
 #include "ui/run_files.h"
 #include "ui/run_monitor.h"
 #include "ui/run_setup.h"
@@ -1230,7 +1231,44 @@ void MainWindow::prelabel_asking(AnnotationEditor* editor, std::int64_t dataset_
     } else {
         model = weights[static_cast<std::size_t>(choices.indexOf(chosen))];
     }
-    editor->prelabel(command_line(), model, scope);
+    // Where: next to the studio (the command line here) or on one of the user's servers, whose
+    // GPU then predicts (the images and the model go up as a job's inputs).
+    std::vector<net::RemoteEntry> servers;
+    try {
+        servers = list_servers();
+    } catch (const std::exception& e) {
+        log(QString(log_level_name(LogLevel::Warning)), QString::fromUtf8(e.what()));
+    }
+    QStringList places;
+    const QString here = tr("This computer");
+    if (!command_line().isEmpty()) places << here;
+    for (const auto& s : servers)
+        places << tr("%1 (the server's GPU)").arg(qs(s.name));
+    if (places.isEmpty()) {
+        editor->prelabel(command_line(), model, scope);  // says what is missing
+        return;
+    }
+    QString place = places.front();
+    if (places.size() > 1) {
+        place =
+            QInputDialog::getItem(this, tr("Pre-label on"), tr("Where:"), places, 0, false, &ok);
+        if (!ok) return;
+    }
+    if (place == here) {
+        editor->prelabel(command_line(), model, scope);
+        return;
+    }
+    const auto& server =
+        servers[static_cast<std::size_t>(places.indexOf(place) - (places.contains(here) ? 1 : 0))];
+    const auto endpoint = endpoint_for(server);
+    const QString name = qs(server.name);
+    editor->prelabel_with(
+        [endpoint, name, model](std::vector<std::filesystem::path> images,
+                                QObject* parent) -> Predictor* {
+            return new RemotePredict(endpoint, name, QStringLiteral("detect"), model,
+                                     std::move(images), {}, parent);
+        },
+        scope);
 }
 
 AnnotationEditor* MainWindow::open_annotation(std::int64_t dataset_id, int image_index) {

@@ -255,6 +255,9 @@ int run_submit(const std::vector<std::string>& words) {
     add_remote(app, remote);
     app.add_option("TASK", request.task, "the task (see the agent's task list)")->required();
     app.add_option("--name", request.name, "job name");
+    app.add_option("--command", request.command,
+                   "run one of the task's commands instead of training (predict: its output "
+                   "stays in the job's folder; fetch it with `remote download`)");
     app.add_option("--priority", request.priority, "queue priority")->capture_default_str();
     const CLI::Option* gpus_given = app.add_option(
         "--gpus", gpus,
@@ -273,7 +276,10 @@ int run_submit(const std::vector<std::string>& words) {
     if (gpus_given->count() > 0) request.gpus = gpus;
     auto client = client_for(remote);
     // Local files named by path options (a dataset folder, pretrained weights) go up first.
-    const Json schema = net::find_task_schema(client.info().tasks, request.task);
+    const Json tasks = client.info().tasks;
+    const Json schema = request.command.empty()
+                            ? net::find_task_schema(tasks, request.task)
+                            : net::find_command_schema(tasks, request.task, request.command);
     bool uploaded = false;
     request.options = net::upload_local_inputs(client, schema, request.options,
                                                [&](const net::UploadProgress& p) {

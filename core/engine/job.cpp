@@ -7,6 +7,7 @@
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/log.h"
+#include "core/engine/command_job.h"
 #include "core/engine/fault.h"
 #include "core/engine/run_folder.h"
 #include "core/engine/stop_control.h"
@@ -47,7 +48,10 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
     ResolvedSpec spec;
     RankPlan plan;
     try {
-        spec = resolve_spec(read_json_file(paths.spec()), path_to_utf8(paths.spec()));
+        const Json spec_json = read_json_file(paths.spec());
+        if (spec_json.is_object() && spec_json.contains("command"))
+            return run_command_job(spec_json, paths, events ? &*events : nullptr);
+        spec = resolve_spec(spec_json, path_to_utf8(paths.spec()));
         const TrainOptions train = TrainOptions::from_config(spec.config);
         plan = plan_ranks(train.device, train.ranks);
         if (plan.distributed() && options.rank.world_size == 1 && !options.launch_ranks)

@@ -1,6 +1,7 @@
 #pragma once
 // One job folder, run in this process: what `crucible-worker --job DIR [--resume]` and
-// `crucible train` both do. spec.json = {"task": "detect.yolo", "options": {...}}; the options
+// `crucible train` both do. spec.json = {"task": "detect.yolo", "options": {...}} (with
+// "command": a task's command instead of training, command_job.h); the options
 // are validated against the task's schema (messages name the option), logging goes to
 // worker.log and the console, events to events.jsonl, and the last status event says why the
 // job ended. Returns the worker exit code (trainer.h).

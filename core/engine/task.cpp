@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/engine/task_commands.h"
 
 namespace crucible::engine {
 
@@ -77,6 +78,15 @@ Json describe_tasks() {
         schema["title"] = info->title;
         schema["aliases"] = info->aliases;
         schema["dataset_kind"] = info->dataset_kind;
+        // The commands an agent runs as jobs, with their options and the one it refuses.
+        Json commands = Json::object();
+        for (const TaskCommand* command : TaskCommands::instance().of_task(info->id)) {
+            if (command->output_option.empty()) continue;
+            Json c = command->options().to_json();
+            c["output_option"] = command->output_option;
+            commands[command->name] = std::move(c);
+        }
+        schema["commands"] = std::move(commands);
         tasks.push_back(std::move(schema));
     }
     return {{"version", CRUCIBLE_VERSION},

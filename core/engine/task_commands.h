@@ -35,6 +35,10 @@ struct TaskCommand {
     // ("data=PATH/data.yaml predictions=DIR [json=true]"), and what it does, in a few lines.
     std::vector<std::string> usage = {};
     std::string description = {};
+    // The Path option naming where the command writes (predict's `project`). A command that has
+    // one may also run as an agent's job (core/engine/command_job.h): its output then stays in
+    // the job's folder and the agent refuses the option.
+    std::string output_option = {};
 };
 
 class TaskCommands {

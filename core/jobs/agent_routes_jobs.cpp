@@ -92,7 +92,9 @@ void AgentService::add_job_routes() {
             }
         }
         plan_gpu_ranks(job, config_.scheduler.gpu_ids, config_.scheduler.mig_gpus);
-        job.options = resolve_job_options(job.task, job.options, caller);
+        if (!job.command.empty() && !job.run_id.empty())
+            throw InputError("run_id", "only training jobs are mirrored, not a " + job.command);
+        job.options = resolve_job_options(job.task, job.command, job.options, caller);
         job.submitted_by = caller.name;
         JobInfo stored = registry_.add(job);
         audit(job.submitted_by, "submit", stored.id + " " + stored.task);

@@ -308,15 +308,34 @@ std::string AgentService::resolve_server_path(const std::string& option, const s
     return paths_.resolve(option, value);
 }
 
-Json AgentService::resolve_job_options(const std::string& task, const Json& options,
-                                       const net::Caller& caller) const {
-    const Json schema_json = net::find_task_schema(config_.task_schemas, task);
-    if (schema_json.is_null()) {
+Json AgentService::resolve_job_options(const std::string& task, const std::string& command,
+                                       const Json& options, const net::Caller& caller) const {
+    const Json task_json = net::find_task_schema(config_.task_schemas, task);
+    if (task_json.is_null()) {
         std::string known;
         for (const auto& s : config_.task_schemas)
             known += (known.empty() ? "" : ", ") + s.value("task", std::string());
         throw InputError("task", "unknown task '" + task + "' (this agent has: " +
                                      (known.empty() ? "none" : known) + ")");
+    }
+    Json schema_json = task_json;
+    if (!command.empty()) {
+        schema_json = net::find_command_schema(config_.task_schemas, task, command);
+        if (schema_json.is_null()) {
+            std::string known;
+            if (task_json.contains("commands") && task_json["commands"].is_object())
+                for (const auto& [name, c] : task_json["commands"].items())
+                    known += (known.empty() ? "" : ", ") + name;
+            throw InputError("command", "task " + task + " has no command '" + command +
+                                            "' that runs as a job (it has: " +
+                                            (known.empty() ? "none" : known) + ")");
+        }
+        // Where the command writes is the job's folder: its artifacts.
+        const std::string output = schema_json.value("output_option", std::string());
+        if (!output.empty() && options.contains(output))
+            throw InputError(output,
+                             "a job's output stays in its folder; download it from the "
+                             "job's artifacts instead");
     }
     const OptionSchema schema = OptionSchema::from_json(schema_json);
     Json resolved = schema.resolve(options);

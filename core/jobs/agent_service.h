@@ -86,8 +86,10 @@ class AgentService {
     std::string blob_input_path(const std::string& option, const std::string& ref,
                                 const net::Caller& caller) const;
     void audit(const std::string& who, const std::string& action, const std::string& detail);
-    Json resolve_job_options(const std::string& task, const Json& options,
-                             const net::Caller& caller) const;
+    // The options checked against the task's schema (or, for `command`, that command's) with
+    // their paths resolved on this machine.
+    Json resolve_job_options(const std::string& task, const std::string& command,
+                             const Json& options, const net::Caller& caller) const;
     // One telemetry tick: publishes the GPUs and raises alarms for the running jobs.
     void watch_gpus(AlarmMonitor& monitor);
     // Waits (on its own thread, while the API serves) for the workers that outlived the agent

@@ -49,8 +49,9 @@ JobInfo JobRegistry::add(JobInfo job) {
     job.state = JobState::Queued;
     const JobFolder folder{jobs_dir_ / job.id};
     folder.create();
-    write_json_file(folder.spec(),
-                    {{"task", job.task}, {"options", job.options}, {"name", job.name}});
+    Json spec = {{"task", job.task}, {"options", job.options}, {"name", job.name}};
+    if (!job.command.empty()) spec["command"] = job.command;  // command_job.h
+    write_json_file(folder.spec(), spec);
     std::vector<std::function<void(const JobInfo&)>> listeners;
     {
         std::lock_guard lock(mutex_);

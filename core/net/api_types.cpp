@@ -190,6 +190,7 @@ AgentInfo AgentInfo::from_json(const Json& json) {
 
 Json SubmitRequest::to_json() const {
     Json body = {{"task", task}, {"options", options}};
+    if (!command.empty()) body["command"] = command;
     if (!name.empty()) body["name"] = name;
     if (priority != 0) body["priority"] = priority;
     if (gpus) body["gpus"] = *gpus;
@@ -208,6 +209,10 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
         if (!o->is_object()) throw InputError("options", "expected an object of task options");
         r.options = *o;
     }
+    r.command = text(body, "command", "");
+    if (r.command.size() > 64 ||
+        r.command.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
+        throw InputError("command", "expected the name of one of the task's commands (predict)");
     r.name = text(body, "name", "");
     if (r.name.size() > 200) throw InputError("name", "at most 200 characters");
     // Bounded, so one client cannot jump every queue for good with INT_MAX.
@@ -255,6 +260,7 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
 JobInfo JobInfo::from_request(const SubmitRequest& request) {
     JobInfo job;
     job.task = request.task;
+    job.command = request.command;
     job.options = request.options;
     job.name = request.name;
     job.priority = request.priority;
@@ -265,23 +271,15 @@ JobInfo JobInfo::from_request(const SubmitRequest& request) {
 }
 
 Json JobInfo::to_json() const {
-    return {{"id", id},
-            {"name", name},
-            {"task", task},
-            {"options", options},
-            {"priority", priority},
-            {"gpus", gpus},
-            {"state", job_state_name(state)},
-            {"reason", reason},
-            {"submitted", submitted},
-            {"started", started},
-            {"finished", finished},
-            {"gpu_ids", gpu_ids},
-            {"requested_gpus", requested_gpus},
-            {"pid", pid},
-            {"worker_started", worker_started},
-            {"resume", resume},
-            {"submitted_by", submitted_by},
+    return {{"id", id},           {"name", name},
+            {"task", task},       {"command", command},
+            {"options", options}, {"priority", priority},
+            {"gpus", gpus},       {"state", job_state_name(state)},
+            {"reason", reason},   {"submitted", submitted},
+            {"started", started}, {"finished", finished},
+            {"gpu_ids", gpu_ids}, {"requested_gpus", requested_gpus},
+            {"pid", pid},         {"worker_started", worker_started},
+            {"resume", resume},   {"submitted_by", submitted_by},
             {"run_id", run_id}};
 }
 
@@ -291,6 +289,7 @@ JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
     r.id = get_string(j, "id", where);
     r.name = text(j, "name", where);
     r.task = text(j, "task", where);
+    r.command = text(j, "command", where);
     if (const Json* o = field(j, "options")) {
         if (!o->is_object()) throw InputError(at(where, "options"), "expected an object");
         r.options = *o;

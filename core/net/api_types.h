@@ -72,6 +72,9 @@ struct AgentInfo {
 
 struct SubmitRequest {
     std::string task;  // "detect.yolo" or an alias
+    // "" trains; otherwise one of the task's commands an agent runs as a job ("predict"), the
+    // options being that command's (the task's "commands" in /v1/info).
+    std::string command;
     Json options = Json::object();
     std::string name;  // user label, at most 200 characters
     int priority = 0;  // higher first
@@ -93,8 +96,9 @@ struct SubmitRequest {
 // A job as the agent keeps it (its job.json) and shows it.
 struct JobInfo {
     std::string id;
-    std::string name;  // user label
-    std::string task;  // "detect.yolo"
+    std::string name;     // user label
+    std::string task;     // "detect.yolo"
+    std::string command;  // "" for training, else the task's command the job runs ("predict")
     Json options = Json::object();
     int priority = 0;  // higher first; FIFO within a priority
     int gpus = 0;      // GPUs asked for (0 = CPU or any one GPU when present, see scheduler)

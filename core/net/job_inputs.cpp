@@ -11,9 +11,25 @@ namespace fs = std::filesystem;
 
 Json find_task_schema(const Json& tasks, const std::string& task) {
     if (!tasks.is_array()) return nullptr;
-    for (const auto& t : tasks)
-        if (t.is_object() && t.value("task", std::string()) == task) return t;
+    for (const auto& t : tasks) {
+        if (!t.is_object()) continue;
+        if (t.value("task", std::string()) == task) return t;
+        const auto aliases = t.find("aliases");
+        if (aliases != t.end() && aliases->is_array())
+            for (const auto& a : *aliases)
+                if (a.is_string() && a.get<std::string>() == task) return t;
+    }
     return nullptr;
+}
+
+Json find_command_schema(const Json& tasks, const std::string& task, const std::string& command) {
+    const Json schema = find_task_schema(tasks, task);
+    if (!schema.is_object()) return nullptr;
+    const auto commands = schema.find("commands");
+    if (commands == schema.end() || !commands->is_object()) return nullptr;
+    const auto found = commands->find(command);
+    if (found == commands->end() || !found->is_object()) return nullptr;
+    return *found;
 }
 
 namespace {

@@ -15,6 +15,9 @@ namespace crucible::net {
 
 // The schema of `task` in a task list (as /v1/info's "tasks"), or null when it is not there.
 Json find_task_schema(const Json& tasks, const std::string& task);
+// The schema of one of that task's commands an agent runs as a job ("predict"), with its
+// "output_option", or null when the agent has no such command.
+Json find_command_schema(const Json& tasks, const std::string& task, const std::string& command);
 
 // Returns `options` with local files replaced by the references of their uploads. `progress`
 // counts the bytes of every input together; throwing UploadCanceled from it stops the uploads

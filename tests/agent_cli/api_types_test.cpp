@@ -72,6 +72,9 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
             {"gpus and gpu disagree", {{"task", "t"}, {"gpus", 3}, {"gpu", {0, 1}}}, "gpus"},
             {"long name", {{"task", "t"}, {"name", std::string(201, 'x')}}, "name"},
             {"priority as text", {{"task", "t"}, {"priority", "high"}}, "priority"},
+            {"command as a number", {{"task", "t"}, {"command", 3}}, "command"},
+            {"command with a path", {{"task", "t"}, {"command", "../predict"}}, "command"},
+            {"command too long", {{"task", "t"}, {"command", std::string(65, 'p')}}, "command"},
         },
         [](const Json& j) { SubmitRequest::from_json(j); });
     expect_refused(
@@ -119,6 +122,10 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     const SubmitRequest read = SubmitRequest::from_json(request.to_json());
     EXPECT_EQ(read.to_json(), request.to_json());
     EXPECT_EQ(read.run_id, "spot-1");
+    request.command = "predict";
+    EXPECT_EQ(SubmitRequest::from_json(request.to_json()).command, "predict");
+    EXPECT_EQ(JobInfo::from_request(SubmitRequest::from_json(request.to_json())).command,
+              "predict");
     // One chosen GPU implies one GPU.
     EXPECT_EQ(SubmitRequest::from_json({{"task", "t"}, {"gpu", 0}}).gpus, 1);
     // Particular GPUs imply their count.

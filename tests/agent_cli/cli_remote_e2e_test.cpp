@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -94,6 +95,15 @@ struct CliRemoteE2E : ::testing::Test {
         FAIL() << "the agent did not come up: " << read_file_bytes(root / "agent.log");
     }
     std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+#ifdef CRUCIBLE_REAL_WORKER
+    // An agent with crucible-worker, added as remote "gpu"; returns its token.
+    std::string add_real_agent() {
+        const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
+        start_agent(CRUCIBLE_REAL_WORKER);
+        EXPECT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+        return tok;
+    }
+#endif
 };
 
 std::string last_line(const std::string& text) {
@@ -268,9 +278,7 @@ TEST_F(CliRemoteE2E, RealYoloJobFollowedToTheEndAndBestDownloaded) {
 #ifndef CRUCIBLE_REAL_WORKER
     GTEST_SKIP() << "crucible-worker is not part of this build";
 #else
-    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
-    start_agent(CRUCIBLE_REAL_WORKER);
-    ASSERT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+    const std::string tok = add_real_agent();
     data::SynthOptions so;
     so.train = 8;
     so.val = 4;
@@ -300,6 +308,70 @@ TEST_F(CliRemoteE2E, RealYoloJobFollowedToTheEndAndBestDownloaded) {
 #endif
 }
 
+// [B2 7/8] Pre-labelling on the server's GPU, from the command line: `remote submit --command
+// predict` sends the local images (as a dataset) and weights (as a blob), crucible-worker runs
+// `crucible predict` in the job's folder, and its label files come back with `download`. Where
+// the output goes is the agent's business: `project=` is refused, as is a command the task does
+// not run as a job.
+TEST_F(CliRemoteE2E, PredictCommandRunsAsAJobAndItsLabelsComeBack) {
+#ifndef CRUCIBLE_REAL_WORKER
+    GTEST_SKIP() << "crucible-worker is not part of this build";
+#else
+    const std::string tok = add_real_agent();
+    data::SynthOptions so;
+    so.train = 1;
+    so.val = 3;
+    so.classes = 4;
+    so.imgsz = 64;
+    const fs::path yaml = data::write_synth_dataset(root / "shapes", so);
+    const fs::path images = yaml.parent_path() / "images" / "val";
+    const std::string weights =
+        path_to_utf8(fs::path(CRUCIBLE_FIXTURES_DIR) / "yolov8" / "yolov8n_shapes11.pt");
+    const std::vector<std::string> predict = {"remote",
+                                              "submit",
+                                              "gpu",
+                                              "detect",
+                                              "--command",
+                                              "predict",
+                                              "source=" + path_to_utf8(images),
+                                              "model=" + weights};
+    auto with = [&](std::vector<std::string> extra) {
+        auto args = predict;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return crucible(args);
+    };
+    CliRun refused = with({"project=" + path_to_utf8(root)});
+    EXPECT_NE(refused.code, 0);
+    EXPECT_NE(refused.out.find("project: a job's output stays in its folder"), std::string::npos)
+        << refused.out;
+    CliRun no_such = crucible({"remote", "submit", "gpu", "detect", "--command", "val"});
+    EXPECT_NE(no_such.code, 0);
+    EXPECT_NE(no_such.out.find("has no command 'val' that runs as a job (it has: predict)"),
+              std::string::npos)
+        << no_such.out;
+
+    CliRun submit = with({"save=false", "save_txt=true", "conf=0.001", "imgsz=64", "device=cpu"});
+    ASSERT_EQ(submit.code, 0) << submit.out;
+    const std::string job = last_line(submit.out);
+    CliRun logs = crucible({"remote", "logs", "gpu", job, "-f"});
+    ASSERT_EQ(logs.code, 0) << logs.out;
+    EXPECT_NE(logs.out.find("job " + job + ": succeeded"), std::string::npos) << logs.out;
+    const auto label = root / "000000.txt";
+    CliRun dl = crucible({"remote", "download", "gpu", job, "runs/detect/predict/labels/000000.txt",
+                          path_to_utf8(label)});
+    ASSERT_EQ(dl.code, 0) << dl.out;
+    // Rows `class cx cy w h conf`: at confidence 0.001 the fixture's model suggests something.
+    const std::string rows = read_file_bytes(label);
+    EXPECT_FALSE(rows.empty());
+    EXPECT_EQ(std::count(rows.begin(), rows.end(), ' '),
+              5 * std::count(rows.begin(), rows.end(), '\n'))
+        << rows;
+    // The job says what it ran.
+    net::ApiClient client({url(), tok, ""});
+    EXPECT_EQ(client.job(job).command, "predict");
+#endif
+}
+
 // [B2 6/8] A job asking for two CPU ranks, through the agent (what the studio's run form
 // sends): crucible-worker becomes the ranks' launcher, the run is one job with one set of
 // curves, and a cancel from the command line ends every rank.
@@ -307,9 +379,7 @@ TEST_F(CliRemoteE2E, TwoRankJobsRunAsOneJobAndCancelEndsEveryRank) {
 #ifndef CRUCIBLE_REAL_WORKER
     GTEST_SKIP() << "crucible-worker is not part of this build";
 #else
-    const std::string tok = net::TokenStore(data / "tokens.json").create("ci");
-    start_agent(CRUCIBLE_REAL_WORKER);
-    ASSERT_EQ(crucible({"remote", "add", "gpu", url(), "--token", tok}).code, 0);
+    const std::string tok = add_real_agent();
     data::SynthOptions so;
     so.train = 8;
     so.val = 4;

@@ -4,13 +4,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <thread>
 
+#include "core/base/file_io.h"
+#include "core/base/options_schema.h"
 #include "core/base/rank_plan.h"
 #include "core/engine/autocast.h"
 #include "core/engine/task.h"
+#include "core/engine/task_commands.h"
 #include "core/engine/train_options.h"
 
 namespace crucible::engine::toy {
@@ -241,10 +246,34 @@ RegisterTask registration({kTaskId, "Toy regression", {"toy"}, "toy", [] {
                                return std::make_unique<ToyTask>();
                            }});
 
+// A command that runs as a job (command_job.h): writes `<project or here>/started`, then waits
+// `seconds` and writes `done` beside it.
+OptionSchema wait_schema() {
+    OptionSchema s("toy", "Wait");
+    s.add(integer_option("seconds", 0, 0, 3600, "how long to wait", "general"));
+    s.add(
+        option_spec("project", OptionType::Path, "", "where to write (default: here)", "general"));
+    return s;
+}
+
+int run_wait(const Json& options) {
+    const std::string project = options["project"].get<std::string>();
+    const std::filesystem::path out =
+        project.empty() ? std::filesystem::current_path() : path_from_utf8(project);
+    write_file_atomically(out / "started", "started\n");
+    std::this_thread::sleep_for(std::chrono::seconds(options["seconds"].get<long long>()));
+    write_file_atomically(out / "done", "done\n");
+    return 0;
+}
+
+RegisterTaskCommand wait_command(
+    {kTaskId, "wait", "wait (tests)", &wait_schema, &run_wait, {}, {}, {}, "project"});
+
 }  // namespace
 
 void ensure_registered() {
     (void)&registration;
+    (void)&wait_command;
 }
 
 long long cpu_bf16_steps() {

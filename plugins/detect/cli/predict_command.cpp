@@ -36,7 +36,7 @@ OptionSchema predict_schema() {
     OptionSchema s("detect", "Predict with a detection model");
     const std::string g = "general";
     s.add(option_spec("source", OptionType::Path, "", "an image file or a folder of images", g));
-    s.add(option_spec("model", OptionType::String, "",
+    s.add(option_spec("model", OptionType::Path, "",
                       "an Ultralytics .pt, the Crucible .safetensors of a detection run, or an "
                       ".onnx export (run at its own input size)",
                       g));
@@ -178,7 +178,9 @@ engine::RegisterTaskCommand predict_command(
      &run_predict_detect,
      {},
      {"source=DIR|FILE model=WEIGHTS [conf=0.25] [iou=0.7] [imgsz=640] [save_txt=true]",
-      "source=DIR|FILE model=EXPORT.onnx [conf=0.25] [save_txt=true]"}});
+      "source=DIR|FILE model=EXPORT.onnx [conf=0.25] [save_txt=true]"},
+     {},
+     "project"});  // on an agent (pre-labelling on its GPU) the output stays in the job folder
 
 }  // namespace
 }  // namespace crucible::detect
