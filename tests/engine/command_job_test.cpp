@@ -44,7 +44,8 @@ struct CommandJob {
 };
 
 TEST(CommandJob, RunsInTheJobFolderAndSaysItSucceeded) {
-    CommandJob job("command_job_ok", {{"task", "toy"}, {"command", "wait"}, {"options", Json::object()}});
+    CommandJob job("command_job_ok",
+                   {{"task", "toy"}, {"command", "wait"}, {"options", Json::object()}});
     EXPECT_EQ(job.worker->wait().code, worker_exit_code(JobState::Succeeded));
     EXPECT_TRUE(fs::exists(job.folder.dir / "started"));
     EXPECT_TRUE(fs::exists(job.folder.dir / "done"));
@@ -69,7 +70,8 @@ TEST(CommandJob, ACancelRequestEndsTheCommandInFlight) {
 }
 
 TEST(CommandJob, ACommandTheTaskLacksFailsNamingIt) {
-    CommandJob job("command_job_unknown", {{"task", "toy"}, {"command", "nope"}, {"options", Json::object()}});
+    CommandJob job("command_job_unknown",
+                   {{"task", "toy"}, {"command", "nope"}, {"options", Json::object()}});
     EXPECT_EQ(job.worker->wait().code, worker_exit_code(JobState::Failed));
     const auto events = read_event_log(job.folder.events());
     ASSERT_FALSE(events.empty());
