@@ -20,6 +20,10 @@ constexpr std::int64_t i64(std::size_t v) {
     return static_cast<std::int64_t>(v);
 }
 
+// The most elements one computed shape may hold (8 GiB of fp32): a hostile file asking for more
+// (a Range to 1e12, a Resize by 1e6) is refused by name instead of exhausting memory.
+constexpr double kMaxElements = 2.0 * 1024 * 1024 * 1024;
+
 // One node being run: its inputs (undefined for an omitted optional one), its attributes and
 // how to word an error about it.
 struct NodeCall {
@@ -52,6 +56,17 @@ struct NodeCall {
     std::vector<std::int64_t> ints(std::size_t i) const {
         const auto t = input(i).to(torch::kCPU, torch::kLong).contiguous();
         return {t.data_ptr<std::int64_t>(), t.data_ptr<std::int64_t>() + t.numel()};
+    }
+    // Refuses a result shape with a negative axis or more than kMaxElements elements.
+    void check_size(const std::vector<std::int64_t>& shape) const {
+        double elements = 1;
+        for (auto d : shape) {
+            if (d < 0) fail("a result axis would be negative (" + std::to_string(d) + ")");
+            elements *= static_cast<double>(d);
+        }
+        if (elements > kMaxElements)
+            fail("its result would hold " + std::to_string(static_cast<long long>(elements)) +
+                 " elements, more than Crucible runs");
     }
     double scalar(std::size_t i) const {
         const auto& t = input(i);
@@ -115,6 +130,7 @@ Tensors max_pool(const NodeCall& c) {
 Tensors resize(const NodeCall& c) {
     const auto& x = c.input(0);
     if (c.get<std::string>("mode", "nearest") != "nearest") c.fail("only mode=nearest is run");
+    if (x.dim() == 0) c.fail("needs an input of at least one axis");
     const auto coordinates = c.get<std::string>("coordinate_transformation_mode", "half_pixel");
     const auto rounding = c.get<std::string>("nearest_mode", "round_prefer_floor");
     std::vector<double> scales(static_cast<std::size_t>(x.dim()), 1.0);
@@ -129,13 +145,15 @@ Tensors resize(const NodeCall& c) {
         if (s.numel() != x.dim()) c.fail("scales must name every axis");
         for (std::size_t i = 0; i < scales.size(); ++i) {
             scales[i] = s.data_ptr<double>()[i];
-            if (scales[i] <= 0) c.fail("scales must be positive");
-            sizes[i] = static_cast<std::int64_t>(
-                std::floor(static_cast<double>(x.size(i64(i))) * scales[i]));
+            const double size = std::floor(static_cast<double>(x.size(i64(i))) * scales[i]);
+            if (!(scales[i] > 0) || !(size <= kMaxElements))  // NaN fails both
+                c.fail("scales must be positive and leave a size Crucible runs");
+            sizes[i] = static_cast<std::int64_t>(size);
         }
     } else {
         c.fail("needs scales or sizes");
     }
+    c.check_size(sizes);
     auto y = x;
     for (std::size_t axis = 0; axis < scales.size(); ++axis) {
         const std::int64_t in = x.size(i64(axis)), out = sizes[axis];
@@ -294,8 +312,14 @@ Tensors gather_nd(const NodeCall& c) {
 Tensors range(const NodeCall& c) {
     const auto type = c.input(0).scalar_type();
     const auto options = torch::TensorOptions(type).device(c.input(0).device());
-    if (c.scalar(2) == 0) c.fail("delta is 0");
-    return {torch::arange(c.scalar(0), c.scalar(1), c.scalar(2), options)};
+    const double start = c.scalar(0), limit = c.scalar(1), delta = c.scalar(2);
+    if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta))
+        c.fail("start, limit and delta must be finite and delta not 0");
+    const double count = std::ceil((limit - start) / delta);
+    if (count > kMaxElements)
+        c.fail("its result would hold " + std::to_string(count) +
+               " elements, more than Crucible runs");
+    return {torch::arange(start, limit, delta, options)};
 }
 
 Tensors cast(const NodeCall& c) {
@@ -324,6 +348,7 @@ Tensors expand(const NodeCall& c) {
         if (a != b && a != 1 && b != 1) c.fail("shapes do not broadcast");
         shape[static_cast<std::size_t>(i)] = a == 1 ? b : a;
     }
+    c.check_size(shape);
     return {x.expand(shape).contiguous()};
 }
 
@@ -494,6 +519,10 @@ std::vector<torch::Tensor> OnnxRunner::run(const std::vector<torch::Tensor>& inp
             throw;
         } catch (const c10::Error& e) {  // LibTorch's own check (shapes, types)
             call.fail(e.what_without_backtrace());
+        } catch (const std::bad_alloc&) {
+            call.fail("needs more memory than this machine has");
+        } catch (const std::length_error&) {
+            call.fail("asks for a result too large to hold");
         }
         for (std::size_t i = 0; i < node.outputs.size() && i < out.size(); ++i)
             if (!node.outputs[i].empty()) values[node.outputs[i]] = std::move(out[i]);

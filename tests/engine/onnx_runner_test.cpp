@@ -3,6 +3,7 @@
 // tests/detect/export.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -202,6 +203,70 @@ TEST(OnnxRunner, RefusesWhatItCannotRunNamingTheNode) {
     // An opset outside 11 to 21.
     m.opset = 9;
     EXPECT_THROW(OnnxRunner(m, torch::kCPU, "m"), InputError);
+}
+
+// A file is hostile input: results it would make too large, and values that make no sense, are
+// refused naming the node instead of exhausting memory or crashing.
+TEST(OnnxRunner, HostileGraphsAreRefusedNamingTheNode) {
+    const auto refusal = [](const std::string& op, const torch::Tensor& x,
+                            std::vector<onnx::Tensor> constants,
+                            std::vector<Attribute> attributes = {}) -> std::string {
+        try {
+            run_one(op, x, std::move(constants), std::move(attributes));
+        } catch (const InputError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    const auto one_float = torch::ones({1});
+    struct Case {
+        std::string what, message;
+    };
+    const std::vector<Case> cases = {
+        {refusal("Range", torch::zeros({}),
+                 {onnx::float_tensor("l", {1e12f}, {}), onnx::float_tensor("d", {1}, {})}),
+         "more than Crucible runs"},
+        {refusal("Range", torch::zeros({}),
+                 {onnx::float_tensor("l", {1}, {}), onnx::float_tensor("d", {0}, {})}),
+         "delta not 0"},
+        {refusal("Range", torch::zeros({}),
+                 {onnx::float_tensor("l", {std::numeric_limits<float>::infinity()}, {}),
+                  onnx::float_tensor("d", {1}, {})}),
+         "finite"},
+        {refusal("Expand", one_float, {onnx::int64_tensor("s", {1 << 20, 1 << 20})}),
+         "more than Crucible runs"},
+        {refusal("Expand", one_float, {onnx::int64_tensor("s", {-4})}), "negative"},
+        {refusal(
+             "Resize", torch::zeros({1, 1, 2, 2}),
+             {onnx::float_tensor("roi", {}, {0}), onnx::float_tensor("sc", {1, 1, 1e9f, 1e9f})}),
+         "more than Crucible runs"},
+        {refusal("Resize", torch::zeros({1, 1, 2, 2}),
+                 {onnx::float_tensor("roi", {}, {0}), onnx::float_tensor("sc", {1, 1, -2, 2})}),
+         "scales"},
+        {refusal("Resize", torch::zeros({1, 1, 2, 2}),
+                 {onnx::float_tensor("roi", {}, {0}), onnx::float_tensor("sc", {1, 1, 1e30f, 1})}),
+         "scales"},
+        {refusal("Resize", torch::zeros({1, 1, 2, 2}),
+                 {onnx::float_tensor("roi", {}, {0}), onnx::float_tensor("sc", {}, {0}),
+                  onnx::int64_tensor("sz", {1, 1, -3, 4})}),
+         "negative"},
+        {refusal("Gather", torch::zeros({3}), {onnx::int64_tensor("i", {7})}), "the_Gather"},
+        {refusal("Reshape", torch::zeros({6}), {onnx::int64_tensor("s", {4, -1})}), "the_Reshape"},
+        {refusal("Slice", torch::zeros({6}),
+                 {onnx::int64_tensor("s", {0}), onnx::int64_tensor("e", {2}),
+                  onnx::int64_tensor("a", {0}), onnx::int64_tensor("p", {0})}),
+         "step is 0"},
+        {refusal("Concat", torch::zeros({2}), {}, {{"axis", std::int64_t{5}}}), "axis 5"},
+        {refusal("Conv", torch::zeros({2}), {onnx::float_tensor("w", {1}, {1, 1, 1, 1})}), "2-D"},
+        {refusal("Cast", one_float, {}, {{"to", std::int64_t{11}}}), "type 11"},
+        {refusal("Transpose", torch::zeros({2, 2}), {}, {{"perm", std::vector<std::int64_t>{0}}}),
+         "perm"},
+        {refusal("Softmax", one_float, {}, {{"axis", std::string("one")}}), "wrong type"},
+    };
+    for (const auto& c : cases) {
+        EXPECT_NE(c.what.find("test.onnx: node"), std::string::npos) << c.what;
+        EXPECT_NE(c.what.find(c.message), std::string::npos) << c.what;
+    }
 }
 
 }  // namespace
