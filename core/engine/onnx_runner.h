@@ -31,11 +31,18 @@ class OnnxRunner {
     static std::vector<std::string> operators();
 
   private:
+    void find_silu();
+
     onnx::Graph graph_;  // nodes, inputs and outputs; the initializers are in constants_
     std::int64_t opset_;
     torch::Device device_;
     std::string where_;
     std::unordered_map<std::string, torch::Tensor> constants_;
+    // SiLU written as Mul(x, Sigmoid(x)) (how exporters spell it) runs as one torch::silu: the
+    // Sigmoid is skipped when that Mul is its only reader. Parallel to graph_.nodes.
+    enum class Fusion : char { None, SkippedSigmoid, Silu };
+    std::vector<Fusion> fusion_;
+    std::vector<std::size_t> silu_input_;  // for a Silu node: which input is x
 };
 
 }  // namespace crucible::engine

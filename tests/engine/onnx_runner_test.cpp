@@ -155,6 +155,23 @@ TEST(OnnxRunner, NonMaxSuppressionWorkedByHand) {
     EXPECT_TRUE(torch::equal(y, torch::tensor({{0, 0, 1}, {0, 1, 0}}, torch::kLong))) << y;
 }
 
+// Mul(x, Sigmoid(x)) runs as one SiLU; a Sigmoid read elsewhere too still gives its own value.
+TEST(OnnxRunner, SiluSpelledAsMulOfSigmoidGivesTheSameValues) {
+    onnx::Model m;
+    m.graph.nodes = {{"Sigmoid", {"x"}, {"s"}, "sig", {}},
+                     {"Mul", {"s", "x"}, {"y"}, "silu", {}},
+                     {"Sigmoid", {"y"}, {"t"}, "sig2", {}},
+                     {"Mul", {"y", "t"}, {"z"}, "silu2", {}},
+                     {"Add", {"z", "t"}, {"w"}, "reads_t_again", {}}};
+    m.graph.inputs = {{"x", onnx::DataType::Float, {}}};
+    m.graph.outputs = {{"y", onnx::DataType::Float, {}}, {"w", onnx::DataType::Float, {}}};
+    const auto x = torch::randn({2, 3, 4, 4});
+    const auto out = OnnxRunner(m, torch::kCPU, "silu.onnx").run({x});
+    const auto y = x * torch::sigmoid(x);
+    EXPECT_TRUE(torch::allclose(out[0], y, 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(out[1], y * torch::sigmoid(y) + torch::sigmoid(y), 1e-6, 1e-6));
+}
+
 TEST(OnnxRunner, HalfGraphsComputeInHalf) {
     const auto x = torch::rand({1, 2, 4, 4}).to(torch::kHalf);
     const auto w = torch::rand({3, 2, 1, 1});
