@@ -102,7 +102,7 @@ ExportedDetectorInfo exported_detector_info(const onnx::Model& model, const std:
     const auto& in = g.inputs[0];
     if (in.type != onnx::DataType::Float && in.type != onnx::DataType::Float16)
         throw InputError(where, "its input '" + in.name + "' is not float or float16");
-    if (fixed(in.shape[1]) != 3 && !in.shape[1].param.empty())
+    if (in.shape[1].param.empty() && in.shape[1].value != 3)  // a named size is left to run time
         throw InputError(where, "its input '" + in.name + "' does not have 3 channels");
     ExportedDetectorInfo info;
     info.batch = fixed(in.shape[0]);

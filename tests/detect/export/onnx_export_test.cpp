@@ -522,6 +522,14 @@ TEST(ExportedDetectorInfo, ReadsTheExportAndRefusesHostileMetadataNamingIt) {
     auto int_input = model;
     int_input.graph.inputs[0].type = onnx::DataType::Int64;
     EXPECT_THROW(exported_detector_info(int_input, "m.onnx"), InputError);
+    auto gray_input = model;
+    gray_input.graph.inputs[0].shape[1] = {1, ""};
+    try {
+        exported_detector_info(gray_input, "m.onnx");
+        ADD_FAILURE() << "a one-channel input was taken";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("does not have 3 channels"), std::string::npos);
+    }
     auto odd_output = model;
     odd_output.graph.outputs[0].shape = {{1, ""}, {3, ""}};
     EXPECT_THROW(exported_detector_info(odd_output, "m.onnx"), InputError);
