@@ -20,6 +20,7 @@ namespace {
 // The command every pre-labelling job runs, and how often its progress is asked for.
 constexpr const char* kCommand = "predict";
 constexpr int kPollMilliseconds = 1000;
+constexpr int kGiveUpMilliseconds = 60000;  // the server unreachable this long ends it
 
 // "key=value" words as JSON option values (numbers and booleans typed, the rest text).
 void add_words(Json& options, const QStringList& words) {
@@ -106,9 +107,18 @@ void RemotePredict::poll() {
         [this](Poll p, QString error) {
             polling_ = false;
             if (finished()) return;
-            if (!error.isEmpty()) return;  // a missed poll: the next one asks again
+            if (!error.isEmpty()) {  // a missed poll: the next one asks again, for a while
+                if (++failed_polls_ * kPollMilliseconds >= kGiveUpMilliseconds) {
+                    timer_->stop();
+                    fail(tr("lost %1 (the job %2 may still run there): %3")
+                             .arg(server_, QString::fromStdString(job_), error));
+                }
+                return;
+            }
+            failed_polls_ = 0;
             emit progress(static_cast<int>(p.labels.size()), static_cast<int>(images_.size()));
-            if (!is_final_state(p.state)) return;
+            // Paused by someone on the server: it will not end by itself.
+            if (!is_final_state(p.state) && p.state != JobState::Paused) return;
             timer_->stop();
             if (p.state != JobState::Succeeded)
                 return fail(tr("the job %1 on %2 %3: %4")

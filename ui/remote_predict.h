@@ -43,6 +43,7 @@ class RemotePredict : public Predictor {
     QTimer* timer_ = nullptr;
     std::string job_;
     bool polling_ = false, canceled_ = false;
+    int failed_polls_ = 0;  // in a row
 };
 
 }  // namespace crucible::ui
