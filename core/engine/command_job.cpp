@@ -35,10 +35,6 @@ class JobEnd {
         if (events_) events_->append(make_status(job_state_name(state), reason));
         return true;
     }
-    bool ended() {
-        std::lock_guard lock(mutex_);
-        return ended_;
-    }
 
   private:
     std::mutex mutex_;
@@ -91,9 +87,6 @@ class StopWatcher {
 int run_command_job(const Json& spec, const JobFolder& folder, EventLogWriter* events) {
     const std::string where = path_to_utf8(folder.spec());
     JobEnd end(events);
-    const auto status = [&end](JobState state, const std::string& reason) {
-        end.record(state, reason);
-    };
     try {
         const std::string task = TaskRegistry::instance().get(get_string(spec, "task", where)).id;
         const std::string name = get_string(spec, "command", where);
@@ -104,7 +97,7 @@ int run_command_job(const Json& spec, const JobFolder& folder, EventLogWriter* e
         const Json given = spec.contains("options") ? spec["options"] : Json::object();
         if (!given.is_object()) throw InputError(where, "field 'options' must be an object");
         const Json options = command->options().resolve(given);
-        status(JobState::Running, task + " " + name);
+        end.record(JobState::Running, task + " " + name);
         log_info("running `" + name + "` of " + task);
         int code = 0;
         {
@@ -115,16 +108,16 @@ int run_command_job(const Json& spec, const JobFolder& folder, EventLogWriter* e
         if (code != 0) {
             const std::string reason = name + " ended with exit code " + std::to_string(code);
             log_error(reason);
-            status(JobState::Failed, reason);
+            end.record(JobState::Failed, reason);
             return worker_exit_code(JobState::Failed);
         }
-        status(JobState::Succeeded, name + " done");
+        end.record(JobState::Succeeded, name + " done");
         log_info(name + " done");
         return worker_exit_code(JobState::Succeeded);
     } catch (const std::exception& e) {
         std::fflush(stdout);
         log_error(e.what());
-        status(JobState::Failed, e.what());
+        end.record(JobState::Failed, e.what());
         return worker_exit_code(JobState::Failed);
     }
 }

@@ -533,7 +533,14 @@ std::vector<torch::Tensor> OnnxRunner::run(const std::vector<torch::Tensor>& inp
         throw InputError(where_, "the graph takes " + std::to_string(graph_.inputs.size()) +
                                      " inputs, not " + std::to_string(inputs.size()));
     torch::NoGradGuard no_grad;
-    std::unordered_map<std::string, torch::Tensor> values = constants_;
+    // What the inputs and nodes make; the constants are read where they are (no copy per run).
+    std::unordered_map<std::string, torch::Tensor> values;
+    const auto find_value = [&](const std::string& name) -> const torch::Tensor* {
+        if (const auto found = values.find(name); found != values.end()) return &found->second;
+        if (const auto found = constants_.find(name); found != constants_.end())
+            return &found->second;
+        return nullptr;
+    };
     for (std::size_t i = 0; i < inputs.size(); ++i) {
         const auto& declared = graph_.inputs[i];
         if (inputs[i].scalar_type() != scalar_type_of(declared.type))
@@ -554,11 +561,11 @@ std::vector<torch::Tensor> OnnxRunner::run(const std::vector<torch::Tensor>& inp
                 in.emplace_back();
                 continue;
             }
-            const auto found = values.find(name);
-            if (found == values.end())
+            const torch::Tensor* value = find_value(name);
+            if (!value)
                 throw InputError(where_, "node '" + node.name + "' reads '" + name +
                                              "', which nothing before it makes");
-            in.push_back(found->second);
+            in.push_back(*value);
         }
         const NodeCall call{node, in, opset_, where_};
         Tensors out;
@@ -580,10 +587,9 @@ std::vector<torch::Tensor> OnnxRunner::run(const std::vector<torch::Tensor>& inp
     }
     std::vector<torch::Tensor> outputs;
     for (const auto& o : graph_.outputs) {
-        const auto found = values.find(o.name);
-        if (found == values.end())
-            throw InputError(where_, "output '" + o.name + "' is made by no node");
-        outputs.push_back(found->second);
+        const torch::Tensor* value = find_value(o.name);
+        if (!value) throw InputError(where_, "output '" + o.name + "' is made by no node");
+        outputs.push_back(*value);
     }
     return outputs;
 }

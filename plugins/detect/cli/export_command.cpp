@@ -106,7 +106,8 @@ void rescore_export(DetectionModelImpl& model, const std::filesystem::path& file
             static_cast<int>(o.max_det * model.num_classes());  // the graph's is per class
     }
     const std::string split = opt["split"].get<std::string>();
-    const auto ours = DetectionValidator(dataset, split, vo).run(model).metrics;
+    DetectionValidator validator(dataset, split, vo);  // one listing of the split for both
+    const auto ours = validator.run(model).metrics;
     const bool opencv = !o.dynamic && !o.half && !o.nms;
     double map50 = 0, map50_95 = 0;
     if (opencv) {
@@ -116,7 +117,7 @@ void rescore_export(DetectionModelImpl& model, const std::filesystem::path& file
     } else {
         const torch::Device device = model.parameters().front().device();
         const ExportedDetector exported(file, device);
-        const auto r = DetectionValidator(dataset, split, vo)
+        const auto r = validator
                            .run_detections([&](const torch::Tensor& images) {
                                return exported.detect(images, vo.nms);
                            })

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,24 +87,11 @@ int run_predict_detect(const Json& opt) {
     po.nms = detect::nms_options_from(opt);
     po.nms.multi_label = false;  // one class per box, as the reference's predict
     po.nms.agnostic = opt["agnostic_nms"].get<bool>();
-    // Weights run as a LibTorch module; an exported .onnx file as it is (its own NMS, if any).
-    std::optional<detect::ExportedDetector> exported;
-    detect::LoadedDetectionModel module;
-    std::vector<std::string> names;
-    std::string description;
-    if (detect::is_onnx_model(model_name)) {
-        exported.emplace(path_from_utf8(model_name), device.device);
-        names = exported->info().names;
-        description = exported->description();
-    } else {
-        module = detect::load_for_inference(model_name, device.device);
-        names = module.names;
-        description = module.description;
-    }
-    po.imgsz =
-        detect::inference_size(opt["imgsz"].get<long long>(), exported ? &*exported : nullptr);
+    auto model = detect::load_inference_model(model_name, device.device);
+    const auto* exported = model.exported.get();  // its own size and NMS, if any
+    po.imgsz = detect::inference_size(opt["imgsz"].get<long long>(), exported);
     const auto predict = [&](const cv::Mat& image) {
-        if (!exported) return detect::predict_image(*module.model, image, po);
+        if (!exported) return detect::predict_image(*model.module.model, image, po);
         return detect::predict_image(
             [&](const torch::Tensor& x) { return exported->detect(x, po.nms); }, device.device,
             image, po);
@@ -116,7 +102,7 @@ int run_predict_detect(const Json& opt) {
         opt["name"].get<std::string>(), opt["exist_ok"].get<bool>());
     const bool save = opt["save"].get<bool>(), save_txt = opt["save_txt"].get<bool>();
     if (save_txt) std::filesystem::create_directories(out_dir / "labels");
-    std::printf("%s on %s\n", description.c_str(), device.describe().c_str());
+    std::printf("%s on %s\n", model.description.c_str(), device.describe().c_str());
 
     std::size_t n = 0, bad = 0, total = 0;
     for (const auto& file : images) {
@@ -142,12 +128,12 @@ int run_predict_detect(const Json& opt) {
                        data::format_number(d.conf) + "\n";
             }
         }
-        if (save) detect::draw_detections(image, detections, names);
+        if (save) detect::draw_detections(image, detections, model.names);
         std::string summary;
         for (const auto& [cls, count] : per_class) {
             summary += summary.empty() ? "" : ", ";
             summary += std::to_string(count) + " ";
-            summary += detect::class_display_name(names, cls);
+            summary += detect::class_display_name(model.names, cls);
         }
         std::printf("image %zu/%zu %s: %s\n", n, images.size(), path_to_utf8(file).c_str(),
                     summary.empty() ? "(no detections)" : summary.c_str());

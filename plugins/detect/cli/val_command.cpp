@@ -12,7 +12,6 @@
 // with json=true, JSON keyed by the results.csv names.
 #include <cstdio>
 #include <map>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -108,27 +107,14 @@ int run_val_model(const Json& opt) {
     keep_freed_memory_for_reuse();  // one forward per batch reuses its buffers
     const auto device = engine::choose_device(opt["device"].get<std::string>());
     const std::string model_name = opt["model"].get<std::string>();
-    // Weights run as a LibTorch module; an exported .onnx file as it is (its own NMS, if any).
-    std::optional<detect::ExportedDetector> exported;
-    detect::LoadedDetectionModel module;
-    std::int64_t classes = 0;
-    std::string description;
-    if (detect::is_onnx_model(model_name)) {
-        exported.emplace(path_from_utf8(model_name), device.device);
-        classes = static_cast<std::int64_t>(exported->info().names.size());
-        description = exported->description();
-    } else {
-        module = detect::load_for_inference(model_name, device.device);
-        classes = module.model->num_classes();
-        description = module.description;
-    }
-    if (classes != static_cast<std::int64_t>(dataset.class_names.size()))
-        throw InputError("model", model_name + " has " + std::to_string(classes) +
+    auto model = detect::load_inference_model(model_name, device.device);
+    const auto* exported = model.exported.get();  // its own size and NMS, if any
+    if (model.classes != static_cast<std::int64_t>(dataset.class_names.size()))
+        throw InputError("model", model_name + " has " + std::to_string(model.classes) +
                                       " classes but the dataset has " +
                                       std::to_string(dataset.class_names.size()));
     detect::ValidatorOptions vo;
-    vo.imgsz =
-        detect::inference_size(opt["imgsz"].get<long long>(), exported ? &*exported : nullptr);
+    vo.imgsz = detect::inference_size(opt["imgsz"].get<long long>(), exported);
     vo.batch = static_cast<int>(opt["batch"].get<long long>());
     vo.workers = std::max(1, threads / 2);
     vo.nms = detect::nms_options_from(opt);
@@ -173,7 +159,7 @@ int run_val_model(const Json& opt) {
     const auto r = exported ? validator.run_detections([&](const torch::Tensor& images) {
         return exported->detect(images, vo.nms);
     })
-                            : validator.run(*module.model);
+                            : validator.run(*model.module.model);
     if (!per_image_file.empty()) {
         // Every tag key an image carries gets its breakdown (the drill-down's per-tag table).
         std::set<std::string> keys;
@@ -201,7 +187,7 @@ int run_val_model(const Json& opt) {
         std::printf("%s\n", out.dump(1).c_str());
         return 0;
     }
-    std::printf("%s on %s, split %s: %d images in %.1f s\n", description.c_str(),
+    std::printf("%s on %s, split %s: %d images in %.1f s\n", model.description.c_str(),
                 device.describe().c_str(), split.c_str(), r.metrics.images, r.seconds);
     std::printf("%s", detect::validation_text(report).c_str());
     return 0;

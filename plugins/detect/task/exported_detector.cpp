@@ -202,4 +202,20 @@ std::vector<torch::Tensor> ExportedDetector::detect(const torch::Tensor& images,
     return kept;
 }
 
+InferenceModel load_inference_model(const std::string& model, const torch::Device& device) {
+    InferenceModel m;
+    if (is_onnx_model(model)) {
+        m.exported = std::make_unique<ExportedDetector>(path_from_utf8(model), device);
+        m.names = m.exported->info().names;
+        m.classes = static_cast<std::int64_t>(m.names.size());
+        m.description = m.exported->description();
+    } else {
+        m.module = load_for_inference(model, device);
+        m.classes = m.module.model->num_classes();
+        m.names = m.module.names;
+        m.description = m.module.description;
+    }
+    return m;
+}
+
 }  // namespace crucible::detect

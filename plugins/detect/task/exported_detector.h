@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "plugins/detect/metrics/nms.h"
+#include "plugins/detect/task/model_source.h"
 
 namespace crucible::engine {
 class OnnxRunner;
@@ -78,5 +79,16 @@ class ExportedDetector {
     ExportedDetectorInfo info_;
     std::unique_ptr<engine::OnnxRunner> runner_;
 };
+
+// What `crucible val|predict model=` names, ready on `device`: weights as a LibTorch module
+// (load_for_inference), an exported .onnx file as it is.
+struct InferenceModel {
+    LoadedDetectionModel module;                 // weights; module.model is null for an export
+    std::unique_ptr<ExportedDetector> exported;  // an .onnx file
+    std::int64_t classes = 0;
+    std::vector<std::string> names;  // may be empty for weights that carry none
+    std::string description;         // one line for the log
+};
+InferenceModel load_inference_model(const std::string& model, const torch::Device& device);
 
 }  // namespace crucible::detect
