@@ -3,8 +3,8 @@
 // under "agent:<url>", never in remotes.json.
 //
 //   remote add NAME URL [--token T] [--yes]     remote ls      remote rm NAME
-//   remote push NAME FOLDER [--name N]          remote submit NAME TASK key=value ...
-//   remote jobs NAME    remote logs NAME JOB [-f]    remote cancel|pause|resume NAME JOB
+//   remote push NAME FOLDER [--name N]          remote submit NAME TASK key=value ... [--servers
+//   PEER,...] remote jobs NAME    remote logs NAME JOB [-f]    remote cancel|pause|resume NAME JOB
 //   remote download NAME JOB ARTIFACT [OUT] [--force]
 #include <chrono>
 #include <cstdio>
@@ -270,10 +270,32 @@ int run_submit(const std::vector<std::string>& words) {
     app.add_option("--run-id", request.run_id,
                    "keep the run in the agent's checkpoint mirror under this name; the same id "
                    "on another agent with that mirror goes on from its newest checkpoint");
+    std::string servers;
+    app.add_option("--servers", servers,
+                   "run ranks of the job on other agents too, this agent's peers (agent.json "
+                   "\"cluster\"): NAME[:GPUS],... (GPUS: a number of its GPUs; none: as many "
+                   "ranks as here)");
     std::vector<std::string> key_values;  // the task's options, for parse_job_options
     if (parse_words(app, words, &key_values) == Parsed::HelpPrinted) return 0;
     request.options = parse_job_options(key_values);
     if (gpus_given->count() > 0) request.gpus = gpus;
+    std::size_t start = 0;
+    while (!servers.empty() && start <= servers.size()) {
+        const std::size_t comma = std::min(servers.find(',', start), servers.size());
+        const std::string text = servers.substr(start, comma - start);
+        start = comma + 1;
+        net::ServerRanks server;
+        const auto colon = text.find(':');
+        server.server = text.substr(0, colon);
+        if (colon != std::string::npos) {
+            const std::string count = text.substr(colon + 1);
+            if (count.empty() || count.size() > 2 ||
+                count.find_first_not_of("0123456789") != std::string::npos)
+                throw InputError("--servers", "'" + text + "' is not NAME or NAME:GPUS");
+            server.gpus = std::stoi(count);
+        }
+        request.servers.push_back(std::move(server));
+    }
     auto client = client_for(remote);
     // Local files named by path options (a dataset folder, pretrained weights) go up first.
     const Json tasks = client.info().tasks;

@@ -39,7 +39,9 @@ void clear_stop_request(const JobFolder& job) {
     std::filesystem::remove(job.control(), ec);
 }
 
-StopRequest take_stop_request(const JobFolder& job) {
+namespace {
+
+StopRequest read_stop_request(const JobFolder& job, bool remove) {
     const std::filesystem::path file = job.control();
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) return StopRequest::None;
@@ -49,13 +51,23 @@ StopRequest take_stop_request(const JobFolder& job) {
     } catch (const std::exception&) {
         return StopRequest::None;  // being written; seen at the next poll
     }
-    std::filesystem::remove(file, ec);
+    if (remove) std::filesystem::remove(file, ec);
     try {
         if (auto request = parse_stop_request(Json::parse(text).value("request", "")))
             return *request;
     } catch (const std::exception&) {
     }
     return StopRequest::Checkpoint;
+}
+
+}  // namespace
+
+StopRequest take_stop_request(const JobFolder& job) {
+    return read_stop_request(job, true);
+}
+
+StopRequest peek_stop_request(const JobFolder& job) {
+    return read_stop_request(job, false);
 }
 
 }  // namespace crucible

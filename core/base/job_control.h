@@ -26,5 +26,7 @@ void clear_stop_request(const JobFolder& job);
 // The waiting request, removed once read: None when there is none (one stat) or while it is
 // still being written; Checkpoint for a file that cannot be understood (it still stops safely).
 StopRequest take_stop_request(const JobFolder& job);
+// The waiting request, left in place (a launcher watching whether its ranks take it).
+StopRequest peek_stop_request(const JobFolder& job);
 
 }  // namespace crucible

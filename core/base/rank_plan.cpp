@@ -42,6 +42,7 @@ constexpr const char* kWorldSize = "--world-size";
 constexpr const char* kStore = "--store";
 constexpr const char* kRankDevice = "--rank-device";
 constexpr const char* kLauncher = "--launcher";
+constexpr const char* kRankHost = "--rank-host";
 
 }  // namespace
 
@@ -86,6 +87,10 @@ std::vector<std::string> rank_arguments(const RankAddress& a) {
                                      kWorldSize,  std::to_string(a.world_size),
                                      kStore,      a.store_host + ":" + std::to_string(a.store_port),
                                      kRankDevice, a.device};
+    if (!a.host.empty()) {
+        args.emplace_back(kRankHost);
+        args.push_back(a.host);
+    }
     if (a.launcher_pid > 0) {
         args.emplace_back(kLauncher);
         args.push_back(std::to_string(a.launcher_pid) + ":" + a.launcher_token);
@@ -97,7 +102,7 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
                         RankAddress& address) {
     const std::string& flag = args[i];
     if (flag != kRank && flag != kWorldSize && flag != kStore && flag != kRankDevice &&
-        flag != kLauncher)
+        flag != kLauncher && flag != kRankHost)
         return false;
     if (i + 1 >= args.size()) throw InputError(flag, "needs a value");
     const std::string& value = args[i + 1];
@@ -120,11 +125,42 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
             throw InputError(flag, "'" + value + "' is not PID:TOKEN");
         address.launcher_pid = parsed;
         address.launcher_token = colon == std::string::npos ? "" : value.substr(colon + 1);
+    } else if (flag == kRankHost) {
+        address.host = value;
     } else {
         address.device = value;
     }
     i += 1;
     return true;
+}
+
+Json ServerShare::to_json() const {
+    return {{"first_rank", first_rank},
+            {"world_size", world_size},
+            {"store", store_host + ":" + std::to_string(store_port)},
+            {"host", host}};
+}
+
+ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
+    if (!json.is_object()) throw InputError(where, "expected an object");
+    ServerShare s;
+    const auto whole = [&](const char* field, int min, int max) {
+        const long long v = get_integer(json, field, where);
+        if (v < min || v > max)
+            throw InputError(where, std::string("field '") + field + "' must be from " +
+                                        std::to_string(min) + " to " + std::to_string(max));
+        return static_cast<int>(v);
+    };
+    s.world_size = whole("world_size", 2, 65536);
+    s.first_rank = whole("first_rank", 0, s.world_size - 1);
+    const std::string store = get_string(json, "store", where);
+    const auto colon = store.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+        throw InputError(where, "field 'store': '" + store + "' is not HOST:PORT");
+    s.store_host = store.substr(0, colon);
+    s.store_port = parse_int(where + ": store", store.substr(colon + 1), 1, 65535);
+    if (json.contains("host")) s.host = get_string(json, "host", where);
+    return s;
 }
 
 void check_rank_address(const RankAddress& a) {

@@ -11,12 +11,37 @@
 #include <string>
 #include <vector>
 
+#include "core/base/json.h"
+
 namespace crucible {
 
+// This server's share of a run over several servers (spec.json "world", written by the agents:
+// DESIGN.md "Distributed training"). Its ranks are first_rank .. first_rank + local - 1 of
+// world_size; the server whose share starts at rank 0 serves the rendezvous store.
+struct ServerShare {
+    int first_rank = 0;
+    int world_size = 1;
+    std::string store_host;  // the store's address, as every server reaches it
+    int store_port = 0;
+    // The address the other servers reach this server's ranks at (Gloo binds it); empty: the
+    // machine's default (a one-server run).
+    std::string host;
+
+    Json to_json() const;
+    // InputError naming `where` and the field for anything missing or out of range.
+    static ServerShare from_json(const Json& json, const std::string& where);
+};
+
+// The field of spec.json that holds a ServerShare.
+inline constexpr const char* kSpecServerShare = "world";
+
 struct RankPlan {
-    std::vector<std::string> devices;  // the device text each rank trains on, by rank
-    int world_size() const { return static_cast<int>(devices.size()); }
-    bool distributed() const { return devices.size() > 1; }
+    std::vector<std::string> devices;  // the device text of each of this machine's ranks
+    std::optional<ServerShare> share;  // set when other servers hold ranks of the run too
+    int local_ranks() const { return static_cast<int>(devices.size()); }
+    int first_rank() const { return share ? share->first_rank : 0; }
+    int world_size() const { return share ? share->world_size : local_ranks(); }
+    bool distributed() const { return world_size() > 1; }
 };
 
 // Throws InputError("device" / "ranks", ...) for a list with an empty entry, a repeated GPU,
@@ -42,6 +67,10 @@ struct RankAddress {
     // checkpoints and stops, so none trains on headless. 0: none.
     long launcher_pid = 0;
     std::string launcher_token;  // its process_start_token
+    std::string host;            // ServerShare::host: the address Gloo binds ("" = the default)
+    // Not an argument: whether this rank takes the job folder's stop requests (the first rank
+    // on each server; engine::run_job decides). The others hear them through a collective.
+    bool reads_job_folder = true;
 };
 
 // The worker arguments that carry `address` (the one place that spells them).

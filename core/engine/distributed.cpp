@@ -77,7 +77,11 @@ class C10dCollective : public Collective {
 #endif
         store_ = c10::make_intrusive<c10d::TCPStore>(a.store_host, so);
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-        options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        // Across servers, Gloo binds the address the others reach this one at (a machine's
+        // default may be a loopback name); its transport (TCP or TCP_TLS) is the environment's.
+        options->devices.push_back(a.host.empty()
+                                       ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                       : c10d::ProcessGroupGloo::createDeviceForHostname(a.host));
         auto gloo =
             c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_size_, options);
         group_ = c10::make_intrusive<ProcessGroup>(store_, rank_, world_size_);

@@ -54,6 +54,15 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
         spec = resolve_spec(spec_json, path_to_utf8(paths.spec()));
         const TrainOptions train = TrainOptions::from_config(spec.config);
         plan = plan_ranks(train.device, train.ranks);
+        if (spec_json.contains(kSpecServerShare)) {
+            plan.share = ServerShare::from_json(
+                spec_json[kSpecServerShare], path_to_utf8(paths.spec()) + ": " + kSpecServerShare);
+            if (plan.first_rank() + plan.local_ranks() > plan.world_size())
+                throw InputError(path_to_utf8(paths.spec()),
+                                 "this server's " + std::to_string(plan.local_ranks()) +
+                                     " rank(s) from rank " + std::to_string(plan.first_rank()) +
+                                     " do not fit a world of " + std::to_string(plan.world_size()));
+        }
         if (plan.distributed() && options.rank.world_size == 1 && !options.launch_ranks)
             throw InputError("ranks",
                              "this program runs one rank; start the job with "
@@ -68,12 +77,20 @@ int run_job(const std::filesystem::path& job_dir, const JobOptions& options) {
         std::string devices;
         for (const auto& d : plan.devices)
             devices += (devices.empty() ? "" : ", ") + (d.empty() ? std::string("auto") : d);
-        log_info("starting " + std::to_string(plan.world_size()) + " ranks (" + devices + ")");
+        std::string where;
+        if (plan.share)
+            where = ", ranks " + std::to_string(plan.first_rank()) + ".." +
+                    std::to_string(plan.first_rank() + plan.local_ranks() - 1) + " of " +
+                    std::to_string(plan.world_size()) + " on this server";
+        log_info("starting " + std::to_string(plan.local_ranks()) + " ranks (" + devices + where +
+                 ")");
         return options.launch_ranks(plan);
     }
     const TaskInfo& info = TaskRegistry::instance().get(spec.task);
     std::unique_ptr<Task> task = info.make();
-    Trainer trainer(*task, info, spec.config, paths, events ? &*events : nullptr, options.rank);
+    RankAddress rank = options.rank;
+    rank.reads_job_folder = rank.rank == plan.first_rank();  // an agent's stop requests reach it
+    Trainer trainer(*task, info, spec.config, paths, events ? &*events : nullptr, rank);
     const TrainOutcome outcome = trainer.run(options.resume);
     log_info("job " + path_to_utf8(job_dir) + ": " + job_state_name(outcome.state) + " (" +
              outcome.reason + ")");

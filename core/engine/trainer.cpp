@@ -76,7 +76,7 @@ Trainer::Impl::Impl(Task& task_, const TaskInfo& info_, Json config_, JobFolder 
       // Runs that inject a kill at a named point write synchronously, so every checkpoint
       // before that point is on disk when the process dies, as the resume tests expect.
       writer(store, fault_plan().kills()),
-      control(paths.dir, rank.rank == 0) {}
+      control(paths.dir, rank.reads_job_folder) {}
 
 Trainer::Trainer(Task& task, const TaskInfo& info, Json config, JobFolder paths,
                  EventLogWriter* events, RankAddress rank)

@@ -10,6 +10,7 @@
 #include "core/jobs/agent_service.h"
 #include "core/jobs/event_follower.h"
 #include "core/jobs/gpu_ranks.h"
+#include "core/net/job_inputs.h"
 
 namespace crucible::jobs {
 namespace {
@@ -84,7 +85,8 @@ void AgentService::add_job_routes() {
             return;
         }
         Json body = parse_json(req.body, "request body");
-        JobInfo job = JobInfo::from_request(net::SubmitRequest::from_json(body));
+        net::SubmitRequest request = net::SubmitRequest::from_json(body);
+        JobInfo job = JobInfo::from_request(request);
         if (!job.run_id.empty()) {
             if (std::string busy = mirror_->check_submit(job.run_id); !busy.empty()) {
                 net::send_error(res, 409, "run_active", busy);
@@ -94,9 +96,21 @@ void AgentService::add_job_routes() {
         plan_gpu_ranks(job, config_.scheduler.gpu_ids, config_.scheduler.mig_gpus);
         if (!job.command.empty() && !job.run_id.empty())
             throw InputError("run_id", "only training jobs are mirrored, not a " + job.command);
+        // A run over several servers: the share a peer sends, or the world this agent plans.
+        std::optional<ServerShare> share = request.share;
+        if (share) cluster_->accept_share(*share);
+        cluster_->check_servers(request.servers);
         job.options = resolve_job_options(job.task, job.command, job.options, caller);
         job.submitted_by = caller.name;
-        JobInfo stored = registry_.add(job);
+        std::optional<ClusterPlan> cluster;
+        if (!request.servers.empty()) {
+            cluster = cluster_->plan(job, request.servers);
+            share = cluster->local;
+        }
+        JobInfo stored = registry_.add(job, share);
+        if (cluster)
+            cluster_->launch(stored, *cluster, request.servers,
+                             net::find_task_schema(config_.task_schemas, stored.task));
         audit(job.submitted_by, "submit", stored.id + " " + stored.task);
         scheduler_.wake();
         net::send_json(res, 201, stored.to_json());
@@ -132,6 +146,15 @@ void AgentService::add_job_routes() {
         return [this, action, fn](const httplib::Request& req, httplib::Response& res) {
             auto job = find_job(registry_, req, res, Access::Use);
             if (!job) return;
+            // The other servers' ranks hold no checkpoint of a run to resume from (rank 0 writes
+            // them on the server serving the store).
+            if (fn == &Scheduler::pause && (!job->parts.empty() || !job->part_of.empty())) {
+                net::send_error(res, 409, "not_possible",
+                                "job " + job->id +
+                                    " is a run over several servers, which cannot pause yet "
+                                    "(only its first server keeps checkpoints); cancel it");
+                return;
+            }
             std::string err = (scheduler_.*fn)(job->id);
             audit(net::HttpServer::caller(req), action, job->id);
             if (!err.empty())

@@ -45,6 +45,8 @@ void load_agent_config_file(AgentConfig& config) {
             static_cast<std::uint64_t>(get_integer(j, "min_free_disk_mb", where)) << 20;
     if (j.contains("mirror"))
         config.mirror = MirrorConfig::from_json(j["mirror"], where + ": mirror");
+    if (j.contains("cluster"))
+        config.cluster = ClusterConfig::from_json(j["cluster"], where + ": cluster");
 }
 
 Json describe_tasks(const std::filesystem::path& worker) {
@@ -114,7 +116,11 @@ AgentService::AgentService(AgentConfig config)
     add_job_routes();
     add_data_routes();
     mirror_ = std::make_unique<CheckpointMirror>(config_.mirror, config_.data_dir, registry_);
-    scheduler_.set_start_gate([this](const JobInfo& job) { return mirror_->may_start(job); });
+    cluster_ =
+        std::make_unique<ClusterRuns>(config_.cluster, registry_, scheduler_, config_.cluster.host);
+    scheduler_.set_start_gate([this](const JobInfo& job) {
+        return mirror_->may_start(job) && ClusterRuns::may_start(job);
+    });
 }
 
 AgentService::~AgentService() {
@@ -163,6 +169,7 @@ int AgentService::start() {
                                           "the agent stopped while the job ran; resuming"));
     }
     scheduler_.start();
+    cluster_->start();
     mirror_->start(
         [this] { scheduler_.wake(); },
         [this](const std::string& id, const Event& e) { scheduler_.raise_job_event(id, e); });
@@ -253,6 +260,7 @@ void AgentService::stop(bool leave_workers_running) {
     if (telemetry_.joinable()) telemetry_.join();
     if (orphans_.joinable()) orphans_.join();
     if (server_) server_->stop();
+    if (cluster_) cluster_->stop();
     scheduler_.stop(leave_workers_running);
 }
 

@@ -16,6 +16,8 @@
 #include "core/jobs/audit_log.h"
 #include "core/jobs/blob_store.h"
 #include "core/jobs/checkpoint_mirror.h"
+#include "core/jobs/cluster_config.h"
+#include "core/jobs/cluster_runs.h"
 #include "core/jobs/dataset_store.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/job_registry.h"
@@ -48,7 +50,8 @@ struct AgentConfig {
     // How long a worker that outlived the agent gets to checkpoint and stop when the agent
     // starts again; then it is killed. Either way its job resumes once it is gone.
     std::chrono::seconds orphan_grace{120};
-    MirrorConfig mirror;  // agent.json "mirror": where runs with a run id keep their checkpoints
+    MirrorConfig mirror;    // agent.json "mirror": where runs with a run id keep their checkpoints
+    ClusterConfig cluster;  // agent.json "cluster": the peers a run may span (cluster_config.h)
 };
 
 // Reads <data>/agent.json (roots, max_cpu_jobs, alarm thresholds) into `config` when present.
@@ -113,6 +116,7 @@ class AgentService {
     std::thread telemetry_;
     std::thread orphans_;
     std::unique_ptr<CheckpointMirror> mirror_;
+    std::unique_ptr<ClusterRuns> cluster_;
 };
 
 }  // namespace crucible::jobs

@@ -7,6 +7,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/base/stored_dataset.h"
 #include "core/jobs/blob_store.h"
 #include "core/jobs/path_policy.h"
 
@@ -39,8 +40,7 @@ std::string entry_path_problem(const std::string& text) {
         if (is_reserved_device_name(part)) return "names a reserved device (" + part + ")";
         start = end + 1;
     }
-    if (text == "manifest.json" || text == ".complete")
-        return "is the name of the dataset's own bookkeeping";
+    if (is_stored_dataset_bookkeeping(text)) return "is the name of the dataset's own bookkeeping";
     return {};
 }
 

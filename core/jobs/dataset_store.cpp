@@ -4,6 +4,7 @@
 
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/base/stored_dataset.h"
 
 namespace crucible::jobs {
 namespace fs = std::filesystem;
@@ -18,7 +19,7 @@ DatasetStore::DatasetStore(fs::path dir, const BlobStore& blobs)
 
 bool DatasetStore::is_complete(const std::string& id) const {
     std::error_code ec;
-    return BlobStore::is_valid_hash(id) && fs::exists(dir_ / id / ".complete", ec);
+    return BlobStore::is_valid_hash(id) && fs::exists(dir_ / id / kStoredDatasetComplete, ec);
 }
 
 bool DatasetStore::owned_by(const std::string& id, const std::string& owner) const {
@@ -55,9 +56,9 @@ void DatasetStore::create(const DatasetManifest& manifest, const std::string& ow
             fs::create_hard_link(blobs_.path(sha), target, ec);
             if (ec) fs::copy_file(blobs_.path(sha), target, fs::copy_options::overwrite_existing);
         }
-        write_json_file(temp / "manifest.json",
+        write_json_file(temp / kStoredDatasetManifest,
                         {{"name", manifest.name}, {"files", manifest.canonical}});
-        write_file_atomically(temp / ".complete", "");
+        write_file_atomically(temp / kStoredDatasetComplete, "");
         std::lock_guard lock(mutex_);
         if (is_complete(id)) {
             fs::remove_all(temp, ec);
@@ -76,7 +77,7 @@ std::vector<net::DatasetSummary> DatasetStore::list(const net::Caller& caller) c
     for (const auto& e : fs::directory_iterator(dir_, ec)) {
         const std::string id = path_to_utf8(e.path().filename());
         if (!e.is_directory(ec) || !visible_to(id, caller)) continue;
-        Json m = read_json_file(e.path() / "manifest.json");
+        Json m = read_json_file(e.path() / kStoredDatasetManifest);
         out.push_back({id, m.value("name", std::string()), m.value("files", Json::array()).size()});
     }
     return out;
@@ -90,7 +91,8 @@ std::size_t DatasetStore::clean_partials() {
         const std::string name = path_to_utf8(e.path().filename());
         const bool partial = name.find(kPartialMark) != std::string::npos ||
                              (name.size() > 8 && name.ends_with(".partial"));
-        const bool unfinished = e.is_directory(ec) && !fs::exists(e.path() / ".complete", ec);
+        const bool unfinished =
+            e.is_directory(ec) && !fs::exists(e.path() / kStoredDatasetComplete, ec);
         if (partial || unfinished) doomed.push_back(e.path());
     }
     for (const auto& path : doomed)

@@ -43,7 +43,7 @@ void JobRegistry::persist(const JobInfo& job) const {
     write_json_file(JobFolder{jobs_dir_ / job.id}.record(), job.to_json());
 }
 
-JobInfo JobRegistry::add(JobInfo job) {
+JobInfo JobRegistry::add(JobInfo job, const std::optional<ServerShare>& share) {
     job.id = new_job_id();
     job.submitted = unix_time_now();
     job.state = JobState::Queued;
@@ -51,6 +51,7 @@ JobInfo JobRegistry::add(JobInfo job) {
     folder.create();
     Json spec = {{"task", job.task}, {"options", job.options}, {"name", job.name}};
     if (!job.command.empty()) spec["command"] = job.command;  // command_job.h
+    if (share) spec[kSpecServerShare] = share->to_json();
     write_json_file(folder.spec(), spec);
     std::vector<std::function<void(const JobInfo&)>> listeners;
     {

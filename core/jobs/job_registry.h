@@ -23,7 +23,9 @@ class JobRegistry {
     // a worker that may have outlived the agent).
     std::vector<JobInfo> load();
 
-    JobInfo add(JobInfo job);  // assigns id + folder, writes spec.json and job.json
+    // Assigns id + folder, writes spec.json (with this server's share of a run over several
+    // servers, when it is one) and job.json.
+    JobInfo add(JobInfo job, const std::optional<ServerShare>& share = std::nullopt);
     std::optional<JobInfo> get(const std::string& id) const;
     std::vector<JobInfo> list() const;
     // Applies `change` under the lock and persists the result; returns the updated record.

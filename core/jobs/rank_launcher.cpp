@@ -104,17 +104,38 @@ int free_tcp_port(const std::string& host) {
     return acceptor.local_endpoint().port();
 }
 
+bool tcp_port_free(const std::string& host, int port) {
+    namespace asio = boost::asio;
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor(io);
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(host),
+                                           static_cast<unsigned short>(port));
+    boost::system::error_code ec;
+    acceptor.open(endpoint.protocol(), ec);
+    if (!ec) acceptor.bind(endpoint, ec);
+    return !ec;
+}
+
 RankLaunchOutcome run_ranks(const RankLaunch& launch) {
-    const int world = launch.plan.world_size();
-    if (world < 1) throw Error("a distributed run needs at least one rank");
+    const RankPlan& plan = launch.plan;
+    const int local = plan.local_ranks();
+    if (local < 1) throw Error("a distributed run needs at least one rank");
+    const int first = plan.first_rank();
     RankAddress address;
-    address.world_size = world;
-    address.store_host = launch.store_host;
-    address.store_port = launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
+    address.world_size = plan.world_size();
+    if (plan.share) {  // the store is the share's (this server's first rank may serve it)
+        address.store_host = plan.share->store_host;
+        address.store_port = plan.share->store_port;
+        address.host = plan.share->host;
+    } else {
+        address.store_host = launch.store_host;
+        address.store_port =
+            launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
+    }
     address.launcher_pid = platform::process_id();
     address.launcher_token = process_start_token(address.launcher_pid);
 
-    std::vector<RankProcess> ranks(static_cast<std::size_t>(world));
+    std::vector<RankProcess> ranks(static_cast<std::size_t>(local));
     const auto kill_all = [&ranks] {
         for (auto& r : ranks)
             if (r.child && !r.exit) r.child->kill();
@@ -122,9 +143,9 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
             if (r.child && !r.exit) r.exit = r.child->wait();
     };
     try {
-        for (int k = 0; k < world; ++k) {
-            address.rank = k;
-            address.device = launch.plan.devices[static_cast<std::size_t>(k)];
+        for (int k = 0; k < local; ++k) {
+            address.rank = first + k;
+            address.device = plan.devices[static_cast<std::size_t>(k)];
             ChildOptions co;
             co.program = launch.program;
             co.args = launch.args;
@@ -132,9 +153,10 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
                 co.args.push_back(std::move(a));
             co.env = launch.env;
             co.working_dir = launch.job.dir;
-            // Rank 0 talks through the launcher's own output (worker.log under the agent, the
-            // terminal under `crucible train`); the others write their own logs.
-            if (k > 0) co.log_file = launch.job.rank_log(k);
+            // This server's first rank talks through the launcher's own output (worker.log
+            // under the agent, the terminal under `crucible train`); the others write their
+            // own logs.
+            if (k > 0) co.log_file = launch.job.rank_log(first + k);
             ranks[static_cast<std::size_t>(k)].child = ChildProcess::start(co);
         }
     } catch (...) {
@@ -144,11 +166,13 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
 
     bool stop_forwarded = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
+    // When a cancel the ranks have not taken was first seen (none: min()).
+    auto cancel_seen = std::chrono::steady_clock::time_point::min();
     std::vector<int> failures;  // ranks that failed on their own, in the order seen
     std::vector<int> stuck;     // ranks still running when the grace ended (killed)
     while (true) {
         bool running = false;
-        for (int k = 0; k < world; ++k) {
+        for (int k = 0; k < local; ++k) {
             auto& r = ranks[static_cast<std::size_t>(k)];
             if (r.exit) continue;
             r.exit = r.child->poll();
@@ -168,10 +192,29 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         }
         if (!running) break;
         if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
-            for (int k = 0; k < world; ++k)
+            for (int k = 0; k < local; ++k)
                 if (!ranks[static_cast<std::size_t>(k)].exit) stuck.push_back(k);
             kill_all();
             break;
+        }
+        // A cancel the ranks do not take (still meeting at the store, or stuck in a
+        // collective) ends them after the grace: a canceled run has nothing left to save.
+        if (!kill_at && peek_stop_request(launch.job) == StopRequest::Cancel) {
+            const auto now = std::chrono::steady_clock::now();
+            if (cancel_seen == std::chrono::steady_clock::time_point::min()) cancel_seen = now;
+            if (now - cancel_seen >= launch.grace) {
+                kill_all();
+                clear_stop_request(launch.job);
+                RankLaunchOutcome canceled;
+                canceled.exit_code = worker_exit_code(JobState::Canceled);
+                canceled.reason = "canceled; the ranks had not taken the request within " +
+                                  std::to_string(launch.grace.count() / 1000) + " s and were ended";
+                EventLogWriter(launch.job.events())
+                    .append(make_status(job_state_name(JobState::Canceled), canceled.reason));
+                return canceled;
+            }
+        } else {
+            cancel_seen = std::chrono::steady_clock::time_point::min();
         }
         if (!stop_forwarded && launch.stop_requested && launch.stop_requested()) {
             write_stop_request(launch.job, StopRequest::Checkpoint);
@@ -183,9 +226,9 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     // The request was for these ranks; a later start of the job must not find it.
     if (stop_forwarded) clear_stop_request(launch.job);
     RankLaunchOutcome outcome;
-    const ExitInfo& first = *ranks[0].exit;
+    const ExitInfo& first_exit = *ranks[0].exit;
     const auto log_of = [&](int k) {
-        return k == 0 ? launch.job.worker_log() : launch.job.rank_log(k);
+        return first + k == 0 ? launch.job.worker_log() : launch.job.rank_log(first + k);
     };
     // The blame goes to a rank that crashed or was killed, then to one that failed with an
     // error of its own (out of memory, bad data), before one that failed only because a peer
@@ -202,22 +245,33 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         }
     }
     if (failed < 0) {
-        outcome.exit_code = first.signal == 0 ? first.code : worker_exit_code(JobState::Failed);
+        outcome.exit_code =
+            first_exit.signal == 0 ? first_exit.code : worker_exit_code(JobState::Failed);
+        // Rank 0 writes a run's final status; a share on another server has none, so its
+        // launcher says how its ranks ended (with the run).
+        if (first > 0)
+            if (const auto state = state_of_exit_code(outcome.exit_code))
+                EventLogWriter(launch.job.events())
+                    .append(make_status(job_state_name(*state),
+                                        "ranks " + std::to_string(first) + ".." +
+                                            std::to_string(first + local - 1) +
+                                            " ended with the run"));
         return outcome;
     }
     const ExitInfo& why = *ranks[static_cast<std::size_t>(failed)].exit;
     const std::string device = launch.plan.devices[static_cast<std::size_t>(failed)];
     outcome.exit_code = worker_exit_code(JobState::Failed);
-    outcome.failed_rank = failed;
-    outcome.reason = "rank " + std::to_string(failed) + " of " + std::to_string(world) +
-                     " (device " + (device.empty() ? std::string("auto") : device) +
-                     ") ended: " + why.describe();
+    outcome.failed_rank = first + failed;
+    outcome.reason = "rank " + std::to_string(first + failed) + " of " +
+                     std::to_string(address.world_size) + " (device " +
+                     (device.empty() ? std::string("auto") : device) +
+                     (plan.share ? ", on this server" : "") + ") ended: " + why.describe();
     if (stuck.empty()) {
         outcome.reason += "; the other ranks stopped";
     } else {
         std::string names;
         for (int k : stuck)
-            names += (names.empty() ? "" : ", ") + std::to_string(k);
+            names += (names.empty() ? "" : ", ") + std::to_string(first + k);
         outcome.reason += "; rank(s) " + names + " did not end within " +
                           std::to_string(launch.grace.count() / 1000) + " s and were killed";
     }
@@ -225,7 +279,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     // The rank's own words, when it said why.
     if (const auto error = last_error_line(tail)) outcome.reason += "; its last error: " + *error;
     Event status = make_status(job_state_name(JobState::Failed), outcome.reason);
-    status.fields["rank"] = failed;
+    status.fields["rank"] = first + failed;
     status.fields["device"] = device;
     status.fields["log_tail"] = Json(tail);
     EventLogWriter(launch.job.events()).append(std::move(status));

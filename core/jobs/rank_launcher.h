@@ -58,5 +58,7 @@ std::function<int(const RankPlan&)> rank_launcher(std::filesystem::path program,
 // A TCP port nobody listens on at `host` now (bound and released: another program may take it
 // before the store does, which then fails its rendezvous with a clear message).
 int free_tcp_port(const std::string& host);
+// Whether `port` at `host` can be bound now (nobody listens on it).
+bool tcp_port_free(const std::string& host, int port);
 
 }  // namespace crucible::jobs

@@ -5,6 +5,7 @@
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
 #include "core/base/json.h"
+#include "core/base/stored_dataset.h"
 
 namespace crucible::jobs {
 namespace {
@@ -98,7 +99,7 @@ RetentionReport apply_retention(const JobRegistry& registry, const std::filesyst
     // dataset being pushed right now references blobs that are only minutes old).
     std::set<std::string> referenced;
     for (const auto& e : std::filesystem::directory_iterator(datasets_dir, ec)) {
-        auto manifest = e.path() / "manifest.json";
+        auto manifest = e.path() / kStoredDatasetManifest;
         if (!std::filesystem::exists(manifest, ec)) continue;
         try {
             for (const auto& f : read_json_file(manifest).value("files", Json::array()))

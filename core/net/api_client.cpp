@@ -13,6 +13,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
+#include "core/base/stored_dataset.h"
 #include "core/net/api_version.h"
 #include "core/net/tls.h"
 
@@ -484,7 +485,9 @@ std::string ApiClient::push_dataset(const std::filesystem::path& folder, const s
     std::vector<std::filesystem::path> paths;
     UploadProgress at;
     for (const auto& e : std::filesystem::recursive_directory_iterator(folder))
-        if (e.is_regular_file()) {
+        // A dataset an agent stores goes on to another agent without the store's own files.
+        if (e.is_regular_file() &&
+            !is_stored_dataset_bookkeeping(path_to_utf8(e.path().lexically_relative(folder)))) {
             paths.push_back(e.path());
             at.total += e.file_size();
         }

@@ -197,6 +197,20 @@ Json SubmitRequest::to_json() const {
     if (gpu.size() == 1) body["gpu"] = gpu.front();
     if (gpu.size() > 1) body["gpu"] = gpu;
     if (!run_id.empty()) body["run_id"] = run_id;
+    if (!servers.empty()) {
+        Json list = Json::array();
+        for (const auto& s : servers) {
+            Json e = {{"server", s.server}};
+            if (s.gpus) e["gpus"] = *s.gpus;
+            if (!s.gpu.empty()) e["gpu"] = s.gpu;
+            list.push_back(e);
+        }
+        body["servers"] = list;
+    }
+    if (share) {
+        body["share"] = share->to_json();
+        body["part_of"] = part_of;
+    }
     return body;
 }
 
@@ -254,6 +268,30 @@ SubmitRequest SubmitRequest::from_json(const Json& body) {
     }
     // Checked against the mirror's rules by the agent (is_valid_run_id); here only its type.
     r.run_id = text(body, "run_id", "");
+    each(body, "servers", "", [&](const Json& e, const std::string& w) {
+        expect_object(e, w);
+        ServerRanks s;
+        s.server = get_string(e, "server", w);
+        if (s.server.empty() || s.server.size() > 64)
+            throw InputError(at(w, "server"), "expected the name of one of the agent's peers");
+        if (field(e, "gpus")) s.gpus = small_integer(e, "gpus", w, 0);
+        each(e, "gpu", w, [&](const Json& g, const std::string& gw) {
+            if (!g.is_number_integer() || g.get<long long>() < 0 || g.get<long long>() > 1023)
+                throw InputError(gw, "expected a GPU index");
+            s.gpu.push_back(g.get<int>());
+        });
+        for (const auto& other : r.servers)
+            if (other.server == s.server)
+                throw InputError(w, "names server '" + s.server + "' twice");
+        r.servers.push_back(std::move(s));
+    });
+    if (r.servers.size() > 64) throw InputError("servers", "at most 64 servers");
+    if (const Json* s = field(body, "share")) {
+        r.share = ServerShare::from_json(*s, "share");
+        r.part_of = get_string(body, "part_of", "body");
+        if (!r.servers.empty())
+            throw InputError("servers", "a share of a run cannot name servers of its own");
+    }
     return r;
 }
 
@@ -267,10 +305,16 @@ JobInfo JobInfo::from_request(const SubmitRequest& request) {
     job.gpus = request.gpus.value_or(0);
     job.requested_gpus = request.gpu;
     job.run_id = request.run_id;
+    for (const auto& s : request.servers)
+        job.parts.push_back({s.server, "", false});
+    job.part_of = request.part_of;
     return job;
 }
 
 Json JobInfo::to_json() const {
+    Json parts_json = Json::array();
+    for (const auto& p : parts)
+        parts_json.push_back({{"server", p.server}, {"job", p.job}, {"settled", p.settled}});
     return {{"id", id},           {"name", name},
             {"task", task},       {"command", command},
             {"options", options}, {"priority", priority},
@@ -280,7 +324,8 @@ Json JobInfo::to_json() const {
             {"gpu_ids", gpu_ids}, {"requested_gpus", requested_gpus},
             {"pid", pid},         {"worker_started", worker_started},
             {"resume", resume},   {"submitted_by", submitted_by},
-            {"run_id", run_id}};
+            {"run_id", run_id},   {"parts", parts_json},
+            {"part_of", part_of}};
 }
 
 JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
@@ -317,6 +362,11 @@ JobInfo JobInfo::from_json(const Json& j, const std::string& where) {
     r.resume = flag(j, "resume", where);
     r.submitted_by = text(j, "submitted_by", where);
     r.run_id = text(j, "run_id", where);
+    each(j, "parts", where, [&](const Json& p, const std::string& w) {
+        expect_object(p, w);
+        r.parts.push_back({get_string(p, "server", w), text(p, "job", w), flag(p, "settled", w)});
+    });
+    r.part_of = text(j, "part_of", where);
     return r;
 }
 

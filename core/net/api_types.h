@@ -12,6 +12,7 @@
 #include "core/base/event.h"
 #include "core/base/job_state.h"
 #include "core/base/json.h"
+#include "core/base/rank_plan.h"
 
 namespace crucible::net {
 
@@ -70,6 +71,15 @@ struct AgentInfo {
 
 // ---- POST /v1/jobs and the jobs it returns -------------------------------------------------
 
+// Ranks of the job on another agent (a run over several servers): one of the agent's peers
+// (agent.json "cluster"), with its GPUs as for the job itself; none named: as many as the job
+// takes here (its gpus, or its CPU ranks).
+struct ServerRanks {
+    std::string server;  // the peer's name in the agent's agent.json
+    std::optional<int> gpus;
+    std::vector<int> gpu;
+};
+
 struct SubmitRequest {
     std::string task;  // "detect.yolo" or an alias
     // "" trains; otherwise one of the task's commands an agent runs as a job ("predict"), the
@@ -87,6 +97,12 @@ struct SubmitRequest {
     // The run's name in the agent's checkpoint mirror (core/jobs/checkpoint_mirror.h): the same
     // id submitted on another machine goes on from the run's newest mirrored checkpoint.
     std::string run_id;
+    // A run over several servers: the other agents that run ranks of this job. The agent that
+    // receives it serves the rendezvous store and starts the others' shares.
+    std::vector<ServerRanks> servers;
+    // Sent by that agent to each of the others: this server's share (never from a person).
+    std::optional<ServerShare> share;
+    std::string part_of;  // with `share`: "<agent>/<job id>" of the job serving the store
 
     Json to_json() const;
     // Validates a submit body: InputError naming the field.
@@ -114,6 +130,14 @@ struct JobInfo {
     bool resume = false;  // next start continues from the last checkpoint
     std::string submitted_by;
     std::string run_id;  // mirrored under this name ("" = not mirrored)
+    // A run over several servers, on the agent serving its store: the other agents' jobs that
+    // run the rest of its ranks ("job" empty until the agent there accepted it).
+    struct Part {
+        std::string server, job;
+        bool settled = false;  // the part has ended, or was told to (nothing left to watch)
+    };
+    std::vector<Part> parts;
+    std::string part_of;  // on the other agents: "<agent>/<job id>" of the job serving the store
 
     // A new, queued job for a request (no id yet).
     static JobInfo from_request(const SubmitRequest& request);

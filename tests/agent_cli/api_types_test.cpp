@@ -75,6 +75,47 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
             {"command as a number", {{"task", "t"}, {"command", 3}}, "command"},
             {"command with a path", {{"task", "t"}, {"command", "../predict"}}, "command"},
             {"command too long", {{"task", "t"}, {"command", std::string(65, 'p')}}, "command"},
+            {"servers not a list", {{"task", "t"}, {"servers", "b"}}, "servers"},
+            {"server without a name", {{"task", "t"}, {"servers", {Json::object()}}}, "servers[0]"},
+            {"server name too long",
+             {{"task", "t"}, {"servers", {{{"server", std::string(65, 'b')}}}}},
+             "servers[0].server"},
+            {"server named twice",
+             {{"task", "t"}, {"servers", {{{"server", "b"}}, {{"server", "b"}}}}},
+             "twice"},
+            {"server gpu as text",
+             {{"task", "t"}, {"servers", {{{"server", "b"}, {"gpu", {"0"}}}}}},
+             "servers[0].gpu[0]"},
+            {"share not an object", {{"task", "t"}, {"share", 3}, {"part_of", "a/j"}}, "share"},
+            {"share of one rank",
+             {{"task", "t"},
+              {"share", {{"first_rank", 0}, {"world_size", 1}, {"store", "h:1"}}},
+              {"part_of", "a/j"}},
+             "world_size"},
+            {"share rank outside the world",
+             {{"task", "t"},
+              {"share", {{"first_rank", 2}, {"world_size", 2}, {"store", "h:1"}}},
+              {"part_of", "a/j"}},
+             "first_rank"},
+            {"share store without a port",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h"}}},
+              {"part_of", "a/j"}},
+             "store"},
+            {"share store port 0",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:0"}}},
+              {"part_of", "a/j"}},
+             "store"},
+            {"share without part_of",
+             {{"task", "t"}, {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}}},
+             "part_of"},
+            {"share naming servers",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}},
+              {"part_of", "a/j"},
+              {"servers", {{{"server", "c"}}}}},
+             "servers"},
         },
         [](const Json& j) { SubmitRequest::from_json(j); });
     expect_refused(
@@ -119,9 +160,22 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     request.gpus = 2;
     request.gpu = {1, 3};
     request.run_id = "spot-1";
+    request.servers = {{"b", 2, {}}, {"c", std::nullopt, {0, 1}}};
     const SubmitRequest read = SubmitRequest::from_json(request.to_json());
     EXPECT_EQ(read.to_json(), request.to_json());
     EXPECT_EQ(read.run_id, "spot-1");
+    ASSERT_EQ(read.servers.size(), 2u);
+    EXPECT_EQ(read.servers[1].gpu, (std::vector<int>{0, 1}));
+    EXPECT_EQ(JobInfo::from_request(read).parts.size(), 2u);
+    // A share, as an agent sends it to a peer.
+    SubmitRequest part;
+    part.task = "detect.yolo";
+    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2"};
+    part.part_of = "10.0.0.1/j7";
+    const SubmitRequest part_read = SubmitRequest::from_json(part.to_json());
+    EXPECT_EQ(part_read.to_json(), part.to_json());
+    EXPECT_EQ(part_read.share->store_port, 29400);
+    EXPECT_EQ(part_read.share->host, "10.0.0.2");
     request.command = "predict";
     EXPECT_EQ(SubmitRequest::from_json(request.to_json()).command, "predict");
     EXPECT_EQ(JobInfo::from_request(SubmitRequest::from_json(request.to_json())).command,

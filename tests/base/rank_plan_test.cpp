@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/base/error.h"
 
 namespace crucible {
@@ -44,8 +46,14 @@ TEST(RankPlan, RefusesPlansThatCannotRunWithAMessageNamingTheOption) {
 
 TEST(RankPlan, RankArgumentsRoundTripAndBadValuesAreRefused) {
     // (Built whole: GCC 12 at -O3 warns falsely about assigning a literal to store_host.)
-    const RankAddress a{
-        2, 4, std::string("10.0.0.7"), 29500, std::string("3"), 4242, std::string("1234567")};
+    const RankAddress a{2,
+                        4,
+                        std::string("10.0.0.7"),
+                        29500,
+                        std::string("3"),
+                        4242,
+                        std::string("1234567"),
+                        std::string("10.0.0.9")};
     const auto args = rank_arguments(a);
     RankAddress b;
     for (std::size_t i = 0; i < args.size(); ++i)
@@ -57,7 +65,13 @@ TEST(RankPlan, RankArgumentsRoundTripAndBadValuesAreRefused) {
     EXPECT_EQ(b.device, "3");
     EXPECT_EQ(b.launcher_pid, 4242);
     EXPECT_EQ(b.launcher_token, "1234567");
+    EXPECT_EQ(b.host, "10.0.0.9") << "a rank of a run over several servers binds this address";
     EXPECT_NO_THROW(check_rank_address(b));
+    // A rank of a run on one machine binds the machine's default: no --rank-host at all.
+    RankAddress local = a;
+    local.host.clear();
+    const auto local_args = rank_arguments(local);
+    EXPECT_EQ(std::find(local_args.begin(), local_args.end(), "--rank-host"), local_args.end());
 
     std::size_t i = 0;
     RankAddress c;

@@ -17,8 +17,10 @@
 
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
+#include "core/base/rank_plan.h"
 #include "core/engine/safetensors_torch.h"
 #include "tests/engine/test_util.h"
+#include "tests/support/free_port.h"
 
 namespace crucible::engine {
 namespace {
@@ -305,6 +307,42 @@ TEST_F(Distributed, ARunCheckpointedOnTwoRanksResumesOnOne) {
     EXPECT_TRUE(logged(dir, "written by 2 rank(s); this run has 1"))
         << "the change of world size is in the run's log";
     std::filesystem::remove_all(dir);
+}
+
+// [B2 6/8] item 7, below the agents: the two job folders two servers' agents make for one run
+// (each a share of the world in its spec.json, as the agents write it), started at once.
+TEST_F(Distributed, ARunSplitOverTwoServersMatchesTheRunOnOneMachine) {
+    const std::filesystem::path first = fresh_dir("dist_split_0"),
+                                second = fresh_dir("dist_split_1");
+    const int port = test_support::free_loopback_port();
+    for (int rank = 0; rank < 2; ++rank) {
+        const auto& dir = rank == 0 ? first : second;
+        write_toy_spec(dir, options(1));
+        ServerShare share;
+        share.first_rank = rank;
+        share.world_size = 2;
+        share.store_host = "127.0.0.1";
+        share.store_port = port;
+        share.host = "127.0.0.1";
+        Json spec = read_json_file(dir / "spec.json");
+        spec[kSpecServerShare] = share.to_json();
+        write_json_file(dir / "spec.json", spec);
+    }
+    const pid_t a = start_child(first), b = start_child(second);
+    int status_a = 0, status_b = 0;
+    ::waitpid(a, &status_a, 0);
+    ::waitpid(b, &status_b, 0);
+    EXPECT_TRUE(WIFEXITED(status_a) && WEXITSTATUS(status_a) == 0);
+    EXPECT_TRUE(WIFEXITED(status_b) && WEXITSTATUS(status_b) == 0);
+    // The same two ranks as on one machine: the 2-rank run's weights and one set of curves on
+    // the server with rank 0; the other server's launcher says how its ranks ended.
+    EXPECT_LT(max_weight_difference(*two_, first), 1e-6);
+    EXPECT_EQ(csv_of(first).size(), csv_of(*two_).size());
+    EXPECT_FALSE(std::filesystem::exists(second / "results.csv"));
+    EXPECT_EQ(last_status(second).fields["state"], "succeeded");
+    EXPECT_TRUE(std::filesystem::exists(second / "worker.rank1.log"));
+    std::filesystem::remove_all(first);
+    std::filesystem::remove_all(second);
 }
 
 }  // namespace

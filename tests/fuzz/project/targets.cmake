@@ -11,7 +11,8 @@ crucible_fuzz_target(pickle SOURCES core/engine/pt/zip_reader.cpp core/engine/pt
 crucible_fuzz_target(voc_xml SOURCES core/data/formats/xml_reader.cpp
     PACKAGES pugixml LIBS pugixml::pugixml)
 crucible_fuzz_target(job_options SOURCES core/base/json.cpp core/base/options_schema.cpp
-    core/base/event.cpp core/base/job_state.cpp core/base/sha256.cpp core/net/api_types.cpp
+    core/base/event.cpp core/base/job_state.cpp core/base/sha256.cpp core/base/rank_plan.cpp
+    core/net/api_types.cpp
     core/jobs/path_policy.cpp core/jobs/dataset_manifest.cpp core/jobs/blob_store.cpp
     PACKAGES yaml-cpp OpenSSL LIBS yaml-cpp OpenSSL::Crypto)
 crucible_fuzz_target(http_request SOURCES core/net/http_request_parser.cpp
