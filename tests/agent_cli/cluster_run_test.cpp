@@ -1,6 +1,7 @@
+// POSIX-only test: the veth variant makes network namespaces with ip(8) and checks the user id.
 // [B2 6/8] item 7: one run over two servers. Two real crucible-agent processes on loopback,
 // each the other's peer (agent.json "cluster"), run the real crucible-worker: a person submits
-// to agent a with `--server b`; a serves the store and rank 0, uploads the dataset to b and
+// to agent a with `--servers b`; a serves the store and rank 0, uploads the dataset to b and
 // submits b's share (rank 1). The run is one job with one set of curves on a; b's job ends with
 // it. A share whose store is not at a peer is refused, and so is an unknown server; cancelling
 // the run on a ends the ranks on b.
