@@ -138,7 +138,8 @@ Json ServerShare::to_json() const {
     return {{"first_rank", first_rank},
             {"world_size", world_size},
             {"store", store_host + ":" + std::to_string(store_port)},
-            {"host", host}};
+            {"host", host},
+            {"key", key}};
 }
 
 ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
@@ -160,6 +161,13 @@ ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
     s.store_host = store.substr(0, colon);
     s.store_port = parse_int(where + ": store", store.substr(colon + 1), 1, 65535);
     if (json.contains("host")) s.host = get_string(json, "host", where);
+    s.key = get_string(json, "key", where);
+    const bool hex = std::all_of(s.key.begin(), s.key.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (s.key.size() != kShareKeyHexDigits || !hex)
+        throw InputError(where, "field 'key' must be " + std::to_string(kShareKeyHexDigits) +
+                                    " lower-case hex digits (the run's rendezvous key)");
     return s;
 }
 

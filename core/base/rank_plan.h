@@ -26,11 +26,17 @@ struct ServerShare {
     // The address the other servers reach this server's ranks at (Gloo binds it); empty: the
     // machine's default (a one-server run).
     std::string host;
+    // The run's rendezvous key, kShareKeyHexDigits lower-case hex digits: the launchers of the
+    // servers prove to each other that they hold it before the store's bytes pass
+    // (core/jobs/rendezvous_tunnel.h). Never on a command line or in an API answer.
+    std::string key;
 
     Json to_json() const;
     // InputError naming `where` and the field for anything missing or out of range.
     static ServerShare from_json(const Json& json, const std::string& where);
 };
+
+inline constexpr std::size_t kShareKeyHexDigits = 64;  // 32 random bytes
 
 // The field of spec.json that holds a ServerShare.
 inline constexpr const char* kSpecServerShare = "world";

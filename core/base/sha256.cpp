@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <fstream>
@@ -81,6 +82,16 @@ std::string random_hex(std::size_t bytes) {
         out += digits[c & 15];
     }
     return out;
+}
+
+std::string hmac_sha256(std::string_view key, std::string_view message) {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+              reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest,
+              &size))
+        throw Error("OpenSSL: HMAC-SHA256 failed");
+    return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
 }  // namespace crucible

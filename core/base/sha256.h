@@ -33,5 +33,8 @@ std::string sha256_file(const std::filesystem::path& path);
 bool constant_time_equal(std::string_view a, std::string_view b);
 // Cryptographically random bytes as lower-case hex (tokens, temp names).
 std::string random_hex(std::size_t bytes);
+// HMAC-SHA256 of `message` under `key`: 32 raw bytes (the rendezvous proofs of
+// core/jobs/rendezvous_tunnel.h).
+std::string hmac_sha256(std::string_view key, std::string_view message);
 
 }  // namespace crucible

@@ -16,6 +16,9 @@
 #define CRUCIBLE_HAVE_NCCL 1
 #endif
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -60,6 +63,24 @@ class ReducerSync : public Collective::GradientSync {
     std::shared_ptr<c10d::Reducer> reducer_;
 };
 
+// A socket listening on host:port, for the store to take over (TCPStoreOptions::masterListenFd).
+int listening_socket(const std::string& host, int port) {
+    namespace asio = boost::asio;
+    asio::io_context io;
+    asio::ip::tcp::acceptor acceptor(io);
+    const asio::ip::tcp::endpoint at(asio::ip::make_address(host),
+                                     static_cast<unsigned short>(port));
+    boost::system::error_code ec;
+    acceptor.open(at.protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(at, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec)
+        throw Error("cannot serve the rendezvous store at " + host + ":" + std::to_string(port) +
+                    ": " + ec.message());
+    return static_cast<int>(acceptor.release());
+}
+
 // Gloo for CPU tensors and, unless NCCL takes them, for GPU tensors.
 class C10dCollective : public Collective {
   public:
@@ -75,13 +96,16 @@ class C10dCollective : public Collective {
 #ifdef _WIN32
         so.useLibUV = false;  // LibTorch for Windows is built without libuv
 #endif
+        // Left to itself the store listens on every address of the machine, open to anyone
+        // who finds the port; rank 0 hands it a socket bound to the store's own address
+        // (loopback: other servers come through the launchers' gate, rendezvous_tunnel.h).
+        if (so.isServer) so.masterListenFd = listening_socket(a.store_host, a.store_port);
         store_ = c10::make_intrusive<c10d::TCPStore>(a.store_host, so);
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-        // Across servers, Gloo binds the address the others reach this one at (a machine's
-        // default may be a loopback name); its transport (TCP or TCP_TLS) is the environment's.
-        options->devices.push_back(a.host.empty()
-                                       ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                       : c10d::ProcessGroupGloo::createDeviceForHostname(a.host));
+        // Gloo binds loopback when the run is on one server, and the address the others reach
+        // this one at when it is not (never the machine's default, which may face a network).
+        options->devices.push_back(
+            c10d::ProcessGroupGloo::createDeviceForHostname(a.host.empty() ? "127.0.0.1" : a.host));
         auto gloo =
             c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_size_, options);
         group_ = c10::make_intrusive<ProcessGroup>(store_, rank_, world_size_);

@@ -4,6 +4,7 @@
 
 #include "core/base/error.h"
 #include "core/base/event.h"
+#include "core/base/sha256.h"
 #include "core/jobs/rank_launcher.h"
 #include "core/net/job_inputs.h"
 
@@ -112,10 +113,13 @@ ClusterPlan ClusterRuns::plan(const net::JobInfo& job,
     }
     plan.local.first_rank = 0;
     plan.local.host = config_.host;
+    // One key per run: it opens the store's gate to the run's servers and nobody else.
+    const std::string key = random_hex(kShareKeyHexDigits / 2);
     const auto fill = [&](ServerShare& s) {
         s.world_size = world;
         s.store_host = config_.host;
         s.store_port = port;
+        s.key = key;
     };
     fill(plan.local);
     for (auto& s : plan.shares)

@@ -18,11 +18,13 @@
 #include "core/base/job_control.h"
 #include "core/base/job_state.h"
 #include "core/base/worker_arguments.h"
+#include "core/jobs/rendezvous_tunnel.h"
 
 namespace crucible::jobs {
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(50);
+constexpr const char* kLoopback = "127.0.0.1";
 constexpr std::size_t kLogTailLines = 20;
 
 std::vector<std::string> last_lines(const std::filesystem::path& file, std::size_t count) {
@@ -123,15 +125,22 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     const int first = plan.first_rank();
     RankAddress address;
     address.world_size = plan.world_size();
-    if (plan.share) {  // the store is the share's (this server's first rank may serve it)
-        address.store_host = plan.share->store_host;
-        address.store_port = plan.share->store_port;
-        address.host = plan.share->host;
+    // Every rank meets the store on its own server's loopback: rank 0 serves it there, and
+    // across servers the gate and relays carry it to those who prove the run's key.
+    address.store_host = kLoopback;
+    std::optional<RendezvousGate> gate;
+    std::optional<RendezvousRelay> relay;
+    if (!plan.share) {
+        address.store_port = free_tcp_port(kLoopback);
+    } else if (plan.share->first_rank == 0) {
+        address.store_port = free_tcp_port(kLoopback);
+        gate.emplace(plan.share->store_host, plan.share->store_port, address.store_port,
+                     plan.share->key);
     } else {
-        address.store_host = launch.store_host;
-        address.store_port =
-            launch.store_port ? launch.store_port : free_tcp_port(launch.store_host);
+        relay.emplace(plan.share->store_host, plan.share->store_port, plan.share->key);
+        address.store_port = relay->port();
     }
+    if (plan.share) address.host = plan.share->host;
     address.launcher_pid = platform::process_id();
     address.launcher_token = process_start_token(address.launcher_pid);
 

@@ -3,8 +3,10 @@
 // "Distributed training"). `crucible-worker --job DIR` becomes this launcher when the job asks
 // for several ranks, so the agent and `crucible train` start such a job as any other.
 //
-// Rank 0 serves the rendezvous store on a free port of this machine; each rank is told its
-// rank, the world size, the store and its device on the command line (rank_plan.h). When a rank
+// Rank 0 serves the rendezvous store on a free port of this machine's loopback; each rank is
+// told its rank, the world size, the store and its device on the command line (rank_plan.h).
+// For a share of a run over several servers, the launcher also runs the store's gate (on rank
+// 0's server) or a relay to it (rendezvous_tunnel.h), which only the run's key opens. When a rank
 // fails (crash, kill, out of memory, error), the others get `grace` to end on their own (they
 // see the broken collective) and are then killed; the job's last status event names the rank,
 // its device and its last log lines. No rank outlives the launcher's return.
@@ -25,8 +27,6 @@ struct RankLaunch {
     std::vector<std::string> args;  // before the rank arguments: --job DIR [--resume]
     JobFolder job;
     RankPlan plan;
-    std::string store_host = "127.0.0.1";
-    int store_port = 0;  // 0: a free port of store_host
     std::map<std::string, std::string> env;
     std::chrono::milliseconds grace{10000};
     // Polled while the ranks run; true once asks every rank to checkpoint and stop (the

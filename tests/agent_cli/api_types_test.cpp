@@ -12,6 +12,8 @@
 namespace crucible::net {
 namespace {
 
+const std::string kShareKey(kShareKeyHexDigits, 'c');  // a run's rendezvous key, as agents send it
+
 struct Hostile {
     const char* what;
     Json answer;
@@ -107,12 +109,39 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
               {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:0"}}},
               {"part_of", "a/j"}},
              "store"},
+            {"share without a key",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}},
+              {"part_of", "a/j"}},
+             "key"},
+            {"share key too short",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", "ab"}}},
+              {"part_of", "a/j"}},
+             "key"},
+            {"share key not hex",
+             {{"task", "t"},
+              {"share",
+               {{"first_rank", 1},
+                {"world_size", 2},
+                {"store", "h:9"},
+                {"key", std::string(63, 'a') + "G"}}},
+              {"part_of", "a/j"}},
+             "key"},
+            {"share key a number",
+             {{"task", "t"},
+              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", 7}}},
+              {"part_of", "a/j"}},
+             "key"},
             {"share without part_of",
-             {{"task", "t"}, {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}}},
+             {{"task", "t"},
+              {"share",
+               {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", kShareKey}}}},
              "part_of"},
             {"share naming servers",
              {{"task", "t"},
-              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}},
+              {"share",
+               {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", kShareKey}}},
               {"part_of", "a/j"},
               {"servers", {{{"server", "c"}}}}},
              "servers"},
@@ -170,12 +199,13 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     // A share, as an agent sends it to a peer.
     SubmitRequest part;
     part.task = "detect.yolo";
-    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2"};
+    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2", kShareKey};
     part.part_of = "10.0.0.1/j7";
     const SubmitRequest part_read = SubmitRequest::from_json(part.to_json());
     EXPECT_EQ(part_read.to_json(), part.to_json());
     EXPECT_EQ(part_read.share->store_port, 29400);
     EXPECT_EQ(part_read.share->host, "10.0.0.2");
+    EXPECT_EQ(part_read.share->key, kShareKey);
     request.command = "predict";
     EXPECT_EQ(SubmitRequest::from_json(request.to_json()).command, "predict");
     EXPECT_EQ(JobInfo::from_request(SubmitRequest::from_json(request.to_json())).command,

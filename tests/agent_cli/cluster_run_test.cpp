@@ -254,6 +254,7 @@ TEST_F(ClusterRun, StrangersAndUnknownServersAreRefused) {
     share.world_size = 2;
     share.store_host = "10.9.9.9";
     share.store_port = 29400;
+    share.key = std::string(kShareKeyHexDigits, 'e');
     r.share = share;
     r.part_of = "evil/job";
     try {

@@ -18,6 +18,19 @@ TEST(Sha256, KnownVectors) {
     EXPECT_EQ(random_hex(16).size(), 32u);
 }
 
+TEST(Sha256, HmacMatchesRfc4231) {
+    const auto hex = [](const std::string& raw) {
+        std::string out;
+        for (unsigned char c : raw)
+            out += "0123456789abcdef"[c >> 4], out += "0123456789abcdef"[c & 15];
+        return out;
+    };
+    // RFC 4231 test case 2.
+    EXPECT_EQ(hex(hmac_sha256("Jefe", "what do ya want for nothing?")),
+              "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+    EXPECT_NE(hmac_sha256("Jefe", "a"), hmac_sha256("Jeff", "a"));
+}
+
 TEST(FileIo, PathFromUtf8RefusesIllFormedText) {
     EXPECT_THROW(path_from_utf8("\xff"), InputError);
     EXPECT_THROW(path_from_utf8("a\xed\xa0\x80"), InputError);  // a surrogate

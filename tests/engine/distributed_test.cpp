@@ -13,11 +13,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
 #include "core/base/rank_plan.h"
+#include "core/engine/distributed.h"
 #include "core/engine/safetensors_torch.h"
 #include "tests/engine/test_util.h"
 #include "tests/support/free_port.h"
@@ -324,6 +327,7 @@ TEST_F(Distributed, ARunSplitOverTwoServersMatchesTheRunOnOneMachine) {
         share.store_host = "127.0.0.1";
         share.store_port = port;
         share.host = "127.0.0.1";
+        share.key = std::string(kShareKeyHexDigits, '7');
         Json spec = read_json_file(dir / "spec.json");
         spec[kSpecServerShare] = share.to_json();
         write_json_file(dir / "spec.json", spec);
@@ -343,6 +347,70 @@ TEST_F(Distributed, ARunSplitOverTwoServersMatchesTheRunOnOneMachine) {
     EXPECT_TRUE(std::filesystem::exists(second / "worker.rank1.log"));
     std::filesystem::remove_all(first);
     std::filesystem::remove_all(second);
+}
+
+// The TCP sockets this process listens on, as /proc/net shows them: the local address in
+// /proc's hex (the other processes of the machine are left out by inode).
+std::vector<std::string> listening_addresses_of_this_process() {
+    std::set<std::string> inodes;
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+        if (!ec && target.rfind("socket:[", 0) == 0)
+            inodes.insert(target.substr(8, target.size() - 9));
+    }
+    std::vector<std::string> out;
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::ifstream in(table);
+        std::string line;
+        std::getline(in, line);  // the heading
+        while (std::getline(in, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+            fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+                timeout >> inode;
+            if (state == "0A" && inodes.count(inode)) out.push_back(local);  // 0A: LISTEN
+        }
+    }
+    return out;
+}
+
+// 127.0.0.1, ::1 or ::ffff:127.0.0.1 in /proc's hex, any port.
+bool loopback_in_proc_hex(const std::string& local) {
+    const std::string address = local.substr(0, local.find(':'));
+    return address == "0100007F" || address == "00000000000000000000000001000000" ||
+           address == "0000000000000000FFFF00000100007F";
+}
+
+// The rendezvous store and Gloo listen on loopback for a run on one server: left to
+// themselves, the store listened on every address of the machine and Gloo on the host name's,
+// open to the network for the whole run.
+TEST(DistributedListening, TheStoreAndGlooListenOnLoopbackOnly) {
+    const int port = test_support::free_loopback_port();
+    std::vector<std::unique_ptr<Collective>> ranks(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back([&, r] {
+            const RankAddress a{r, 2, std::string("127.0.0.1"), port, std::string("cpu")};
+            ranks[static_cast<std::size_t>(r)] = Collective::connect(a, std::chrono::seconds(60));
+        });
+    for (auto& t : threads)
+        t.join();
+    ASSERT_TRUE(ranks[0] && ranks[1]);
+    const auto listening = listening_addresses_of_this_process();
+    ASSERT_GE(listening.size(), 2u) << "the store and at least one Gloo listener";
+    for (const std::string& local : listening)
+        EXPECT_TRUE(loopback_in_proc_hex(local)) << "listens beyond loopback: " << local;
+    // Still a working pair of ranks.
+    threads.clear();
+    std::vector<std::vector<double>> sums = {{1.0}, {2.0}};
+    for (int r = 0; r < 2; ++r)
+        threads.emplace_back(
+            [&, r] { ranks[static_cast<std::size_t>(r)]->sum(sums[static_cast<std::size_t>(r)]); });
+    for (auto& t : threads)
+        t.join();
+    EXPECT_EQ(sums[0][0], 3.0);
+    EXPECT_EQ(sums[1][0], 3.0);
 }
 
 }  // namespace
