@@ -26,6 +26,7 @@
 #include "ui/background.h"
 #include "ui/gpu_picker.h"
 #include "ui/options_form.h"
+#include "ui/peer_picker.h"
 #include "ui/run_model.h"
 #include "ui/server_access.h"
 #include "ui/server_file_dialog.h"
@@ -74,6 +75,11 @@ RunSetupView::RunSetupView(store::Project* project, const Json& tasks, QWidget* 
     top->addRow(tr("Server"), server_);
     gpus_ = new GpuPicker(this);
     top->addRow(tr("Device"), gpus_);
+    peers_ = new PeerPicker(this);
+    top->addRow(tr("Also on"), peers_);
+    top->setRowVisible(peers_, false);  // until the agent names peers
+    connect(peers_, &PeerPicker::refreshed, this,
+            [this, top] { top->setRowVisible(peers_, !peers_->peers().isEmpty()); });
     auto* memory_label = new QLabel(this);
     memory_ = new MemoryCheck(memory_label, this);
     top->addRow(QString(), memory_label);
@@ -480,6 +486,7 @@ std::int64_t RunSetupView::submit(const QString& name) {
     // wants one (unknown: its default).
     if (const auto gpus = gpus_->submit_gpus()) request.gpus = *gpus;
     request.gpu = gpus_->submit_gpu_list();
+    request.servers = peers_->submit_servers();
     net::RemoteEndpoint endpoint;
     try {
         endpoint = server ? net::endpoint_for(*server) : local_;
@@ -588,16 +595,19 @@ void RunSetupView::set_local_endpoint(const net::RemoteEndpoint& endpoint) {
 
 void RunSetupView::update_gpu_endpoint() {
     const auto server = selected_server();
+    std::optional<net::RemoteEndpoint> endpoint;
     if (!server) {
-        gpus_->set_endpoint(has_local_ ? std::optional<net::RemoteEndpoint>(local_) : std::nullopt);
-        return;
+        if (has_local_) endpoint = local_;
+    } else {
+        try {
+            endpoint = net::endpoint_for(*server);
+        } catch (const std::exception& e) {
+            error_->setText(QString::fromUtf8(e.what()));
+        }
     }
-    try {
-        gpus_->set_endpoint(net::endpoint_for(*server));
-    } catch (const std::exception& e) {
-        gpus_->set_endpoint(std::nullopt);
-        error_->setText(QString::fromUtf8(e.what()));
-    }
+    gpus_->set_endpoint(endpoint);
+    // The local agent ("This computer") has no peers; a server's agent may.
+    peers_->set_endpoint(server ? endpoint : std::nullopt);
 }
 
 namespace {

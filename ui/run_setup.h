@@ -4,7 +4,9 @@
 // `crucible train` command (copyable). "Create run" stores a draft run in the project with the
 // resolved options, so the run is reproducible and shows up in the project tree. The device row
 // lists the chosen server's GPUs with live free memory (ui/gpu_picker.h); the choice goes into
-// the submit's `gpus` and, for a task whose options have a `device`, into that option.
+// the submit's `gpus` and, for a task whose options have a `device`, into that option. When the
+// chosen server's agent has peers, they are offered too (ui/peer_picker.h): one run over
+// several servers.
 #include <QString>
 #include <QWidget>
 #include <atomic>
@@ -32,6 +34,7 @@ namespace crucible::ui {
 
 class GpuPicker;
 class OptionsForm;
+class PeerPicker;
 
 class RunSetupView : public QWidget {
     Q_OBJECT
@@ -44,6 +47,7 @@ class RunSetupView : public QWidget {
     QString current_task() const;
     OptionsForm* form() const { return form_; }
     GpuPicker* gpu_picker() const { return gpus_; }
+    PeerPicker* peer_picker() const { return peers_; }
     QString command_line() const;
     QString error_text() const;
     // What the upload of a submit under way says ("uploading … MB · MB/s · ETA"), empty when
@@ -137,6 +141,7 @@ class RunSetupView : public QWidget {
     QComboBox* server_ = nullptr;
     QComboBox* preset_ = nullptr;
     GpuPicker* gpus_ = nullptr;
+    PeerPicker* peers_ = nullptr;  // other servers for the same run
     QLineEdit* name_ = nullptr;
     QLineEdit* command_ = nullptr;
     QLabel* error_ = nullptr;

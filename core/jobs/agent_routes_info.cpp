@@ -20,6 +20,10 @@ void AgentService::add_info_routes() {
         info.tasks = config_.task_schemas;
         info.gpus = gpus_->read();
         info.max_cpu_jobs = config_.scheduler.max_cpu_jobs;
+        // Peers are offered only where a run can use them (a cluster address is set).
+        if (!config_.cluster.host.empty())
+            for (const auto& peer : config_.cluster.peers)
+                info.peers.push_back(peer.name);
         net::send_json(res, 200, info.to_json());
     });
     server.on(net::routes::kGpus, [this](const httplib::Request&, httplib::Response& res) {

@@ -166,7 +166,8 @@ Json AgentInfo::to_json() const {
             {"tls", tls},
             {"tasks", tasks},
             {"gpus", gpus.to_json()},
-            {"max_cpu_jobs", max_cpu_jobs}};
+            {"max_cpu_jobs", max_cpu_jobs},
+            {"peers", peers}};
 }
 
 AgentInfo AgentInfo::from_json(const Json& json) {
@@ -183,6 +184,13 @@ AgentInfo AgentInfo::from_json(const Json& json) {
     }
     if (const Json* g = field(json, "gpus")) info.gpus = GpuReport::from_json(*g);
     info.max_cpu_jobs = small_integer(json, "max_cpu_jobs", where, 0);
+    if (const Json* p = field(json, "peers"); p && p->is_array() && p->size() > 64)
+        throw InputError("info.peers", "at most 64 peers");
+    each(json, "peers", "info", [&](const Json& e, const std::string& w) {
+        if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>().size() > 64)
+            throw InputError(w, "expected the name of one of the agent's peers");
+        info.peers.push_back(e.get<std::string>());
+    });
     return info;
 }
 

@@ -64,6 +64,9 @@ struct AgentInfo {
     Json tasks = Json::array();  // every task's option schema (OptionSchema::to_json)
     GpuReport gpus;
     int max_cpu_jobs = 0;
+    // The names of the agent's peers (agent.json "cluster") a run may also train on (the submit's
+    // `servers`); only names, never their addresses or tokens. Empty: none, or an older agent.
+    std::vector<std::string> peers;
 
     Json to_json() const;
     static AgentInfo from_json(const Json& json);

@@ -58,8 +58,19 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
             {"tasks not a list", {{"tasks", {{"a", 1}}}}, "info.tasks"},
             {"tls as text", {{"tls", "yes"}}, "info.tls"},
             {"bad gpus inside", {{"gpus", {{"gpus", 3}}}}, "gpus.gpus"},
+            {"peers not a list", {{"peers", "b"}}, "info.peers"},
+            {"a peer a number", {{"peers", {"b", 3}}}, "info.peers[1]"},
+            {"an empty peer name", {{"peers", {""}}}, "info.peers[0]"},
+            {"a peer name too long", {{"peers", {std::string(65, 'p')}}}, "info.peers[0]"},
+            {"65 peers", {{"peers", Json(std::vector<std::string>(65, "p"))}}, "info.peers"},
+            {"nested peers", {{"peers", deeply_nested(10000)}}, "info.peers[0]"},
         },
         [](const Json& j) { AgentInfo::from_json(j); });
+    // An older agent names no peers; a newer one names them back as written.
+    EXPECT_TRUE(AgentInfo::from_json(Json::object()).peers.empty());
+    AgentInfo with_peers;
+    with_peers.peers = {"b", "\xe8\xae\xad\xe7\xbb\x83"};
+    EXPECT_EQ(AgentInfo::from_json(with_peers.to_json()).peers, with_peers.peers);
     expect_refused(
         {
             {"no task", {{"options", Json::object()}}, "task"},

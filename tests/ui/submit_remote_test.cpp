@@ -25,6 +25,7 @@
 #include "tests/ui/qt_test_env.h"
 #include "ui/main_window.h"
 #include "ui/options_form.h"
+#include "ui/peer_picker.h"
 #include "ui/run_setup.h"
 #include "ui/server_access.h"
 #include "ui/server_file_dialog.h"
@@ -40,7 +41,8 @@ struct RealAgent {
     QProcess process;
     std::string url, token;
     Json tasks;
-    bool start(const fs::path& data, const std::vector<fs::path>& roots = {}) {
+    bool start(const fs::path& data, const std::vector<fs::path>& roots = {},
+               const Json& cluster = Json()) {
         const QString program = QString::fromStdString(crucible::path_to_utf8(
             crucible::test_support::built_program("crucible-agent", "app/agent")));
         fs::create_directories(data);
@@ -48,7 +50,9 @@ struct RealAgent {
         Json shared = Json::array();
         for (const auto& r : roots)
             shared.push_back(path_to_utf8(r));
-        write_file_atomically(data / "agent.json", Json{{"roots", shared}}.dump());
+        Json config = {{"roots", shared}};
+        if (!cluster.is_null()) config["cluster"] = cluster;
+        write_file_atomically(data / "agent.json", config.dump());
         const int port = test_support::free_loopback_port();
         process.setProcessChannelMode(QProcess::MergedChannels);
         process.start(program, {"--listen", QStringLiteral("127.0.0.1:%1").arg(port), "--data",
@@ -121,6 +125,52 @@ TEST(RunSetup, RemoteSubmitUploadsLocalPretrainedWeights) {
     // The project keeps what the person chose (their own path), not the agent's copy.
     const auto run = store::get_run(*project, submitted);
     EXPECT_EQ(run.setup.options.value("model", std::string()), path_to_utf8(weights));
+}
+
+// A server whose agent has peers offers them in the run setup; a ticked peer goes into the
+// submit's `servers`, so the agent makes the run one over both servers (here the peer cannot be
+// reached, and the agent says so in the run's events).
+TEST(RunSetup, PeersOfTheServerCanTakeRanksOfTheRun) {
+    if (!agent_built()) GTEST_SKIP() << "crucible-agent not built in " << CRUCIBLE_BINARY_DIR;
+    const auto dir = uitest::temp_dir();
+    const int store_port = test_support::free_loopback_port();
+    const Json cluster = {{"host", "127.0.0.1"},
+                          {"ports", {store_port, store_port}},
+                          {"peers",
+                           {{{"name", "b"}, {"url", "http://127.0.0.2:9"}, {"token", "crt_b"}},
+                            {{"name", "\xe8\xae\xad\xe7\xbb\x83-c"},
+                             {"url", "http://127.0.0.3:9"},
+                             {"token", "crt_c"}}}}};
+    RealAgent agent;
+    ASSERT_TRUE(agent.start(dir / "agent", {}, cluster)) << agent.process.readAll().toStdString();
+    auto project = store::Project::create(dir / "p.crucible");
+    uitest::clear_server_registry();
+    add_server("gpu", agent.url, agent.token, "");
+    RunSetupView view(project.get(), agent.tasks);
+    view.show();
+    ASSERT_TRUE(view.select_task("test.fake"));
+    EXPECT_FALSE(view.peer_picker()->isVisible()) << "this computer's agent has no peers";
+    view.select_server("gpu");
+    ASSERT_TRUE(uitest::wait_for([&] { return view.peer_picker()->isVisible(); }, 10000));
+    EXPECT_EQ(view.peer_picker()->peers(),
+              (QStringList{"b", QString::fromUtf8("\xe8\xae\xad\xe7\xbb\x83-c")}));
+    view.peer_picker()->choose({"b"});
+    std::int64_t submitted = -1;
+    QString job, failure;
+    QObject::connect(&view, &RunSetupView::run_submitted, [&](std::int64_t id, const QString& j) {
+        submitted = id;
+        job = j;
+    });
+    QObject::connect(&view, &RunSetupView::submit_failed, [&](const QString& m) { failure = m; });
+    view.submit("two servers");
+    ASSERT_TRUE(uitest::wait_for([&] { return submitted >= 0 || !failure.isEmpty(); }, 30000));
+    ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+    const net::JobInfo info = net::ApiClient({agent.url, agent.token, ""}).job(job.toStdString());
+    ASSERT_EQ(info.parts.size(), 1u);
+    EXPECT_EQ(info.parts[0].server, "b");
+    // Back to "This computer": no peers offered.
+    view.select_server("");
+    EXPECT_FALSE(view.peer_picker()->isVisible());
 }
 
 // Weights that already live on the server are picked there: the dialog walks the agent's shared
