@@ -22,15 +22,6 @@
 namespace crucible::cli {
 namespace {
 
-Json read_agent_json(const std::filesystem::path& dir) {
-    const auto file = dir / "agent.json";
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec)) return Json::object();
-    Json j = read_json_file(file);
-    if (!j.is_object()) throw InputError(path_to_utf8(file), "expected a JSON object");
-    return j;
-}
-
 std::string env(const char* name) {
     return environment_variable(name).value_or("");
 }
@@ -88,16 +79,8 @@ int run_set(const std::vector<std::string>& words) {
     if (key_id.empty()) key_id = env("AWS_ACCESS_KEY_ID");
     if (key_id.empty())
         throw InputError("--access-key-id", "give the access key id (or set $AWS_ACCESS_KEY_ID)");
-    std::string secret = env("AWS_SECRET_ACCESS_KEY");
-    if (secret.empty()) {
-        std::fprintf(stderr, "secret access key for %s: ", key_id.c_str());
-        std::getline(std::cin, secret);
-        while (!secret.empty() && (secret.back() == '\r' || secret.back() == '\n'))
-            secret.pop_back();
-    }
-    if (secret.empty())
-        throw InputError("secret",
-                         "no secret access key on standard input or in $AWS_SECRET_ACCESS_KEY");
+    const std::string secret =
+        secret_input("AWS_SECRET_ACCESS_KEY", "secret access key for " + key_id, "secret");
     if (!no_check) {
         net::S3Options o;
         o.ca_file = c.ca_file;

@@ -10,6 +10,8 @@
 #include "core/base/file_io.h"
 #include "core/base/job_control.h"
 #include "core/base/options_schema.h"
+#include "core/base/secret_store.h"
+#include "core/jobs/agent_secrets.h"
 #include "core/jobs/gpu_ranks.h"
 #include "core/jobs/job_events.h"
 #include "core/jobs/retention.h"
@@ -45,8 +47,17 @@ void load_agent_config_file(AgentConfig& config) {
             static_cast<std::uint64_t>(get_integer(j, "min_free_disk_mb", where)) << 20;
     if (j.contains("mirror"))
         config.mirror = MirrorConfig::from_json(j["mirror"], where + ": mirror");
-    if (j.contains("cluster"))
+    if (j.contains("cluster")) {
         config.cluster = ClusterConfig::from_json(j["cluster"], where + ": cluster");
+        config.cluster.take_tokens(*SecretStore::open_file(agent_secrets_file(config.data_dir)),
+                                   where + ": cluster");
+        for (const auto& peer : config.cluster.peers)
+            if (peer.token_in_file)
+                spdlog::warn(
+                    "{}: cluster: peer '{}' has its token in the clear; move it to the "
+                    "agent's secret store with `crucible agent peer add {} --url {}`",
+                    where, peer.name, peer.name, peer.endpoint.url);
+    }
 }
 
 Json describe_tasks(const std::filesystem::path& worker) {

@@ -96,10 +96,6 @@ MirrorConfig MirrorConfig::from_json(const Json& j, const std::string& where) {
     return c;
 }
 
-std::filesystem::path agent_secrets_file(const std::filesystem::path& data_dir) {
-    return data_dir / "secrets.json";
-}
-
 bool is_valid_run_id(const std::string& id) {
     if (id.empty() || id.size() > 64) return false;
     return std::all_of(id.begin(), id.end(), [](char c) {

@@ -34,6 +34,7 @@
 
 #include "core/base/event.h"
 #include "core/base/json.h"
+#include "core/jobs/agent_secrets.h"
 #include "core/jobs/job_registry.h"
 #include "core/net/s3_client.h"
 
@@ -57,12 +58,6 @@ struct MirrorConfig {
     // InputError naming `where` and the field at fault.
     static MirrorConfig from_json(const Json& json, const std::string& where);
 };
-
-// The agent's secret store (<data>/secrets.json, owner-only) and the names of the mirror's
-// credentials in it.
-std::filesystem::path agent_secrets_file(const std::filesystem::path& data_dir);
-inline constexpr const char* kMirrorAccessKeySecret = "mirror:access_key_id";
-inline constexpr const char* kMirrorSecretKeySecret = "mirror:secret_access_key";
 
 // Run ids name a run in the bucket: 1 to 64 letters, digits, '-' and '_'.
 bool is_valid_run_id(const std::string& id);

@@ -1,6 +1,8 @@
 #include "core/jobs/cluster_config.h"
 
 #include "core/base/error.h"
+#include "core/base/secret_store.h"
+#include "core/jobs/agent_secrets.h"
 
 namespace crucible::jobs {
 
@@ -35,7 +37,12 @@ ClusterConfig ClusterConfig::from_json(const Json& json, const std::string& wher
             } catch (const InputError& e) {
                 throw InputError(at, std::string("field 'url': ") + e.what());
             }
-            peer.endpoint.token = get_string(list[i], "token", at);
+            // A token in agent.json itself (as agents before the secret store kept it).
+            if (list[i].contains("token")) {
+                peer.endpoint.token = get_string(list[i], "token", at);
+                if (peer.endpoint.token.empty()) throw InputError(at, "field 'token' is empty");
+                peer.token_in_file = true;
+            }
             if (list[i].contains("fingerprint"))
                 peer.endpoint.fingerprint = get_string(list[i], "fingerprint", at);
             if (net::parse_url(peer.endpoint.url).https && peer.endpoint.fingerprint.empty())
@@ -52,6 +59,22 @@ const PeerAgent* ClusterConfig::find(const std::string& name) const {
     for (const auto& p : peers)
         if (p.name == name) return &p;
     return nullptr;
+}
+
+void ClusterConfig::take_tokens(const SecretStore& secrets, const std::string& where) {
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+        PeerAgent& peer = peers[i];
+        if (peer.token_in_file) continue;
+        const auto token = secrets.get(peer_token_secret(peer.name));
+        if (!token || token->empty())
+            throw InputError(where + ": peers[" + std::to_string(i) + "]",
+                             "no token for peer '" + peer.name +
+                                 "' in the agent's secret store; "
+                                 "store the one it made for this agent with `crucible agent peer "
+                                 "add " +
+                                 peer.name + " --url " + peer.endpoint.url + " --data ...`");
+        peer.endpoint.token = *token;
+    }
 }
 
 const PeerAgent* ClusterConfig::peer_at(const std::string& address) const {

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "core/base/error.h"
+#include "core/base/secret_store.h"
+#include "core/jobs/agent_secrets.h"
 #include "core/jobs/cluster_config.h"
+#include "tests/support/temp_dir.h"
 
 using namespace crucible;
 using jobs::ClusterConfig;
@@ -61,7 +64,12 @@ TEST(ClusterConfig, HostileEntriesAreRefusedNamingTheField) {
         {"peer with an empty name",
          {{"peers", {{{"name", ""}, {"url", "https://b"}, {"token", "t"}}}}},
          "empty"},
-        {"peer without a token", {{"peers", {{{"name", "b"}, {"url", "https://b"}}}}}, "token"},
+        {"peer with an empty token",
+         {{"peers", {{{"name", "b"}, {"url", "http://b"}, {"token", ""}}}}},
+         "token"},
+        {"peer token a list",
+         {{"peers", {{{"name", "b"}, {"url", "http://b"}, {"token", {"t"}}}}}},
+         "token"},
         {"peer with a bad url",
          {{"peers", {{{"name", "b"}, {"url", "ftp://b"}, {"token", "t"}}}}},
          "peers[0]"},
@@ -83,5 +91,35 @@ TEST(ClusterConfig, HostileEntriesAreRefusedNamingTheField) {
             EXPECT_NE(message.find("agent.json: cluster"), std::string::npos) << c.what;
             EXPECT_NE(message.find(c.named), std::string::npos) << c.what << ": " << message;
         }
+    }
+}
+
+// Tokens live in the agent's secret store (`crucible agent peer add`); one that agent.json still
+// holds is used as it is, and a peer with neither is refused naming it and what to run.
+TEST(ClusterConfig, PeerTokensComeFromTheSecretStore) {
+    const test_support::TempDir dir("cluster_tokens");
+    auto secrets = SecretStore::open_file(dir / "secrets.json");
+    secrets->put(jobs::peer_token_secret("b"), "crt_from_store");
+    ClusterConfig c = ClusterConfig::from_json(
+        {{"host", "10.0.0.1"},
+         {"peers",
+          {{{"name", "b"}, {"url", "http://10.0.0.2:7443"}},
+           {{"name", "c"}, {"url", "http://10.0.0.3:7443"}, {"token", "crt_in_file"}}}}},
+        "agent.json: cluster");
+    EXPECT_FALSE(c.find("b")->token_in_file);
+    EXPECT_TRUE(c.find("c")->token_in_file);
+    c.take_tokens(*secrets, "agent.json: cluster");
+    EXPECT_EQ(c.find("b")->endpoint.token, "crt_from_store");
+    EXPECT_EQ(c.find("c")->endpoint.token, "crt_in_file");
+
+    ClusterConfig missing = ClusterConfig::from_json(
+        {{"peers", {{{"name", "d"}, {"url", "http://10.0.0.4:7443"}}}}}, "agent.json: cluster");
+    try {
+        missing.take_tokens(*secrets, "agent.json: cluster");
+        ADD_FAILURE() << "a peer without a token was accepted";
+    } catch (const InputError& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("peers[0]"), std::string::npos) << message;
+        EXPECT_NE(message.find("crucible agent peer add d"), std::string::npos) << message;
     }
 }

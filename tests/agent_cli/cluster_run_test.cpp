@@ -10,13 +10,16 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "core/base/child_process.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
+#include "core/base/secret_store.h"
 #include "core/data/synth/synth.h"
+#include "core/jobs/agent_secrets.h"
 #include "core/net/api_client.h"
 #include "core/net/tls.h"
 #include "core/net/token_store.h"
@@ -104,15 +107,20 @@ struct ClusterRun : ::testing::Test {
     }
     virtual void remove_network() {}
 
+    // As the admin of each server sets it up: the cluster address and ports in agent.json, the
+    // peer with `crucible agent peer add` (its token through the environment, into the agent's
+    // secret store; the peer is not up yet, so unchecked).
     void configure(const Server& self, const Server& peer, const std::string& token_for_peer) {
-        const Json entry = {{"name", peer.name},
-                            {"url", peer.url()},
-                            {"token", token_for_peer},
-                            {"fingerprint", peer.fingerprint}};
-        const Json cluster = {{"host", self.host},
-                              {"ports", {store_port, store_port}},
-                              {"peers", Json::array({entry})}};
+        const Json cluster = {{"host", self.host}, {"ports", {store_port, store_port}}};
         write_json_file(self.data / "agent.json", Json{{"cluster", cluster}});
+        std::vector<std::string> add = {"agent",     "peer",     "add",    peer.name,
+                                        "--url",     peer.url(), "--data", path_to_utf8(self.data),
+                                        "--no-check"};
+        if (!peer.fingerprint.empty()) add.insert(add.end(), {"--fingerprint", peer.fingerprint});
+        const auto added = crucible(add, {{"CRUCIBLE_PEER_TOKEN", token_for_peer}});
+        ASSERT_EQ(added.first, 0) << added.second;
+        EXPECT_EQ(read_file_bytes(self.data / "agent.json").find(token_for_peer),
+                  std::string::npos);
     }
 
     void start(Server& s) {
@@ -141,10 +149,12 @@ struct ClusterRun : ::testing::Test {
     }
 
     // `crucible remote ...` as the person runs it, with a's address as remote "a".
-    std::pair<int, std::string> crucible(const std::vector<std::string>& args) {
+    std::pair<int, std::string> crucible(const std::vector<std::string>& args,
+                                         const std::map<std::string, std::string>& env = {}) {
         ChildOptions o;
         o.program = CRUCIBLE_CLI_EXE;
         o.args = args;
+        o.env = env;
         o.env["CRUCIBLE_CONFIG_DIR"] = path_to_utf8(config);
         o.working_dir = root;
         o.log_file = root / ("cli" + std::to_string(cli_runs++) + ".log");
@@ -242,6 +252,32 @@ struct ClusterRun : ::testing::Test {
 
 TEST_F(ClusterRun, TwoServersRunOneJobWithOneSetOfCurves) {
     run_two_epochs_and_check();
+}
+
+// `crucible agent peer add` asks the peer before it stores anything: a token the peer did not make
+// is refused and nothing is kept; `list` shows peers without their tokens; `remove` forgets both.
+TEST_F(ClusterRun, PeersAreAddedWithACheckedTokenListedWithoutItAndRemoved) {
+    const std::string data = path_to_utf8(a.data);
+    const auto secrets = [&] { return SecretStore::open_file(jobs::agent_secrets_file(a.data)); };
+    auto wrong = crucible({"agent", "peer", "add", "b2", "--url", b.url(), "--data", data},
+                          {{"CRUCIBLE_PEER_TOKEN", "crt_not_made_by_b"}});
+    EXPECT_NE(wrong.first, 0);
+    EXPECT_NE(wrong.second.find("does not take this token"), std::string::npos) << wrong.second;
+    EXPECT_FALSE(secrets()->get(jobs::peer_token_secret("b2")));
+    auto right = crucible({"agent", "peer", "add", "b2", "--url", b.url(), "--data", data},
+                          {{"CRUCIBLE_PEER_TOKEN", b.peer_token}});
+    ASSERT_EQ(right.first, 0) << right.second;
+    EXPECT_EQ(secrets()->get(jobs::peer_token_secret("b2")).value_or(""), b.peer_token);
+    auto list = crucible({"agent", "peer", "list", "--data", data});
+    ASSERT_EQ(list.first, 0) << list.second;
+    EXPECT_NE(list.second.find("b\t" + b.url()), std::string::npos) << list.second;
+    EXPECT_NE(list.second.find("b2\t" + b.url()), std::string::npos) << list.second;
+    EXPECT_EQ(list.second.find(b.peer_token), std::string::npos) << "list shows no token";
+    auto removed = crucible({"agent", "peer", "remove", "b2", "--data", data});
+    ASSERT_EQ(removed.first, 0) << removed.second;
+    EXPECT_FALSE(secrets()->get(jobs::peer_token_secret("b2")));
+    EXPECT_EQ(read_file_bytes(a.data / "agent.json").find("b2"), std::string::npos);
+    EXPECT_NE(crucible({"agent", "peer", "remove", "b2", "--data", data}).first, 0);
 }
 
 TEST_F(ClusterRun, StrangersAndUnknownServersAreRefused) {
