@@ -72,7 +72,10 @@ int listening_socket(const std::string& host, int port) {
                                      static_cast<unsigned short>(port));
     boost::system::error_code ec;
     acceptor.open(at.protocol(), ec);
+#ifndef _WIN32
+    // On Windows SO_REUSEADDR would let another process bind the same port over the store's.
     if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+#endif
     if (!ec) acceptor.bind(at, ec);
     if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
     if (ec)

@@ -64,7 +64,11 @@ struct Tunnel {
     void listen(const tcp::endpoint& at, const std::string& what) {
         error_code ec;
         acceptor.open(at.protocol(), ec);
+#ifndef _WIN32
+        // Lets a run's port be taken again while an earlier connection lingers in TIME_WAIT. On
+        // Windows SO_REUSEADDR would let another process bind the same port over ours.
         if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+#endif
         if (!ec) acceptor.bind(at, ec);
         if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
         if (ec)
@@ -74,7 +78,18 @@ struct Tunnel {
 
     void start(std::function<void(tcp::socket)> on_accept) {
         accept(std::move(on_accept));
-        thread = std::thread([this] { io.run(); });
+        thread = std::thread([this] {
+            // A handler that throws (no randomness for a challenge, say) costs that connection,
+            // never the run's other connections.
+            for (;;) {
+                try {
+                    io.run();
+                    return;
+                } catch (const std::exception& e) {
+                    spdlog::error("rendezvous tunnel: {}", e.what());
+                }
+            }
+        });
     }
 
     void accept(std::function<void(tcp::socket)> on_accept) {
