@@ -16,6 +16,7 @@ packages=(
     cmake ninja-build g++ pkg-config git ccache python3 python3-venv
     qt6-base-dev libqcustomplot-dev
     libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libopencv-dnn-dev
+    libjpeg62-turbo-dev
     libsqlite3-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
     libspdlog-dev libcli11-dev libyaml-cpp-dev libpugixml-dev libpcre2-dev libicu-dev libboost-dev
     libgloo-dev

@@ -1,5 +1,6 @@
 #include "core/data/image_io.h"
 
+#include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/data/jpeg_decode.h"
 
 namespace crucible::data {
 namespace {
@@ -99,7 +101,10 @@ std::optional<ImageHeader> peek_jpeg(std::string_view b, std::size_t* scan_start
         }
         i = end;
     }
-    if (header && orientation >= 5) std::swap(header->width, header->height);
+    if (header) {
+        header->orientation = orientation;
+        if (orientation >= 5) std::swap(header->width, header->height);
+    }
     return header;
 }
 
@@ -253,27 +258,67 @@ int jpeg_decode_scale(int width, int height, int min_long_side) {
     return scale;
 }
 
+namespace {
+
+// Turns a decoded JPEG as stored into the way it is meant to be seen, as cv::imdecode does.
+void apply_exif_orientation(cv::Mat& image, int orientation) {
+    if (orientation >= 5) cv::transpose(image, image);
+    switch (orientation) {
+        case 2:
+        case 6:
+            cv::flip(image, image, 1);
+            break;
+        case 3:
+        case 7:
+            cv::flip(image, image, -1);
+            break;
+        case 4:
+        case 8:
+            cv::flip(image, image, 0);
+            break;
+        default:
+            break;
+    }
+}
+
+}  // namespace
+
 cv::Mat decode_image(std::string_view bytes, const std::string& where, const ImageLimits& limits,
                      int min_long_side) {
     const std::string problem = image_bytes_problem(bytes, limits);
     if (!problem.empty()) throw InputError(where, problem);
+    const auto header = peek_image_header(bytes);
+    if (header && header->format == "jpeg") {
+        const int scale = jpeg_decode_scale(header->width, header->height, min_long_side);
+        cv::Mat image;
+        const JpegDecodeResult r =
+            decode_jpeg_bgr(bytes, scale, limits.max_pixels, [&](int width, int height) {
+                image.create(height, width, CV_8UC3);
+                return image.data;
+            });
+        if (r.status == JpegDecodeStatus::failed)
+            throw InputError(where, "cannot decode JPEG: " + r.problem);
+        if (r.status == JpegDecodeStatus::decoded) {
+            apply_exif_orientation(image, header->orientation);
+            return image;
+        }
+        // CMYK and YCCK: OpenCV converts those itself.
+    }
     const cv::Mat raw(1, int(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
     int flags = cv::IMREAD_COLOR;
-    if (min_long_side > 0 && bytes.size() >= 3 && u8(bytes[0]) == 0xFF && u8(bytes[1]) == 0xD8) {
-        if (const auto header = peek_image_header(bytes)) {
-            switch (jpeg_decode_scale(header->width, header->height, min_long_side)) {
-                case 2:
-                    flags = cv::IMREAD_REDUCED_COLOR_2;
-                    break;
-                case 4:
-                    flags = cv::IMREAD_REDUCED_COLOR_4;
-                    break;
-                case 8:
-                    flags = cv::IMREAD_REDUCED_COLOR_8;
-                    break;
-                default:
-                    break;
-            }
+    if (header && header->format == "jpeg") {
+        switch (jpeg_decode_scale(header->width, header->height, min_long_side)) {
+            case 2:
+                flags = cv::IMREAD_REDUCED_COLOR_2;
+                break;
+            case 4:
+                flags = cv::IMREAD_REDUCED_COLOR_4;
+                break;
+            case 8:
+                flags = cv::IMREAD_REDUCED_COLOR_8;
+                break;
+            default:
+                break;
         }
     }
     cv::Mat image;

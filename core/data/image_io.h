@@ -1,6 +1,7 @@
 #pragma once
-// Image reading for every dataset path (owned by core/data). Reads bytes and decodes with
-// cv::imdecode, because cv::imread fails on non-ASCII paths on Windows. The pixel count from the
+// Image reading for every dataset path (owned by core/data). Reads bytes and decodes them in
+// memory (cv::imread fails on non-ASCII paths on Windows): JPEGs through libjpeg-turbo directly
+// (jpeg_decode.h), other formats with cv::imdecode. The pixel count from the
 // file header is checked against a limit *before* decoding (a PNG claiming 30000x30000 must not
 // allocate gigabytes), and truncated JPEGs (no end-of-image marker, which OpenCV decodes
 // silently) are detected.
@@ -25,6 +26,7 @@ struct ImageHeader {
     std::string format;  // "jpeg", "png", "bmp", "webp", "tiff"
     int width = 0;
     int height = 0;
+    int orientation = 1;  // EXIF orientation of a JPEG, 1..8 (1: as stored); 1 for others
 };
 
 // Parses width/height from the header bytes of JPEG, PNG, BMP, WebP, TIFF (others: nullopt).

@@ -23,6 +23,9 @@ if(NOT OpenCV_FOUND)
             INTERFACE_INCLUDE_DIRECTORIES "${OPENCV_INCLUDE_DIR}")
     endforeach()
 endif()
+# libjpeg-turbo, which OpenCV decodes JPEGs with too: the loader calls it directly
+# (core/data/jpeg_decode.h) for its BGR output and DCT scaling without cv::imdecode's overhead.
+find_package(JPEG REQUIRED)
 # cpp-httplib: Debian ships a compiled library with a pkg-config file (no CMake config);
 # vcpkg ships httplib::httplib.
 find_package(httplib CONFIG QUIET)

@@ -21,10 +21,12 @@ trap 'rm -rf "$work"' EXIT
 inc="$work/include"
 mkdir -p "$inc/openssl" "$inc/curl"
 for h in nlohmann spdlog fmt boost CLI yaml-cpp pugixml.hpp pugiconfig.hpp httplib.h sqlite3.h \
-    pcre2.h zlib.h zconf.h sentencepiece_processor.h; do
+    pcre2.h zlib.h zconf.h sentencepiece_processor.h jpeglib.h jmorecfg.h jerror.h; do
     [ -e "/usr/include/$h" ] && ln -s "/usr/include/$h" "$inc/$h"
 done
 [ -d /usr/include/opencv4/opencv2 ] && ln -s /usr/include/opencv4/opencv2 "$inc/opencv2"
+# libjpeg-turbo's configuration header lives in the architecture folder.
+[ -e /usr/include/x86_64-linux-gnu/jconfig.h ] && ln -s /usr/include/x86_64-linux-gnu/jconfig.h "$inc/jconfig.h"
 # OpenSSL's and curl's headers are split between a common and an architecture folder.
 for d in openssl curl; do
     for f in "/usr/include/$d"/* /usr/include/x86_64-linux-gnu/"$d"/*; do
