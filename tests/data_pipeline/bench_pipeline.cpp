@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
                 count, bytes / 1024.0 / count, CV_VERSION, kReference);
     cv::setNumThreads(0);
 
-    // Decode only (one thread): read file + imdecode, as the loader does.
+    // Decode only (one thread): read the file and decode it, as the loader does.
     {
         std::int64_t n = 0;
         const auto t0 = Clock::now();
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
         while (seconds_since(t0) < seconds / 2)
             for (const auto& s : samples)
                 n += read_image(s.path, {}, 640).cols > 0;
-        print_rate("decode only (read + imdecode), 1 thread",
+        print_rate("decode only (read + decode), 1 thread",
                    Rate{n / seconds_since(t0), n / (process_cpu_seconds() - c0)}, 1);
     }
 
