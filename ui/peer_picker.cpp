@@ -22,12 +22,16 @@ PeerPicker::PeerPicker(QWidget* parent) : QWidget(parent) {
     note_->setStyleSheet(QStringLiteral("color:gray"));
     layout->addWidget(list_);
     layout->addWidget(note_);
-    connect(list_, &QListWidget::itemChanged, this, [this] { emit choice_changed(); });
+    connect(list_, &QListWidget::itemChanged, this, [this] {
+        wanted_ = chosen();
+        emit choice_changed();
+    });
     hide();
 }
 
 void PeerPicker::set_endpoint(std::optional<net::RemoteEndpoint> endpoint) {
     endpoint_ = std::move(endpoint);
+    wanted_.clear();
     const int generation = ++generation_;
     show_peers({});
     if (!endpoint_) return;
@@ -48,7 +52,8 @@ void PeerPicker::show_peers(const std::vector<std::string>& peers) {
         for (const auto& name : peers) {
             auto* item = new QListWidgetItem(QString::fromStdString(name), list_);
             item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable);
-            item->setCheckState(Qt::Unchecked);
+            item->setCheckState(wanted_.contains(QString::fromStdString(name)) ? Qt::Checked
+                                                                               : Qt::Unchecked);
             item->setToolTip(tr("Also train this run's ranks on the server's peer %1")
                                  .arg(QString::fromStdString(name)));
         }
@@ -68,9 +73,12 @@ QStringList PeerPicker::peers() const {
 }
 
 void PeerPicker::choose(const QStringList& names) {
+    wanted_ = names;
+    const QSignalBlocker quiet(list_);  // itemChanged would take the half-applied ticks as wanted
     for (int i = 0; i < list_->count(); ++i)
         list_->item(i)->setCheckState(names.contains(list_->item(i)->text()) ? Qt::Checked
                                                                              : Qt::Unchecked);
+    emit choice_changed();
 }
 
 QStringList PeerPicker::chosen() const {

@@ -26,7 +26,8 @@ class PeerPicker : public QWidget {
     void set_endpoint(std::optional<net::RemoteEndpoint> endpoint);
     // The peers the agent named, in its order.
     QStringList peers() const;
-    // Ticks these peers (names the agent did not name are ignored).
+    // Ticks these peers. Names the agent has not listed yet are ticked when its answer lists
+    // them (a cloned run chooses before the answer comes); set_endpoint forgets them.
     void choose(const QStringList& names);
     QStringList chosen() const;
     // The submit's `servers`: each ticked peer with as many ranks as the chosen server.
@@ -42,6 +43,7 @@ class PeerPicker : public QWidget {
 
     std::optional<net::RemoteEndpoint> endpoint_;
     int generation_ = 0;  // answers for an endpoint that was replaced are dropped
+    QStringList wanted_;  // what choose() asked for, or the user ticked last
     QListWidget* list_ = nullptr;
     QLabel* note_ = nullptr;
 };

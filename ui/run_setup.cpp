@@ -382,6 +382,8 @@ std::int64_t RunSetupView::create_run(const QString& name) {
         const qlonglong ds = dataset_->currentData().toLongLong();
         if (ds >= 0) setup.dataset_id = ds;
         setup.server = server_->currentData().toString().toStdString();
+        for (const QString& peer : peers_->chosen())
+            setup.peers.push_back(peer.toStdString());
         const auto id = store::create_run(*project_, setup);
         error_->clear();
         emit run_created(id);
@@ -434,6 +436,10 @@ bool RunSetupView::load_setup(const store::RunSetup& setup, const QString& name)
     }
     if (form_) form_->set_values(setup.options);
     select_server(qs(setup.server));
+    QStringList peers;
+    for (const auto& peer : setup.peers)
+        peers << qs(peer);
+    peers_->choose(peers);
     name_->setText(name);
     // After the options: a dataset still in the project replaces `data` with its snapshot.
     const int picked = setup.dataset_id

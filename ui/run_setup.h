@@ -63,7 +63,8 @@ class RunSetupView : public QWidget {
     std::int64_t submit(const QString& name = {});
     // Picks the server by its name in the registry; "" is this computer.
     void select_server(const QString& name);
-    // The form filled from an existing run (Clone…): its task, options, server and dataset (the
+    // The form filled from an existing run (Clone…): its task, options, server, the server's
+    // peers it also trained on (ticked when the agent lists them) and dataset (the
     // dataset's current version: a clone trains on the labels as they are now). False when this
     // studio does not know the run's task.
     bool load_setup(const store::RunSetup& setup, const QString& name);

@@ -61,10 +61,11 @@ std::int64_t create_run(Project& project, const RunSetup& setup) {
     double now = unix_time_now();
     Transaction tx(db);
     db.prepare(
-          "INSERT INTO runs(name, task, options, dataset_id, dataset_hash, server, "
-          "remote_job_id, state, created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+          "INSERT INTO runs(name, task, options, dataset_id, dataset_hash, server, peers, "
+          "remote_job_id, state, created_at, updated_at) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         .bind_all(setup.name, setup.task, json_text(setup.options), setup.dataset_id, dataset_hash,
-                  setup.server, setup.remote_job_id, setup.state, now, now)
+                  setup.server, json_text(Json(setup.peers)), setup.remote_job_id, setup.state, now,
+                  now)
         .run();
     std::int64_t id = db.last_insert_rowid();
     tx.commit();
@@ -118,8 +119,22 @@ std::filesystem::path run_files_folder(const Project& project, std::int64_t run_
 namespace {
 constexpr const char* kRunSelect = R"sql(
 SELECT r.id, r.name, r.task, r.options, r.dataset_id, r.dataset_hash, r.server,
-       r.remote_job_id, r.state, r.created_at, r.updated_at, r.event_count, r.last_seq
+       r.remote_job_id, r.state, r.created_at, r.updated_at, r.event_count, r.last_seq, r.peers
 FROM runs r )sql";
+
+// The peers column as written by create_run; a project file edited by hand is outside input.
+std::vector<std::string> read_peers(std::string_view text, std::int64_t run_id) {
+    const std::string where = "run " + std::to_string(run_id) + ": peers";
+    const Json peers = parse_json(text, where);
+    if (!peers.is_array()) throw InputError(where, "must be a list of server names");
+    std::vector<std::string> names;
+    for (const Json& name : peers) {
+        if (!name.is_string() || name.get_ref<const std::string&>().empty())
+            throw InputError(where, "must be a list of server names");
+        names.push_back(name.get<std::string>());
+    }
+    return names;
+}
 
 RunInfo read_run(Statement& s) {
     RunInfo r;
@@ -136,6 +151,7 @@ RunInfo read_run(Statement& s) {
     r.updated_at = s.column_double(10);
     r.events = s.column_int64(11);
     r.last_seq = s.column_int64(12);
+    r.setup.peers = read_peers(s.column_text_view(13), r.id);
     return r;
 }
 }  // namespace

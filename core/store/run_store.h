@@ -21,6 +21,9 @@ struct RunSetup {
     std::optional<std::int64_t> dataset_id;
     std::string dataset_hash;  // dataset version trained on; filled from the dataset if empty
     std::string server;  // its name in the user's server registry (net::RemoteConfig); "" = here
+    // Other servers training ranks of the same run, by the names the server's agent gives its
+    // peers (agent.json "cluster"); each takes as many ranks as `server`.
+    std::vector<std::string> peers;
     std::string remote_job_id;
     std::string state = "draft";
 };

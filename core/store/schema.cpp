@@ -193,6 +193,11 @@ CREATE TABLE run_summaries(
     seq INTEGER NOT NULL,
     summary TEXT NOT NULL CHECK(json_valid(summary)));
 )sql"},
+        // Version 7: the other servers a run trains on (a JSON list of the peer names its
+        // server's agent knows), so a clone asks for the same servers.
+        {6, R"sql(
+ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '[]' CHECK(json_valid(peers));
+)sql"},
     };
     return list;
 }

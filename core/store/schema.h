@@ -10,7 +10,7 @@
 namespace crucible::store {
 
 inline constexpr std::int32_t kApplicationId = 0x43524342;  // "CRCB" in the SQLite header
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 inline constexpr const char* kProjectFormat = "crucible-project";
 
 // The DDL of schema version 1, as shipped. Kept verbatim so that tests can build old files.

@@ -153,7 +153,8 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
                    .task = "detect.yolo",
                    .options = Json{{"epochs", 3}, {"imgsz", 320}},
                    .dataset_id = imported.dataset_id,
-                   .server = "gpu1"};
+                   .server = "gpu1",
+                   .peers = {"gpu2", "\xe8\xae\xad\xe7\xbb\x83-c"}};
     auto id = create_run(*p, setup);
     update_run_state(*p, id, "running", std::string("job-42"));
     auto r = get_run(*p, id);
@@ -162,6 +163,8 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
     EXPECT_EQ(r.setup.state, "running");
     EXPECT_EQ(r.setup.remote_job_id, "job-42");
     EXPECT_EQ(r.setup.server, "gpu1");
+    EXPECT_EQ(r.setup.peers, (std::vector<std::string>{"gpu2", "\xe8\xae\xad\xe7\xbb\x83-c"}));
+    EXPECT_TRUE(get_run(*p, run).setup.peers.empty());
     update_run_state(*p, id, "succeeded");
     EXPECT_EQ(get_run(*p, id).setup.remote_job_id, "job-42");
     EXPECT_EQ(list_runs(*p).size(), 2u);
@@ -174,6 +177,30 @@ TEST_F(RunFixture, RunSetupRecordsDatasetVersionAndState) {
 
 // A run's state follows its newest status event, as the agent's stream or the worker's file
 // delivers it; an older status replayed later, or one with an unknown state, changes nothing.
+// A project file is outside input: a peers column edited by hand into something else is refused
+// naming the run, and SQLite itself refuses text that is not JSON.
+TEST_F(RunFixture, PeersEditedByHandAreRefusedNamingTheRun) {
+    for (const char* bad : {R"({"b": 1})", "[1]", R"([""])", R"(["b", null])", "\"b\""}) {
+        p->db()
+            .prepare("UPDATE runs SET peers = ? WHERE id = ?")
+            .bind_all(std::string(bad), run)
+            .run();
+        try {
+            get_run(*p, run);
+            ADD_FAILURE() << bad << " was read";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find("run " + std::to_string(run) + ": peers"),
+                      std::string::npos)
+                << bad << ": " << e.what();
+        }
+    }
+    EXPECT_THROW(p->db()
+                     .prepare("UPDATE runs SET peers = ? WHERE id = ?")
+                     .bind_all(std::string("[not json"), run)
+                     .run(),
+                 std::exception);
+}
+
 TEST_F(RunFixture, StateFollowsTheNewestStatusEvent) {
     auto status = [](std::int64_t seq, const std::string& state) {
         Event e = make_status(state);

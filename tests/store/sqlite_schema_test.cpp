@@ -125,6 +125,8 @@ TEST(Schema, VersionOneFileIsMigratedWithDataKept) {
     // Version 5: the run keeps its event count and last seq (listing runs counts nothing).
     EXPECT_EQ(get_run(*p, 3).events, 1);
     EXPECT_EQ(get_run(*p, 3).last_seq, 0);
+    // Version 7: runs from before train on their one server.
+    EXPECT_TRUE(get_run(*p, 3).setup.peers.empty());
     // Version 3 packs an event's values into one row; the series read back are the same.
     EXPECT_EQ(db.query_int("SELECT count(*) FROM run_points WHERE run_id = 3"), 3);
     EXPECT_EQ(db.query_int("SELECT count(*) FROM sqlite_schema WHERE name = 'run_values'"), 0);

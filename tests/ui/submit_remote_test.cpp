@@ -168,6 +168,15 @@ TEST(RunSetup, PeersOfTheServerCanTakeRanksOfTheRun) {
     const net::JobInfo info = net::ApiClient({agent.url, agent.token, ""}).job(job.toStdString());
     ASSERT_EQ(info.parts.size(), 1u);
     EXPECT_EQ(info.parts[0].server, "b");
+    // The project keeps the peers, and a clone ticks them again once the agent lists them.
+    const store::RunSetup stored = store::get_run(*project, submitted).setup;
+    EXPECT_EQ(stored.peers, std::vector<std::string>{"b"});
+    RunSetupView clone(project.get(), agent.tasks);
+    clone.show();
+    ASSERT_TRUE(clone.load_setup(stored, "two servers (clone)"));
+    ASSERT_TRUE(uitest::wait_for([&] { return clone.peer_picker()->isVisible(); }, 10000));
+    EXPECT_EQ(clone.peer_picker()->chosen(), QStringList{"b"});
+    EXPECT_EQ(clone.peer_picker()->submit_servers().size(), 1u);
     // Back to "This computer": no peers offered.
     view.select_server("");
     EXPECT_FALSE(view.peer_picker()->isVisible());
