@@ -288,8 +288,9 @@ cv::Mat decode_image(std::string_view bytes, const std::string& where, const Ima
     const std::string problem = image_bytes_problem(bytes, limits);
     if (!problem.empty()) throw InputError(where, problem);
     const auto header = peek_image_header(bytes);
-    if (header && header->format == "jpeg") {
-        const int scale = jpeg_decode_scale(header->width, header->height, min_long_side);
+    const bool jpeg = header && header->format == "jpeg";
+    const int scale = jpeg ? jpeg_decode_scale(header->width, header->height, min_long_side) : 1;
+    if (jpeg) {
         cv::Mat image;
         const JpegDecodeResult r =
             decode_jpeg_bgr(bytes, scale, limits.max_pixels, [&](int width, int height) {
@@ -302,25 +303,13 @@ cv::Mat decode_image(std::string_view bytes, const std::string& where, const Ima
             apply_exif_orientation(image, header->orientation);
             return image;
         }
-        // CMYK and YCCK: OpenCV converts those itself.
+        // CMYK and YCCK: OpenCV converts those itself, at the same scale.
     }
     const cv::Mat raw(1, int(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
-    int flags = cv::IMREAD_COLOR;
-    if (header && header->format == "jpeg") {
-        switch (jpeg_decode_scale(header->width, header->height, min_long_side)) {
-            case 2:
-                flags = cv::IMREAD_REDUCED_COLOR_2;
-                break;
-            case 4:
-                flags = cv::IMREAD_REDUCED_COLOR_4;
-                break;
-            case 8:
-                flags = cv::IMREAD_REDUCED_COLOR_8;
-                break;
-            default:
-                break;
-        }
-    }
+    const int flags = scale == 8   ? cv::IMREAD_REDUCED_COLOR_8
+                      : scale == 4 ? cv::IMREAD_REDUCED_COLOR_4
+                      : scale == 2 ? cv::IMREAD_REDUCED_COLOR_2
+                                   : cv::IMREAD_COLOR;
     cv::Mat image;
     try {
         image = cv::imdecode(raw, flags);

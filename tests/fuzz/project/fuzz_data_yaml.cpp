@@ -10,14 +10,7 @@
 #include "core/base/file_io.h"
 #include "core/data/formats/data_yaml.h"
 #include "core/data/formats/path_text.h"
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/project/fuzz_require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size > 64 * 1024)

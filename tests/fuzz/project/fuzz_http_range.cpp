@@ -7,14 +7,7 @@
 #include <string_view>
 
 #include "core/net/http_range.h"
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/project/fuzz_require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 8) return 0;

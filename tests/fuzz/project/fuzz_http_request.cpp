@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/net/http_request_parser.h"
+#include "tests/fuzz/project/fuzz_require.h"
 
 // BOOST_ENABLE_ASSERT_HANDLER (targets.cmake): a failed Beast assertion is a crash, except
 // Beast 1.74's `n >= 5` in parse_chunk_header, which a last chunk split after "0\r\n\r" trips
@@ -32,14 +33,6 @@ void assertion_failed_msg(const char* expr, const char* msg, const char* functio
     __builtin_trap();
 }
 }  // namespace boost
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;

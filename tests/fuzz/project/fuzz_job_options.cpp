@@ -15,12 +15,9 @@
 #include "core/jobs/dataset_manifest.h"
 #include "core/jobs/path_policy.h"
 #include "core/net/api_types.h"
+#include "tests/fuzz/project/fuzz_require.h"
 
 namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
 
 const crucible::OptionSchema& schema() {
     static const crucible::OptionSchema s =

@@ -8,14 +8,7 @@
 #include <vector>
 
 #include "core/data/jpeg_decode.h"
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/project/fuzz_require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     if (size < 1) return 0;

@@ -15,14 +15,11 @@
 #include "core/engine/pt/pickle.h"
 #include "core/engine/pt/pt_archive.h"
 #include "core/engine/pt/zip_reader.h"
+#include "tests/fuzz/project/fuzz_require.h"
 
 namespace {
 
 using namespace crucible::engine;
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
 
 // Re-checks the unpickler's promise: a view never reaches outside its storage.
 void check_tensor(const pickle::Value* v) {

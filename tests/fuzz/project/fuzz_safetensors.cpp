@@ -12,14 +12,7 @@
 
 #include "core/base/error.h"
 #include "core/base/safetensors.h"
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/project/fuzz_require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(data), size);

@@ -10,12 +10,9 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/data/formats/xml_reader.h"
+#include "tests/fuzz/project/fuzz_require.h"
 
 namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
 
 constexpr std::size_t kMaxDepth = 16;
 

@@ -10,14 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/data/formats/yolo_labels.h"
-
-namespace {
-
-void require(bool ok) {
-    if (!ok) __builtin_trap();
-}
-
-}  // namespace
+#include "tests/fuzz/project/fuzz_require.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
