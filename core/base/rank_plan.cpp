@@ -135,11 +135,13 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
 }
 
 Json ServerShare::to_json() const {
-    return {{"first_rank", first_rank},
-            {"world_size", world_size},
-            {"store", store_host + ":" + std::to_string(store_port)},
-            {"host", host},
-            {"key", key}};
+    Json json = {{"first_rank", first_rank},
+                 {"world_size", world_size},
+                 {"store", store_host + ":" + std::to_string(store_port)},
+                 {"host", host},
+                 {"key", key}};
+    if (!gloo_transport.empty()) json["gloo_transport"] = gloo_transport;
+    return json;
 }
 
 ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
@@ -168,6 +170,11 @@ ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
     if (s.key.size() != kShareKeyHexDigits || !hex)
         throw InputError(where, "field 'key' must be " + std::to_string(kShareKeyHexDigits) +
                                     " lower-case hex digits (the run's rendezvous key)");
+    if (json.contains("gloo_transport")) {
+        s.gloo_transport = get_string(json, "gloo_transport", where);
+        if (s.gloo_transport != "tcp" && s.gloo_transport != "uv")
+            throw InputError(where, "field 'gloo_transport' must be tcp or uv");
+    }
     return s;
 }
 

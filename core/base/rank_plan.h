@@ -30,6 +30,9 @@ struct ServerShare {
     // servers prove to each other that they hold it before the store's bytes pass
     // (core/jobs/rendezvous_tunnel.h). Never on a command line or in an API answer.
     std::string key;
+    // The Gloo transport of the server that planned the run (kGlooTransport there); empty: an
+    // agent from before this field, not checked.
+    std::string gloo_transport;
 
     Json to_json() const;
     // InputError naming `where` and the field for anything missing or out of range.
@@ -37,6 +40,16 @@ struct ServerShare {
 };
 
 inline constexpr std::size_t kShareKeyHexDigits = 64;  // 32 random bytes
+
+// How this platform's LibTorch carries Gloo's messages between ranks. LibTorch for Windows
+// builds Gloo on libuv ("uv"); the Linux wheel has only Gloo's own TCP transport ("tcp"),
+// whose listener and message headers differ (48-byte against 32-byte headers), so ranks of
+// the two cannot form one run. Agents compare it before they start a share's ranks.
+#ifdef _WIN32
+inline constexpr const char* kGlooTransport = "uv";
+#else
+inline constexpr const char* kGlooTransport = "tcp";
+#endif
 
 // The field of spec.json that holds a ServerShare.
 inline constexpr const char* kSpecServerShare = "world";

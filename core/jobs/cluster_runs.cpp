@@ -35,6 +35,11 @@ bool asks_gpus(const net::ServerRanks& server, const net::JobInfo& job) {
            !job.requested_gpus.empty();
 }
 
+// What a person recognises in ServerShare::gloo_transport.
+std::string gloo_transport_name(const std::string& transport) {
+    return transport == "uv" ? "libuv (LibTorch for Windows)" : "TCP (LibTorch for Linux)";
+}
+
 }  // namespace
 
 ClusterRuns::ClusterRuns(ClusterConfig config, JobRegistry& registry, Scheduler& scheduler,
@@ -120,6 +125,7 @@ ClusterPlan ClusterRuns::plan(const net::JobInfo& job,
         s.store_host = config_.host;
         s.store_port = port;
         s.key = key;
+        s.gloo_transport = kGlooTransport;
     };
     fill(plan.local);
     for (auto& s : plan.shares)
@@ -136,6 +142,13 @@ void ClusterRuns::accept_share(ServerShare& share) const {
         throw InputError("share", "the run's store at " + share.store_host +
                                       " is not at one of this agent's peers (agent.json "
                                       "\"cluster\": \"peers\"); only peers may start ranks here");
+    // Refused now rather than found out when the ranks wait for each other until the timeout.
+    if (!share.gloo_transport.empty() && share.gloo_transport != kGlooTransport)
+        throw InputError("share", "the server at " + share.store_host + " runs Gloo over " +
+                                      gloo_transport_name(share.gloo_transport) +
+                                      " and this one over " + gloo_transport_name(kGlooTransport) +
+                                      ": ranks of the two cannot talk to each other, so a run "
+                                      "cannot mix Windows and Linux servers");
     share.host = config_.host;
 }
 

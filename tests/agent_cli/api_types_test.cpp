@@ -144,6 +144,26 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
               {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", 7}}},
               {"part_of", "a/j"}},
              "key"},
+            {"share gloo transport a number",
+             {{"task", "t"},
+              {"share",
+               {{"first_rank", 1},
+                {"world_size", 2},
+                {"store", "h:9"},
+                {"key", kShareKey},
+                {"gloo_transport", 1}}},
+              {"part_of", "a/j"}},
+             "gloo_transport"},
+            {"share gloo transport unknown",
+             {{"task", "t"},
+              {"share",
+               {{"first_rank", 1},
+                {"world_size", 2},
+                {"store", "h:9"},
+                {"key", kShareKey},
+                {"gloo_transport", "\xe4\xb8\xad\xff"}}},
+              {"part_of", "a/j"}},
+             "gloo_transport"},
             {"share without part_of",
              {{"task", "t"},
               {"share",
@@ -210,13 +230,18 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     // A share, as an agent sends it to a peer.
     SubmitRequest part;
     part.task = "detect.yolo";
-    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2", kShareKey};
+    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2", kShareKey, "uv"};
     part.part_of = "10.0.0.1/j7";
     const SubmitRequest part_read = SubmitRequest::from_json(part.to_json());
     EXPECT_EQ(part_read.to_json(), part.to_json());
     EXPECT_EQ(part_read.share->store_port, 29400);
     EXPECT_EQ(part_read.share->host, "10.0.0.2");
     EXPECT_EQ(part_read.share->key, kShareKey);
+    EXPECT_EQ(part_read.share->gloo_transport, "uv");
+    // An older agent's share says nothing of its transport, and is read as not known.
+    part.share->gloo_transport.clear();
+    EXPECT_FALSE(part.to_json()["share"].contains("gloo_transport"));
+    EXPECT_EQ(SubmitRequest::from_json(part.to_json()).share->gloo_transport, "");
     request.command = "predict";
     EXPECT_EQ(SubmitRequest::from_json(request.to_json()).command, "predict");
     EXPECT_EQ(JobInfo::from_request(SubmitRequest::from_json(request.to_json())).command,

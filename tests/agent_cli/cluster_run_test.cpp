@@ -301,6 +301,22 @@ TEST_F(ClusterRun, StrangersAndUnknownServersAreRefused) {
         EXPECT_NE(std::string(e.what()).find("not at one of this agent's peers"), std::string::npos)
             << e.what();
     }
+    // A share from a real peer whose LibTorch speaks Gloo's other transport (a Windows server
+    // to a Linux one, or back): refused at once, where its ranks would have waited for each
+    // other until the timeout.
+    r.share->store_host = a.host;
+    r.share->gloo_transport = std::string(kGlooTransport) == "tcp" ? "uv" : "tcp";
+    r.part_of = a.host + "/job-1";
+    try {
+        b.peer_client().submit(r);
+        ADD_FAILURE() << "b accepted a share whose ranks cannot talk to its own";
+    } catch (const net::ApiError& e) {
+        EXPECT_EQ(e.status(), 400);
+        EXPECT_NE(std::string(e.what()).find("cannot mix Windows and Linux servers"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_TRUE(b.peer_client().jobs().empty());
     // A server a does not know.
     net::SubmitRequest unknown;
     unknown.task = "detect.yolo";
