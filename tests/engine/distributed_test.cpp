@@ -7,12 +7,16 @@
 // also on another number of ranks.
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -382,10 +386,8 @@ bool loopback_in_proc_hex(const std::string& local) {
            address == "0000000000000000FFFF00000100007F";
 }
 
-// The rendezvous store and Gloo listen on loopback for a run on one server: left to
-// themselves, the store listened on every address of the machine and Gloo on the host name's,
-// open to the network for the whole run.
-TEST(DistributedListening, TheStoreAndGlooListenOnLoopbackOnly) {
+// Ranks 0 and 1 of a CPU run on loopback, in this process.
+std::vector<std::unique_ptr<Collective>> two_ranks_on_loopback() {
     const int port = test_support::free_loopback_port();
     std::vector<std::unique_ptr<Collective>> ranks(2);
     std::vector<std::thread> threads;
@@ -396,13 +398,12 @@ TEST(DistributedListening, TheStoreAndGlooListenOnLoopbackOnly) {
         });
     for (auto& t : threads)
         t.join();
-    ASSERT_TRUE(ranks[0] && ranks[1]);
-    const auto listening = listening_addresses_of_this_process();
-    ASSERT_GE(listening.size(), 2u) << "the store and at least one Gloo listener";
-    for (const std::string& local : listening)
-        EXPECT_TRUE(loopback_in_proc_hex(local)) << "listens beyond loopback: " << local;
-    // Still a working pair of ranks.
-    threads.clear();
+    return ranks;
+}
+
+// Both ranks sum {1} and {2}; each must end with 3.
+void expect_ranks_sum(std::vector<std::unique_ptr<Collective>>& ranks) {
+    std::vector<std::thread> threads;
     std::vector<std::vector<double>> sums = {{1.0}, {2.0}};
     for (int r = 0; r < 2; ++r)
         threads.emplace_back(
@@ -411,6 +412,88 @@ TEST(DistributedListening, TheStoreAndGlooListenOnLoopbackOnly) {
         t.join();
     EXPECT_EQ(sums[0][0], 3.0);
     EXPECT_EQ(sums[1][0], 3.0);
+}
+
+// The rendezvous store and Gloo listen on loopback for a run on one server: left to
+// themselves, the store listened on every address of the machine and Gloo on the host name's,
+// open to the network for the whole run.
+TEST(DistributedListening, TheStoreAndGlooListenOnLoopbackOnly) {
+    auto ranks = two_ranks_on_loopback();
+    ASSERT_TRUE(ranks[0] && ranks[1]);
+    const auto listening = listening_addresses_of_this_process();
+    ASSERT_GE(listening.size(), 2u) << "the store and at least one Gloo listener";
+    for (const std::string& local : listening)
+        EXPECT_TRUE(loopback_in_proc_hex(local)) << "listens beyond loopback: " << local;
+    expect_ranks_sum(ranks);  // still a working pair of ranks
+}
+
+// A TCP connection to 127.0.0.1:port that sends `bytes`; -1 when it could not connect.
+int connect_and_send(int port, const std::string& bytes) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<std::uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0) {
+        if (fd >= 0) ::close(fd);
+        return -1;
+    }
+    for (std::size_t sent = 0; sent < bytes.size();) {
+        const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+        if (n <= 0) break;  // the other side closed: refusing is allowed
+        sent += static_cast<std::size_t>(n);
+    }
+    return fd;
+}
+
+// The store's and Gloo's listening ports take the same outside bytes as any server: on one
+// machine every local user reaches them, and across servers Gloo's faces the network. Strangers
+// sending junk, guessing Gloo's 8-byte connection numbers, or holding connections open must
+// not stop or change the ranks' collectives.
+TEST(DistributedListening, StrangersAtTheStoreAndGlooPortsDoNotDisturbTheRanks) {
+    auto ranks = two_ranks_on_loopback();
+    ASSERT_TRUE(ranks[0] && ranks[1]);
+    std::vector<int> ports;
+    for (const std::string& local : listening_addresses_of_this_process())
+        ports.push_back(std::stoi(local.substr(local.find(':') + 1), nullptr, 16));
+    ASSERT_GE(ports.size(), 3u) << "the store and each rank's Gloo listener";
+
+    std::mt19937 random(7);
+    const auto junk = [&](std::size_t n) {
+        std::string bytes(n, '\0');
+        for (char& c : bytes)
+            c = static_cast<char>(random() & 0xFF);
+        return bytes;
+    };
+    std::string numbers;  // Gloo's connection numbers 0..7, as an initiator sends them
+    for (std::uint64_t seq = 0; seq < 8; ++seq)
+        numbers.append(reinterpret_cast<const char*>(&seq), sizeof seq);
+    const std::vector<std::string> hostile = {
+        "",                                   // connect and leave
+        junk(8),                              // one connection number's worth
+        junk(100000),                         // a flood
+        std::string(64, '\0'),                // zeros: a header of empty sizes
+        std::string(64, '\xff'),              // the largest sizes
+        numbers,                              // guessed connection numbers
+        "GET / HTTP/1.1\r\nHost: x\r\n\r\n",  // a scanner
+        "\xe4\xb8\xad\xe6\x96\x87\xff\xfe",   // Chinese and non-UTF-8 bytes
+    };
+    std::vector<int> held;  // left open across the collectives below
+    for (int p : ports) {
+        for (const std::string& bytes : hostile) {
+            const int fd = connect_and_send(p, bytes);
+            if (fd >= 0) ::close(fd);
+        }
+        for (int k = 0; k < 20; ++k)
+            if (const int fd = connect_and_send(p, k % 2 ? junk(8) : ""); fd >= 0)
+                held.push_back(fd);
+    }
+    EXPECT_EQ(held.size(), ports.size() * 20);
+    for (int round = 0; round < 3; ++round)
+        expect_ranks_sum(ranks);
+    for (int fd : held)
+        ::close(fd);
+    expect_ranks_sum(ranks);
 }
 
 }  // namespace
