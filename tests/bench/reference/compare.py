@@ -40,6 +40,8 @@ def parse_args():
                    "(default 2; --quick 1)")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="40-epoch seeds (default 0 1 2; --quick 0)")
     p.add_argument("--only", nargs="+", choices=ALL, default=ALL)
+    p.add_argument("--loader-sources", type=int, nargs="+", default=None,
+                   help="source JPEG sizes for the loader figures (default 640 1280 2560; --quick 640)")
     return p.parse_args()
 
 
@@ -73,8 +75,9 @@ S = {
     "loader_images": 32 if QUICK else 1024,
     "loader_seconds": 1.0 if QUICK else 4.0,
     "loader_threads": [1] if QUICK else [1, 2],
-    # Source JPEG sizes: at 640 nothing is scaled; at 1280 Crucible decodes at 1/2 DCT scale.
-    "loader_sources": [640] if QUICK else [640, 1280],
+    # Source JPEG sizes: at 640 nothing is scaled; at 1280 Crucible decodes at 1/2 DCT scale, at
+    # 2560 (a 6.5-megapixel photo, what a dataset too large for RAM is often made of) at 1/4.
+    "loader_sources": ARGS.loader_sources or ([640] if QUICK else [640, 1280, 2560]),
     "llm": {"steps": 1, "batch": 1, "seq": 64} if QUICK else {"steps": 5, "batch": 4, "seq": 256},
     "sd_steps": 1 if QUICK else 5,
 }
