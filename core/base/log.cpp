@@ -6,6 +6,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <vector>
 
 namespace crucible {
@@ -69,6 +70,12 @@ void log_at(LogLevel level, std::string_view message) {
             log_info(message);
             break;
     }
+}
+
+std::string log_number(double value) {
+    char text[32];  // to_chars, not printf's %g: the same text whatever the locale
+    const auto end = std::to_chars(text, text + sizeof text, value, std::chars_format::general, 6);
+    return std::string(text, end.ptr);
 }
 
 }  // namespace crucible

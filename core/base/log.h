@@ -35,4 +35,8 @@ std::optional<LogLevel> parse_log_level(std::string_view text);
 // One line at `level` to the default logger.
 void log_at(LogLevel level, std::string_view message);
 
+// A setting as a log line shows it: up to 6 significant digits, no trailing zeros ("0.00125",
+// "0.9", "0", "1e-08"), where std::to_string gives "0.001250", "0.900000" and "0.000000".
+std::string log_number(double value);
+
 }  // namespace crucible

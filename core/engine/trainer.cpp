@@ -294,10 +294,9 @@ void Trainer::Impl::setup(bool resume) {
     log("info", std::string(info.id) + " on " + device.describe() +
                     (amp.enabled ? std::string(" (AMP ") + amp.name() + ")" : std::string()) +
                     ", " + std::to_string(threads) + " CPU threads; optimizer " + choice.name +
-                    "(lr=" + std::to_string(choice.lr) +
-                    ", momentum=" + std::to_string(choice.momentum) + ") with " +
-                    describe_groups() + "; accumulate " + std::to_string(accumulate) + ", " +
-                    std::to_string(nb) + " batches per epoch" +
+                    "(lr=" + log_number(choice.lr) + ", momentum=" + log_number(choice.momentum) +
+                    ") with " + describe_groups() + "; accumulate " + std::to_string(accumulate) +
+                    ", " + std::to_string(nb) + " batches per epoch" +
                     (distributed ? "; rank " + std::to_string(rank.rank) + " of " +
                                        std::to_string(rank.world_size) + " (Gloo)"
                                  : std::string()));
@@ -336,8 +335,8 @@ std::string Trainer::Impl::describe_groups() const {
     for (const auto& g : groups) {
         if (!out.empty()) out += ", ";
         out += g.name + " (" + std::to_string(g.params.size()) + " params, decay " +
-               std::to_string(g.decay == WeightDecay::Scaled ? weight_decay : 0.0);
-        if (g.lr_factor != 1.0) out += ", lr x" + std::to_string(g.lr_factor);
+               log_number(g.decay == WeightDecay::Scaled ? weight_decay : 0.0);
+        if (g.lr_factor != 1.0) out += ", lr x" + log_number(g.lr_factor);
         if (g.warmup == Warmup::Bias) out += ", bias warm-up";
         out += ")";
     }

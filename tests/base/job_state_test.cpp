@@ -66,5 +66,16 @@ TEST(LogLevel, OneSpellingAndTheOldOnesAccepted) {
     EXPECT_FALSE(parse_log_level(""));
 }
 
+TEST(LogNumber, SettingsReadAsAPersonWritesThem) {
+    EXPECT_EQ(log_number(0.00125), "0.00125");
+    EXPECT_EQ(log_number(0.9), "0.9");
+    EXPECT_EQ(log_number(0.0), "0");
+    EXPECT_EQ(log_number(0.0005), "0.0005");
+    EXPECT_EQ(log_number(1e-8), "1e-08");
+    EXPECT_EQ(log_number(640), "640");
+    EXPECT_EQ(log_number(1.0 / 3), "0.333333");
+    EXPECT_EQ(log_number(-2.5), "-2.5");
+}
+
 }  // namespace
 }  // namespace crucible

@@ -182,7 +182,7 @@ class DetectTask : public engine::Task {
                           std::to_string(validator_->image_count()) + " val images, " +
                           std::to_string(names.size()) + " classes, imgsz " +
                           std::to_string(augment_.imgsz) + ", " + std::to_string(loader_threads_) +
-                          " loader threads");
+                          (loader_threads_ == 1 ? " loader thread" : " loader threads"));
     }
 
     std::unique_ptr<engine::BatchSource> train_data() override {
