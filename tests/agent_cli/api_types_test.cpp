@@ -14,6 +14,13 @@ namespace {
 
 const std::string kShareKey(kShareKeyHexDigits, 'c');  // a run's rendezvous key, as agents send it
 
+// A peer's submit whose share is valid but for `field`, set to `value`.
+Json submit_with_share_field(const std::string& field, const Json& value) {
+    Json share = {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", kShareKey}};
+    share[field] = value;
+    return {{"task", "t"}, {"share", share}, {"part_of", "a/j"}};
+}
+
 struct Hostile {
     const char* what;
     Json answer;
@@ -125,45 +132,14 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
               {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}}},
               {"part_of", "a/j"}},
              "key"},
-            {"share key too short",
-             {{"task", "t"},
-              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", "ab"}}},
-              {"part_of", "a/j"}},
+            {"share key too short", submit_with_share_field("key", "ab"), "key"},
+            {"share key not hex", submit_with_share_field("key", std::string(63, 'a') + "G"),
              "key"},
-            {"share key not hex",
-             {{"task", "t"},
-              {"share",
-               {{"first_rank", 1},
-                {"world_size", 2},
-                {"store", "h:9"},
-                {"key", std::string(63, 'a') + "G"}}},
-              {"part_of", "a/j"}},
-             "key"},
-            {"share key a number",
-             {{"task", "t"},
-              {"share", {{"first_rank", 1}, {"world_size", 2}, {"store", "h:9"}, {"key", 7}}},
-              {"part_of", "a/j"}},
-             "key"},
-            {"share gloo transport a number",
-             {{"task", "t"},
-              {"share",
-               {{"first_rank", 1},
-                {"world_size", 2},
-                {"store", "h:9"},
-                {"key", kShareKey},
-                {"gloo_transport", 1}}},
-              {"part_of", "a/j"}},
+            {"share key a number", submit_with_share_field("key", 7), "key"},
+            {"share gloo transport a number", submit_with_share_field("gloo_transport", 1),
              "gloo_transport"},
             {"share gloo transport unknown",
-             {{"task", "t"},
-              {"share",
-               {{"first_rank", 1},
-                {"world_size", 2},
-                {"store", "h:9"},
-                {"key", kShareKey},
-                {"gloo_transport", "\xe4\xb8\xad\xff"}}},
-              {"part_of", "a/j"}},
-             "gloo_transport"},
+             submit_with_share_field("gloo_transport", "\xe4\xb8\xad\xff"), "gloo_transport"},
             {"share without part_of",
              {{"task", "t"},
               {"share",
