@@ -6,6 +6,9 @@
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
 #include <windows.h>
+// After windows.h (lean: without the older winsock.h).
+#include <winsock2.h>
+#include <ws2tcpip.h>
 
 #include <gtest/gtest.h>
 
@@ -25,6 +28,7 @@
 #include "core/base/secret_store.h"
 #include "core/base/shared_read_file.h"
 #include "core/base/stop_signal.h"
+#include "core/base/tcp_listeners.h"
 
 namespace crucible {
 namespace {
@@ -425,6 +429,46 @@ TEST_F(Secrets, CredentialManagerRoundTrip) {
     EXPECT_TRUE(store->remove(key));
     EXPECT_FALSE(store->get(key).has_value());
     EXPECT_FALSE(store->remove(key));
+}
+
+// The system's table of TCP listeners, as a launcher reads it to find the port Gloo's listener
+// took on a rank's own loopback address (Windows answers for all of 127/8, as Linux does).
+class TcpListeners : public ::testing::Test {
+  protected:
+    void SetUp() override { ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &wsa_), 0); }
+    void TearDown() override { WSACleanup(); }
+    // A socket bound to address:0, listening when `listen_too`; its port.
+    static int bind_to(SOCKET s, const char* address, bool listen_too) {
+        sockaddr_in at{};
+        at.sin_family = AF_INET;
+        InetPtonA(AF_INET, address, &at.sin_addr);
+        EXPECT_EQ(bind(s, reinterpret_cast<sockaddr*>(&at), sizeof at), 0);
+        if (listen_too) {
+            EXPECT_EQ(listen(s, 4), 0);
+        }
+        int size = sizeof at;
+        getsockname(s, reinterpret_cast<sockaddr*>(&at), &size);
+        return ntohs(at.sin_port);
+    }
+    WSADATA wsa_{};
+};
+
+TEST_F(TcpListeners, ThePortOfAListenerOnItsOwnAddressOnly) {
+    const char* address = "127.91.0.7";
+    EXPECT_EQ(listening_tcp_port(address), std::nullopt);
+    const SOCKET listener = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    const int port = bind_to(listener, address, true);
+    EXPECT_EQ(listening_tcp_port(address), port);
+    EXPECT_EQ(listening_tcp_port("127.91.0.8"), std::nullopt);
+    const SOCKET bound = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+    bind_to(bound, "127.91.0.9", false);
+    EXPECT_EQ(listening_tcp_port("127.91.0.9"), std::nullopt) << "bound, not listening";
+    closesocket(bound);
+    closesocket(listener);
+    EXPECT_EQ(listening_tcp_port(address), std::nullopt);
+    for (const char* text : {"", "localhost", "127.0.0", "::1", "256.1.1.1", "数据集"}) {
+        EXPECT_EQ(listening_tcp_port(text), std::nullopt) << text;
+    }
 }
 
 }  // namespace
