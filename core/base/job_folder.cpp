@@ -20,7 +20,7 @@ bool JobFolder::is_bookkeeping(const std::filesystem::path& relative) {
     if (*relative.begin() == layout.inbox()) return true;
     const std::filesystem::path name = relative.filename();
     return name == layout.record() || name == layout.control() || name == layout.mirror_state() ||
-           path_to_utf8(name).find(".tmp") != std::string::npos;
+           name == layout.mesh_ready() || path_to_utf8(name).find(".tmp") != std::string::npos;
 }
 
 std::string JobFolder::step_checkpoint_name(std::int64_t step) {

@@ -10,6 +10,7 @@
 //   inbox/         events the agent posts for the worker to append (event_inbox.h)
 //   job.json       the agent's record of the job (state, GPUs, process)
 //   mirror.json    the agent's record of what its checkpoint mirror has uploaded
+//   mesh.ready     a run over several servers: the launcher has reached the other servers' ranks
 //   worker.log     the worker's log, and its stdout/stderr under the agent
 //   results.csv    one row per epoch
 //   checkpoints/   step checkpoints, step-<step, 12 digits>.ckpt
@@ -34,6 +35,9 @@ struct JobFolder {
     std::filesystem::path inbox() const { return dir / "inbox"; }
     std::filesystem::path record() const { return dir / "job.json"; }
     std::filesystem::path mirror_state() const { return dir / "mirror.json"; }
+    // Written by the launcher of a share of a run over several servers once its proxies to the
+    // other servers' ranks are up; its ranks wait for it before Gloo connects.
+    std::filesystem::path mesh_ready() const { return dir / "mesh.ready"; }
     std::filesystem::path worker_log() const { return dir / "worker.log"; }
     // The log of rank `rank` (> 0) of a data-parallel run; rank 0 logs to worker_log().
     std::filesystem::path rank_log(int rank) const {
@@ -56,8 +60,8 @@ struct JobFolder {
     void create() const;
 
     // True for a file (relative to the folder) that is bookkeeping of the agent and the worker,
-    // not a result: job.json, control.json, mirror.json, inbox/ and files being written
-    // (*.tmp*). Clients
+    // not a result: job.json, control.json, mirror.json, mesh.ready, inbox/ and files being
+    // written (*.tmp*). Clients
     // may download everything else.
     static bool is_bookkeeping(const std::filesystem::path& relative);
 };

@@ -43,6 +43,7 @@ constexpr const char* kStore = "--store";
 constexpr const char* kRankDevice = "--rank-device";
 constexpr const char* kLauncher = "--launcher";
 constexpr const char* kRankHost = "--rank-host";
+constexpr const char* kMeshReady = "--mesh-ready";
 
 }  // namespace
 
@@ -91,6 +92,10 @@ std::vector<std::string> rank_arguments(const RankAddress& a) {
         args.emplace_back(kRankHost);
         args.push_back(a.host);
     }
+    if (!a.mesh_ready.empty()) {
+        args.emplace_back(kMeshReady);
+        args.push_back(a.mesh_ready);
+    }
     if (a.launcher_pid > 0) {
         args.emplace_back(kLauncher);
         args.push_back(std::to_string(a.launcher_pid) + ":" + a.launcher_token);
@@ -102,7 +107,7 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
                         RankAddress& address) {
     const std::string& flag = args[i];
     if (flag != kRank && flag != kWorldSize && flag != kStore && flag != kRankDevice &&
-        flag != kLauncher && flag != kRankHost)
+        flag != kLauncher && flag != kRankHost && flag != kMeshReady)
         return false;
     if (i + 1 >= args.size()) throw InputError(flag, "needs a value");
     const std::string& value = args[i + 1];
@@ -127,6 +132,9 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
         address.launcher_token = colon == std::string::npos ? "" : value.substr(colon + 1);
     } else if (flag == kRankHost) {
         address.host = value;
+    } else if (flag == kMeshReady) {
+        if (value.empty()) throw InputError(flag, "needs a file");
+        address.mesh_ready = value;
     } else {
         address.device = value;
     }
@@ -140,6 +148,7 @@ Json ServerShare::to_json() const {
                  {"store", store_host + ":" + std::to_string(store_port)},
                  {"host", host},
                  {"key", key}};
+    if (gate_port > 0) json["gate_port"] = gate_port;
     if (!gloo_transport.empty()) json["gloo_transport"] = gloo_transport;
     return json;
 }
@@ -163,6 +172,7 @@ ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
     s.store_host = store.substr(0, colon);
     s.store_port = parse_int(where + ": store", store.substr(colon + 1), 1, 65535);
     if (json.contains("host")) s.host = get_string(json, "host", where);
+    if (json.contains("gate_port")) s.gate_port = whole("gate_port", 1, 65535);
     s.key = get_string(json, "key", where);
     const bool hex = std::all_of(s.key.begin(), s.key.end(), [](char c) {
         return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');

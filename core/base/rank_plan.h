@@ -23,9 +23,12 @@ struct ServerShare {
     int world_size = 1;
     std::string store_host;  // the store's address, as every server reaches it
     int store_port = 0;
-    // The address the other servers reach this server's ranks at (Gloo binds it); empty: the
-    // machine's default (a one-server run).
+    // The address the other servers reach this server's launcher at: its gate listens there on
+    // gate_port (core/jobs/rendezvous_tunnel.h).
     std::string host;
+    // This server's gate's port, from its own agent.json cluster ports: set by the agent that
+    // runs the share (the store's port on the first server); 0 until then.
+    int gate_port = 0;
     // The run's rendezvous key, kShareKeyHexDigits lower-case hex digits: the launchers of the
     // servers prove to each other that they hold it before the store's bytes pass
     // (core/jobs/rendezvous_tunnel.h). Never on a command line or in an API answer.
@@ -86,7 +89,12 @@ struct RankAddress {
     // checkpoints and stops, so none trains on headless. 0: none.
     long launcher_pid = 0;
     std::string launcher_token;  // its process_start_token
-    std::string host;            // ServerShare::host: the address Gloo binds ("" = the default)
+    std::string host;  // the address Gloo binds ("" = loopback; a run over several servers: the
+                       // rank's own loopback address, mesh_rank_address)
+    // A run over several servers: the file whose existence says that the launcher has made every
+    // other server's ranks reachable (its proxies are up); the rank waits for it before Gloo
+    // connects. Empty: no wait.
+    std::string mesh_ready;
     // Not an argument: whether this rank takes the job folder's stop requests (the first rank
     // on each server; engine::run_job decides). The others hear them through a collective.
     bool reads_job_folder = true;

@@ -21,9 +21,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <thread>
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/base/file_io.h"
 
 namespace crucible::engine {
 namespace {
@@ -84,6 +87,24 @@ int listening_socket(const std::string& host, int port) {
     return static_cast<int>(acceptor.release());
 }
 
+// A run over several servers: Gloo's listener is bound (its port is in the system's table for
+// the launcher to find), and the other servers' ranks become reachable on this server's loopback
+// once the launcher has its proxies up and writes the file. Gloo tries a connection only a few
+// times, so it must not start before.
+void wait_for_mesh(const RankAddress& a, std::chrono::milliseconds timeout) {
+    const std::filesystem::path ready = path_from_utf8(a.mesh_ready);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::error_code ec;
+    while (!std::filesystem::exists(ready, ec)) {
+        if (std::chrono::steady_clock::now() >= deadline)
+            throw Error("rank " + std::to_string(a.rank) +
+                        " could not meet the others: the launcher did not reach the other "
+                        "servers' ranks within " +
+                        std::to_string(timeout.count() / 1000) + " s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
 // Gloo for CPU tensors and, unless NCCL takes them, for GPU tensors.
 class C10dCollective : public Collective {
   public:
@@ -105,10 +126,12 @@ class C10dCollective : public Collective {
         if (so.isServer) so.masterListenFd = listening_socket(a.store_host, a.store_port);
         store_ = c10::make_intrusive<c10d::TCPStore>(a.store_host, so);
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-        // Gloo binds loopback when the run is on one server, and the address the others reach
-        // this one at when it is not (never the machine's default, which may face a network).
+        // Gloo binds loopback, never the machine's default address (which may face a network):
+        // 127.0.0.1 when the run is on one server, the rank's own loopback address when it is
+        // not (the other servers reach it through the launchers, rendezvous_tunnel.h).
         options->devices.push_back(
             c10d::ProcessGroupGloo::createDeviceForHostname(a.host.empty() ? "127.0.0.1" : a.host));
+        if (!a.mesh_ready.empty()) wait_for_mesh(a, timeout);
         auto gloo =
             c10::make_intrusive<c10d::ProcessGroupGloo>(store_, rank_, world_size_, options);
         group_ = c10::make_intrusive<ProcessGroup>(store_, rank_, world_size_);

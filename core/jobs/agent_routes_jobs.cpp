@@ -99,15 +99,22 @@ void AgentService::add_job_routes() {
         // A run over several servers: the share a peer sends, or the world this agent plans.
         std::optional<ServerShare> share = request.share;
         if (share) cluster_->accept_share(*share);
-        cluster_->check_servers(request.servers);
-        job.options = resolve_job_options(job.task, job.command, job.options, caller);
-        job.submitted_by = caller.name;
         std::optional<ClusterPlan> cluster;
-        if (!request.servers.empty()) {
-            cluster = cluster_->plan(job, request.servers);
-            share = cluster->local;
+        JobInfo stored;
+        try {
+            cluster_->check_servers(request.servers);
+            job.options = resolve_job_options(job.task, job.command, job.options, caller);
+            job.submitted_by = caller.name;
+            if (!request.servers.empty()) {
+                cluster = cluster_->plan(job, request.servers);
+                share = cluster->local;
+            }
+            stored = registry_.add(job, share);
+        } catch (...) {  // the port taken for the share's or the run's gate goes back
+            if (share) cluster_->release_port(share->gate_port);
+            throw;
         }
-        JobInfo stored = registry_.add(job, share);
+        if (share && !cluster) cluster_->hold_port(share->gate_port, stored.id);
         if (cluster)
             cluster_->launch(stored, *cluster, request.servers,
                              net::find_task_schema(config_.task_schemas, stored.task));

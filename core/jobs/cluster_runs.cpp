@@ -104,20 +104,10 @@ ClusterPlan ClusterRuns::plan(const net::JobInfo& job,
         plan.shares.push_back(share);
         world += ranks_on(s, job, local);
     }
-    // A port of the range no run of this agent holds and nobody listens on now.
-    int port = 0;
-    {
-        std::lock_guard lock(mutex_);
-        for (int p = config_.first_port; p <= config_.last_port && !port; ++p)
-            if (!ports_.count(p) && tcp_port_free("0.0.0.0", p)) port = p;
-        if (!port)
-            throw InputError("servers", "no free rendezvous port in agent.json's cluster ports " +
-                                            std::to_string(config_.first_port) + "-" +
-                                            std::to_string(config_.last_port));
-        ports_[port] = "";  // held until launch() names the job
-    }
+    const int port = take_port("servers");
     plan.local.first_rank = 0;
     plan.local.host = config_.host;
+    plan.local.gate_port = port;  // the store's gate is this server's gate
     // One key per run: it opens the store's gate to the run's servers and nobody else.
     const std::string key = random_hex(kShareKeyHexDigits / 2);
     const auto fill = [&](ServerShare& s) {
@@ -137,7 +127,30 @@ bool ClusterRuns::may_start(const net::JobInfo& job) {
     return !(job.state == JobState::Interrupted && (!job.parts.empty() || !job.part_of.empty()));
 }
 
-void ClusterRuns::accept_share(ServerShare& share) const {
+int ClusterRuns::take_port(const std::string& field) {
+    // A port of the range no run of this agent holds and nobody listens on now.
+    std::lock_guard lock(mutex_);
+    for (int p = config_.first_port; p <= config_.last_port; ++p)
+        if (!ports_.count(p) && tcp_port_free("0.0.0.0", p)) {
+            ports_[p] = "";  // held until hold_port() names the job
+            return p;
+        }
+    throw InputError(field, "no free rendezvous port in agent.json's cluster ports " +
+                                std::to_string(config_.first_port) + "-" +
+                                std::to_string(config_.last_port));
+}
+
+void ClusterRuns::hold_port(int port, const std::string& job_id) {
+    std::lock_guard lock(mutex_);
+    ports_[port] = job_id;
+}
+
+void ClusterRuns::release_port(int port) {
+    std::lock_guard lock(mutex_);
+    ports_.erase(port);
+}
+
+void ClusterRuns::accept_share(ServerShare& share) {
     if (!config_.peer_at(share.store_host))
         throw InputError("share", "the run's store at " + share.store_host +
                                       " is not at one of this agent's peers (agent.json "
@@ -150,13 +163,14 @@ void ClusterRuns::accept_share(ServerShare& share) const {
                                       ": ranks of the two cannot talk to each other, so a run "
                                       "cannot mix Windows and Linux servers");
     share.host = config_.host;
+    share.gate_port = take_port("share");
 }
 
 void ClusterRuns::launch(const net::JobInfo& job, const ClusterPlan& plan,
                          const std::vector<net::ServerRanks>& servers, const Json& task_schema) {
+    hold_port(plan.local.store_port, job.id);
     {
         std::lock_guard lock(mutex_);
-        ports_[plan.local.store_port] = job.id;
         launches_.push_back({job, plan, servers, task_schema});
     }
     wake_.notify_all();
@@ -233,13 +247,13 @@ void ClusterRuns::watch() {
                     "server keeps checkpoints); submit it again");
             continue;  // canceled now: the next look ends its shares
         }
-        if (job.parts.empty()) continue;
         const bool ended = is_final_state(job.state);
-        if (ended) {
+        if (ended) {  // a run's or a share's gate port
             std::lock_guard lock(mutex_);
             for (auto it = ports_.begin(); it != ports_.end();)
                 it = it->second == job.id ? ports_.erase(it) : std::next(it);
         }
+        if (job.parts.empty()) continue;
         for (std::size_t i = 0; i < job.parts.size(); ++i) {
             const net::JobInfo::Part& part = job.parts[i];
             if (part.settled) continue;

@@ -51,8 +51,14 @@ class ClusterRuns {
     // range with no free port.
     ClusterPlan plan(const net::JobInfo& job, const std::vector<net::ServerRanks>& servers);
     // For a share a peer sends: InputError("share", ...) unless its store is at the address of
-    // one of this agent's peers. Sets the share's host (where this server's ranks listen).
-    void accept_share(ServerShare& share) const;
+    // one of this agent's peers, or when agent.json's range has no free port. Sets the share's
+    // host and gate port (where this server's launcher opens its gate to the run's other
+    // servers), held until hold_port() names the job and the job ends.
+    void accept_share(ServerShare& share);
+    // Names the job that holds a port of the range (a share's gate): freed when it ends.
+    void hold_port(int port, const std::string& job_id);
+    // Gives back a port taken for a job that was not made after all.
+    void release_port(int port);
     // The scheduler's start gate: false for an interrupted run over several servers or share of
     // one, which ends instead of resuming (only rank 0's server keeps checkpoints).
     static bool may_start(const net::JobInfo& job);
@@ -67,6 +73,8 @@ class ClusterRuns {
         std::vector<net::ServerRanks> servers;
         Json task_schema;
     };
+    // A free port of agent.json's cluster range, held (InputError naming `field` when none).
+    int take_port(const std::string& field);
     void loop();
     void send_shares(const Launch& launch);
     // One look at every run with shares: ends the run when a share failed, and the shares

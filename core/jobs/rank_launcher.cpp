@@ -18,7 +18,7 @@
 #include "core/base/job_control.h"
 #include "core/base/job_state.h"
 #include "core/base/worker_arguments.h"
-#include "core/jobs/rendezvous_tunnel.h"
+#include "core/jobs/server_mesh.h"
 
 namespace crucible::jobs {
 namespace {
@@ -128,19 +128,17 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     // Every rank meets the store on its own server's loopback: rank 0 serves it there, and
     // across servers the gate and relays carry it to those who prove the run's key.
     address.store_host = kLoopback;
-    std::optional<RendezvousGate> gate;
-    std::optional<RendezvousRelay> relay;
-    if (!plan.share) {
-        address.store_port = free_tcp_port(kLoopback);
-    } else if (plan.share->first_rank == 0) {
-        address.store_port = free_tcp_port(kLoopback);
-        gate.emplace(plan.share->store_host, plan.share->store_port, address.store_port,
-                     plan.share->key);
-    } else {
-        relay.emplace(plan.share->store_host, plan.share->store_port, plan.share->key);
-        address.store_port = relay->port();
+    address.store_port = free_tcp_port(kLoopback);
+    // Across servers the launchers carry the store and the ranks' Gloo connections
+    // (server_mesh.h); the ranks wait for the file that says their proxies are up.
+    std::optional<ServerMesh> mesh;
+    if (plan.share) {
+        mesh.emplace(*plan.share, local, address.store_port);
+        address.store_port = mesh->store_port();
+        address.mesh_ready = path_to_utf8(launch.job.mesh_ready());
+        std::error_code ignored;
+        std::filesystem::remove(launch.job.mesh_ready(), ignored);  // an earlier start's
     }
-    if (plan.share) address.host = plan.share->host;
     address.launcher_pid = platform::process_id();
     address.launcher_token = process_start_token(address.launcher_pid);
 
@@ -155,6 +153,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         for (int k = 0; k < local; ++k) {
             address.rank = first + k;
             address.device = plan.devices[static_cast<std::size_t>(k)];
+            if (mesh) address.host = mesh->rank_address(address.rank);
             ChildOptions co;
             co.program = launch.program;
             co.args = launch.args;
@@ -172,13 +171,15 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         kill_all();
         throw;
     }
+    if (mesh) mesh->start(launch.job.mesh_ready());
 
     bool stop_forwarded = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
     // When a cancel the ranks have not taken was first seen (none: min()).
     auto cancel_seen = std::chrono::steady_clock::time_point::min();
-    std::vector<int> failures;  // ranks that failed on their own, in the order seen
-    std::vector<int> stuck;     // ranks still running when the grace ended (killed)
+    std::vector<int> failures;                // ranks that failed on their own, in the order seen
+    std::vector<int> stuck;                   // ranks still running when the grace ended (killed)
+    std::optional<std::string> mesh_failure;  // why the ranks could not reach the other servers
     while (true) {
         bool running = false;
         for (int k = 0; k < local; ++k) {
@@ -200,6 +201,11 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
             if (!kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
         }
         if (!running) break;
+        if (mesh && !kill_at)
+            if ((mesh_failure = mesh->error())) {
+                kill_all();
+                break;
+            }
         if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
             for (int k = 0; k < local; ++k)
                 if (!ranks[static_cast<std::size_t>(k)].exit) stuck.push_back(k);
@@ -235,6 +241,15 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     // The request was for these ranks; a later start of the job must not find it.
     if (stop_forwarded) clear_stop_request(launch.job);
     RankLaunchOutcome outcome;
+    if (mesh_failure) {
+        outcome.exit_code = worker_exit_code(JobState::Failed);
+        outcome.reason = "ranks " + std::to_string(first) + ".." +
+                         std::to_string(first + local - 1) +
+                         " could not reach the other servers' ranks: " + *mesh_failure;
+        EventLogWriter(launch.job.events())
+            .append(make_status(job_state_name(JobState::Failed), outcome.reason));
+        return outcome;
+    }
     const ExitInfo& first_exit = *ranks[0].exit;
     const auto log_of = [&](int k) {
         return first + k == 0 ? launch.job.worker_log() : launch.job.rank_log(first + k);

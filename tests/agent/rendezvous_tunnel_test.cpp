@@ -14,8 +14,10 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <set>
 #include <thread>
 
+#include "core/base/error.h"
 #include "core/base/rank_plan.h"
 #include "core/base/sha256.h"
 #include "tests/support/free_port.h"
@@ -31,15 +33,16 @@ using namespace std::chrono_literals;
 const std::string kKey(kShareKeyHexDigits, 'a');
 const std::string kOtherKey(kShareKeyHexDigits, 'b');
 // The protocol as rendezvous_tunnel.h describes it.
-const std::string kGreeting = "CRUCIBLE-RENDEZVOUS-1\n";
+const std::string kGreeting = "CRUCIBLE-RENDEZVOUS-2\n";
 constexpr std::size_t kChallengeChars = 64;
 
-// A stand-in for rank 0's store on loopback: echoes what it gets and counts its connections.
+// A stand-in for rank 0's store, or a rank's Gloo listener, on loopback: echoes what it gets
+// and counts its connections.
 class EchoStore {
   public:
-    EchoStore() {
+    explicit EchoStore(const std::string& address = "127.0.0.1") {
         acceptor_.open(tcp::v4());
-        acceptor_.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+        acceptor_.bind(tcp::endpoint(asio::ip::make_address_v4(address), 0));
         acceptor_.listen();
         accept();
         thread_ = std::thread([this] { io_.run(); });
@@ -77,12 +80,12 @@ class EchoStore {
     std::thread thread_;
 };
 
-// One client connection to 127.0.0.1:port, read from with a time limit.
+// One client connection to address:port, read from with a time limit.
 class Client {
   public:
-    explicit Client(int port) : socket_(io_) {
+    explicit Client(int port, const std::string& address = "127.0.0.1") : socket_(io_) {
         socket_.connect(
-            tcp::endpoint(asio::ip::address_v4::loopback(), static_cast<unsigned short>(port)));
+            tcp::endpoint(asio::ip::make_address_v4(address), static_cast<unsigned short>(port)));
     }
     void send(const std::string& bytes) {
         error_code ec;  // a peer that closed already is the case some tests look for
@@ -130,6 +133,40 @@ std::string answer(const std::string& key, const std::string& greeting,
                    const std::string& relay_challenge) {
     const std::string gate_challenge = greeting.substr(kGreeting.size());
     return relay_challenge + hmac_sha256(key, "relay" + gate_challenge + relay_challenge);
+}
+
+// A request or an answer's length: 4 bytes, big-endian.
+std::string length_bytes(std::size_t n) {
+    return {static_cast<char>(n >> 24), static_cast<char>((n >> 16) & 0xff),
+            static_cast<char>((n >> 8) & 0xff), static_cast<char>(n & 0xff)};
+}
+
+// A client that has proved the key to the gate at `gate_port` and sent `request` (already
+// framed, or anything else a hostile party may send); what the gate answers comes next.
+std::unique_ptr<Client> proved_client(int gate_port, const std::string& raw_request) {
+    auto c = std::make_unique<Client>(gate_port);
+    const std::string greeting = c->read(kGreeting.size() + kChallengeChars, 10s);
+    const std::string challenge(kChallengeChars, '7');
+    c->send(answer(kKey, greeting, challenge));
+    EXPECT_EQ(c->read(32, 10s).size(), 32u);
+    c->send(raw_request);
+    return c;
+}
+
+std::string framed(const std::string& request) {
+    return length_bytes(request.size()) + request;
+}
+
+// The gate's answer: status and text ("" when the gate closed without one).
+std::string read_answer(Client& c) {
+    std::string got = c.read(5, 10s);
+    if (got.size() < 5) return "";
+    const std::size_t n = (static_cast<std::size_t>(static_cast<unsigned char>(got[1])) << 24) |
+                          (static_cast<std::size_t>(static_cast<unsigned char>(got[2])) << 16) |
+                          (static_cast<std::size_t>(static_cast<unsigned char>(got[3])) << 8) |
+                          static_cast<unsigned char>(got[4]);
+    if (got.size() < 5 + n) got += c.read(5 + n - got.size(), 10s);
+    return got.substr(0, 1) + got.substr(5);
 }
 
 TEST(RendezvousTunnel, RanksThatProveTheKeyReachTheStoreThroughGateAndRelay) {
@@ -247,6 +284,8 @@ TEST(RendezvousTunnel, StrangersAtTheGateAreRefused) {
     const std::string gate_proof = c.read(32, 10s);
     EXPECT_EQ(gate_proof,
               hmac_sha256(kKey, "gate" + greeting.substr(kGreeting.size()) + challenge));
+    c.send(framed("store"));
+    EXPECT_EQ(read_answer(c), "+ok");
     c.send("ping");
     EXPECT_EQ(c.read(4, 10s), "ping");
     EXPECT_EQ(store.connections(), 1);
@@ -275,6 +314,152 @@ TEST(RendezvousTunnel, SilentStrangersAreClosedAndDoNotKeepTheRunOut) {
     }
     EXPECT_EQ(closed, 70) << "every silent stranger is closed";
     EXPECT_EQ(store.connections(), 1);
+}
+
+// A proved party gets only what the gate serves: the store where the gate has it, and the Gloo
+// listeners of the gate's own server's ranks; any other request is declined with the reason and
+// the connection closed.
+TEST(RendezvousTunnel, AProvedPartyReachesOnlyTheStoreAndTheRanksOfTheGatesServer) {
+    EchoStore rank3("127.92.0.4");
+    const int gate_port = test_support::free_loopback_port();
+    RendezvousGate gate("127.0.0.1", gate_port, 0, kKey);  // a server without the store
+    const auto declined = [&](const std::string& raw, const std::string& why) {
+        auto c = proved_client(gate_port, raw);
+        const std::string got = read_answer(*c);
+        EXPECT_EQ(got.substr(0, 1), "-") << why;
+        EXPECT_NE(got.find(why), std::string::npos) << got;
+        c->read(1, 10s);
+        EXPECT_TRUE(c->closed()) << why;
+    };
+    declined(framed("store"), "the run's store is not on this server");
+    declined(framed("rank 3"), "no such rank on this server");  // not set yet
+    gate.set_local_ranks({{3, "127.92.0.4", rank3.port(), "127.0.0.1", gate_port}});
+    for (const char* request : {"rank 4", "rank -1", "rank 3x", "rank ", "rank 99999999999"})
+        declined(framed(request), "no such rank on this server");
+    declined(framed("mesh []"), "an unknown request");  // only rank 0's server keeps the table
+    declined(framed("GET / HTTP/1.1"), "an unknown request");
+    declined(framed("\xff\xfe 数据集"), "an unknown request");
+    declined(length_bytes(0), "a request of 0 bytes");
+    declined(length_bytes(64u << 20) + "x", "a request of 67108864 bytes");
+    EXPECT_EQ(rank3.connections(), 0);
+
+    auto c = proved_client(gate_port, framed("rank 3"));
+    EXPECT_EQ(read_answer(*c), "+ok");
+    c->send("gloo bytes");
+    EXPECT_EQ(c->read(10, 10s), "gloo bytes");
+    EXPECT_EQ(rank3.connections(), 1);
+    EXPECT_EQ(gate.passed(), 1);
+}
+
+// A proxy stands for another server's rank on this server's loopback: a rank here connects to
+// it as to the rank itself, and the bytes go through both gates' proof to the rank's listener.
+TEST(RendezvousTunnel, AProxyCarriesARankToAnotherServersRankThroughItsGate) {
+    EchoStore rank1("127.93.0.2");  // rank 1's Gloo listener, on "the other server"
+    const int gate_port = test_support::free_loopback_port();
+    RendezvousGate gate("127.0.0.1", gate_port, 0, kKey);
+    gate.set_local_ranks({{1, "127.93.0.2", rank1.port(), "127.0.0.1", gate_port}});
+    // On one machine the proxy cannot take rank 1's own address and port: another address.
+    RendezvousRelay proxy("127.94.0.2", 0, "127.0.0.1", gate_port, kKey, "rank 1");
+    Client rank0(proxy.port(), "127.94.0.2");
+    rank0.send("a gradient");
+    EXPECT_EQ(rank0.read(10, 10s), "a gradient");
+    EXPECT_EQ(rank1.connections(), 1);
+    EXPECT_EQ(proxy.passed(), 1);
+
+    // A proxy for a rank that gate does not have, and one with another key: closed at once.
+    RendezvousRelay lost("127.94.0.3", 0, "127.0.0.1", gate_port, kKey, "rank 2");
+    Client to_lost(lost.port(), "127.94.0.3");
+    to_lost.send("x");
+    EXPECT_EQ(to_lost.read(1, 10s), "");
+    EXPECT_TRUE(to_lost.closed());
+    RendezvousRelay stranger("127.94.0.4", 0, "127.0.0.1", gate_port, kOtherKey, "rank 1");
+    Client to_stranger(stranger.port(), "127.94.0.4");
+    to_stranger.send("x");
+    EXPECT_EQ(to_stranger.read(1, 10s), "");
+    EXPECT_TRUE(to_stranger.closed());
+    EXPECT_EQ(rank1.connections(), 1);
+    EXPECT_EQ(lost.refused(), 1);
+    EXPECT_EQ(stranger.refused(), 1);
+    // A proxy listens on loopback only.
+    EXPECT_THROW(RendezvousRelay("0.0.0.0", 0, "127.0.0.1", gate_port, kKey, "rank 1"), Error);
+}
+
+// Rank 0's gate collects every server's ranks and answers each with the whole table once the
+// last is in; a table entry that would make a proxy bind off loopback, or name a rank outside
+// the world, is declined.
+TEST(RendezvousTunnel, TheTableIsWholeOnceEveryServerHasSentItsRanks) {
+    EchoStore store;
+    const int gate_port = test_support::free_loopback_port();
+    RendezvousGate gate("127.0.0.1", gate_port, store.port(), kKey, 4);
+    const auto never = [] { return false; };
+    std::vector<MeshRank> from_b, from_c;
+    std::thread b([&] {
+        from_b = exchange_mesh_table("127.0.0.1", gate_port, kKey, 4,
+                                     {{1, "127.95.0.2", 4001, "10.0.0.2", 29401},
+                                      {2, "127.95.0.3", 4002, "10.0.0.2", 29401}},
+                                     never);
+    });
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(from_b.empty()) << "answered before the table was whole";
+    gate.set_local_ranks({{0, "127.95.0.1", 4000, "127.0.0.1", gate_port}});
+    std::thread c([&] {
+        from_c = exchange_mesh_table("127.0.0.1", gate_port, kKey, 4,
+                                     {{3, "127.95.0.4", 4003, "10.0.0.3", 29402}}, never);
+    });
+    const std::vector<MeshRank> table = gate.mesh_table(never);
+    b.join();
+    c.join();
+    ASSERT_EQ(table.size(), 4u);
+    for (const auto* got : {&from_b, &from_c}) {
+        ASSERT_EQ(got->size(), 4u);
+        for (int r = 0; r < 4; ++r) {
+            EXPECT_EQ((*got)[r].rank, r);
+            EXPECT_EQ((*got)[r].address, "127.95.0." + std::to_string(r + 1));
+            EXPECT_EQ((*got)[r].port, 4000 + r);
+            EXPECT_EQ((*got)[r].gate_host, table[r].gate_host);
+            EXPECT_EQ((*got)[r].gate_port, table[r].gate_port);
+        }
+    }
+    EXPECT_EQ(from_b[3].gate_host, "10.0.0.3");
+
+    const auto declined = [&](const std::vector<MeshRank>& ranks, const std::string& why) {
+        try {
+            exchange_mesh_table("127.0.0.1", gate_port, kKey, 4, ranks, never);
+            ADD_FAILURE() << "accepted: " << why;
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    };
+    declined({{1, "10.0.0.9", 4001, "10.0.0.2", 29401}}, "is not a loopback address");
+    declined({{1, "0.0.0.0", 4001, "10.0.0.2", 29401}}, "is not a loopback address");
+    declined({{7, "127.95.0.8", 4001, "10.0.0.2", 29401}}, "outside a world of 4");
+    declined({{1, "127.95.0.9", 4009, "10.0.0.2", 29401}}, "was sent twice");
+    declined({{1, "127.95.0.2", 0, "10.0.0.2", 29401}}, "a port out of range");
+    declined({{1, "127.95.0.2", 4001, "10.0.0.2", 0}}, "is not HOST:PORT");
+    for (const std::string& raw :
+         {std::string("mesh {"), std::string("mesh ") + std::string(300, '['),
+          std::string("mesh {\"rank\": 1}"), std::string("mesh [1, 2]"),
+          std::string("mesh [{\"rank\": \"1\"}]")}) {
+        auto client = proved_client(gate_port, framed(raw));
+        EXPECT_EQ(read_answer(*client).substr(0, 1), "-") << raw.substr(0, 40);
+    }
+    // A server of another run (another key) gets nothing.
+    EXPECT_THROW(exchange_mesh_table("127.0.0.1", gate_port, kOtherKey, 4, {}, never), Error);
+}
+
+TEST(RendezvousTunnel, EachRankOfARunHasItsOwnLoopbackAddress) {
+    std::set<std::string> seen;
+    for (int rank = 0; rank < 600; ++rank) {
+        const std::string a = mesh_rank_address(kKey, rank);
+        EXPECT_EQ(a.substr(0, 4), "127.") << a;
+        EXPECT_NE(a, "127.0.0.1");
+        error_code ec;
+        EXPECT_TRUE(asio::ip::make_address_v4(a, ec).is_loopback()) << a;
+        EXPECT_TRUE(seen.insert(a).second) << a;
+    }
+    EXPECT_NE(mesh_rank_address(std::string(kShareKeyHexDigits, '0'), 0),
+              mesh_rank_address(std::string(kShareKeyHexDigits, '5'), 0));
+    EXPECT_EQ(mesh_rank_address(kKey, 3), mesh_rank_address(kKey, 3));
 }
 
 }  // namespace

@@ -138,6 +138,11 @@ TEST(ApiTypes, HostileAnswersAreRefusedWithTheField) {
             {"share key a number", submit_with_share_field("key", 7), "key"},
             {"share gloo transport a number", submit_with_share_field("gloo_transport", 1),
              "gloo_transport"},
+            {"share gate port text", submit_with_share_field("gate_port", "29400"), "gate_port"},
+            {"share gate port 0", submit_with_share_field("gate_port", 0), "gate_port"},
+            {"share gate port too big", submit_with_share_field("gate_port", 65536), "gate_port"},
+            {"share gate port fractional", submit_with_share_field("gate_port", 29400.5),
+             "gate_port"},
             {"share gloo transport unknown",
              submit_with_share_field("gloo_transport", "\xe4\xb8\xad\xff"), "gloo_transport"},
             {"share without part_of",
@@ -206,12 +211,13 @@ TEST(ApiTypes, WhatTheAgentWritesReadsBackTheSame) {
     // A share, as an agent sends it to a peer.
     SubmitRequest part;
     part.task = "detect.yolo";
-    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2", kShareKey, "uv"};
+    part.share = ServerShare{3, 8, "10.0.0.1", 29400, "10.0.0.2", 29411, kShareKey, "uv"};
     part.part_of = "10.0.0.1/j7";
     const SubmitRequest part_read = SubmitRequest::from_json(part.to_json());
     EXPECT_EQ(part_read.to_json(), part.to_json());
     EXPECT_EQ(part_read.share->store_port, 29400);
     EXPECT_EQ(part_read.share->host, "10.0.0.2");
+    EXPECT_EQ(part_read.share->gate_port, 29411);
     EXPECT_EQ(part_read.share->key, kShareKey);
     EXPECT_EQ(part_read.share->gloo_transport, "uv");
     // An older agent's share says nothing of its transport, and is read as not known.

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "core/base/child_process.h"
@@ -18,6 +20,7 @@
 #include "core/base/file_io.h"
 #include "core/base/job_folder.h"
 #include "core/base/secret_store.h"
+#include "core/base/tcp_listeners.h"
 #include "core/data/synth/synth.h"
 #include "core/jobs/agent_secrets.h"
 #include "core/net/api_client.h"
@@ -42,6 +45,7 @@ struct Server {
     std::string netns;        // the network namespace its agent runs in ("" = this process's)
     std::string fingerprint;  // off loopback: its TLS certificate's, made before it starts
     int port = 0;
+    int gate_port = 0;  // agent.json's cluster ports: one, where its launchers' gates listen
 
     std::string url() const {
         return (fingerprint.empty() ? "http://" : "https://") + host + ":" + std::to_string(port);
@@ -57,10 +61,12 @@ struct ClusterRun : ::testing::Test {
     Server a, b;
     fs::path yaml, config;
     int cli_runs = 0;
-    int store_port = 0;
 
     // Where the servers live: both on loopback here; ClusterRunOverVeth moves b.
     virtual void make_network() {}
+    // The proxies each launcher opens for the other server's rank: none when both servers are
+    // one machine (the rank's own listener is there already).
+    virtual int proxies_per_server() const { return 0; }
 
     void SetUp() override {
         make_network();
@@ -80,6 +86,7 @@ struct ClusterRun : ::testing::Test {
             fs::create_directories(s->data);
             s->token = net::TokenStore(s->data / "tokens.json").create("person");
             s->port = test_support::free_loopback_port();
+            s->gate_port = test_support::free_loopback_port();
             // Off loopback an agent serves TLS: its certificate is made now, so that the other
             // agent's agent.json can pin it.
             if (s->host != "127.0.0.1")
@@ -88,7 +95,6 @@ struct ClusterRun : ::testing::Test {
                                                         s->host)
                         .cert);
         }
-        store_port = test_support::free_loopback_port();
         // Each agent holds a token the other made for it.
         b.peer_token = net::TokenStore(b.data / "tokens.json").create("agent-a");
         a.peer_token = net::TokenStore(a.data / "tokens.json").create("agent-b");
@@ -111,7 +117,7 @@ struct ClusterRun : ::testing::Test {
     // peer with `crucible agent peer add` (its token through the environment, into the agent's
     // secret store; the peer is not up yet, so unchecked).
     void configure(const Server& self, const Server& peer, const std::string& token_for_peer) {
-        const Json cluster = {{"host", self.host}, {"ports", {store_port, store_port}}};
+        const Json cluster = {{"host", self.host}, {"ports", {self.gate_port, self.gate_port}}};
         write_json_file(self.data / "agent.json", Json{{"cluster", cluster}});
         std::vector<std::string> add = {"agent",     "peer",     "add",    peer.name,
                                         "--url",     peer.url(), "--data", path_to_utf8(self.data),
@@ -198,8 +204,25 @@ struct ClusterRun : ::testing::Test {
     // A two-epoch run from a with b's rank: one job with one set of curves on a, b's share
     // succeeded with it.
     void run_two_epochs_and_check() {
+        // Every port anything listens on at a's network address while the run goes on.
+        std::set<int> listening;
+        std::atomic<bool> ended{false};
+        std::thread watch([&] {
+            while (!ended) {
+                for (int port : listening_tcp_ports(a.host))
+                    listening.insert(port);
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            }
+        });
         const std::string id = submit(2);
         const net::JobInfo run = wait_until_ended(a, id, 60);
+        ended = true;
+        watch.join();
+        // Off loopback: only the agent's API and the launcher's gate face the network; the
+        // store and every rank's Gloo listener stay on loopback.
+        if (a.host != "127.0.0.1") {
+            EXPECT_EQ(listening, (std::set<int>{a.port, a.gate_port}));
+        }
         ASSERT_EQ(run.state, JobState::Succeeded) << run.reason << "\n" << diagnosis();
         ASSERT_EQ(run.parts.size(), 1u);
         EXPECT_EQ(run.parts[0].server, "b");
@@ -214,6 +237,16 @@ struct ClusterRun : ::testing::Test {
                   std::string::npos);
         const JobFolder theirs{b.job_dir(share_id)};
         EXPECT_TRUE(fs::exists(theirs.rank_log(1)));
+        // Gloo's connections between the servers went through the launchers' gates.
+        const std::string reached = std::to_string(proxies_per_server()) +
+                                    (proxies_per_server() == 1 ? " proxy" : " proxies");
+        EXPECT_NE(read_file_bytes(a.job_dir(id) / "worker.log")
+                      .find("ranks 0..0 of 2: the other servers' ranks reached through " + reached),
+                  std::string::npos);
+        EXPECT_NE(read_file_bytes(theirs.worker_log())
+                      .find("ranks 1..1 of 2: the other servers' ranks reached through " + reached),
+                  std::string::npos)
+            << read_file_bytes(theirs.worker_log());
         EXPECT_FALSE(fs::exists(theirs.results_csv()));
         // One point per global step: batch 4 over 8 images, two epochs.
         std::vector<std::int64_t> steps;
@@ -403,6 +436,7 @@ struct ClusterRunOverVeth : ClusterRun {
             ASSERT_EQ(ip(step), 0)
                 << "ip " << step[0] << " " << step[1] << ": " << read_file_bytes(root / "ip.log");
     }
+    int proxies_per_server() const override { return 1; }
     void remove_network() override {
         if (!ns.empty()) ip({"netns", "del", ns});  // takes the veth pair with it
     }

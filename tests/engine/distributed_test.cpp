@@ -321,7 +321,9 @@ TEST_F(Distributed, ARunCheckpointedOnTwoRanksResumesOnOne) {
 TEST_F(Distributed, ARunSplitOverTwoServersMatchesTheRunOnOneMachine) {
     const std::filesystem::path first = fresh_dir("dist_split_0"),
                                 second = fresh_dir("dist_split_1");
+    // The first server's gate serves the store's port; the second's a port of its own.
     const int port = test_support::free_loopback_port();
+    const int second_gate = test_support::free_loopback_port();
     for (int rank = 0; rank < 2; ++rank) {
         const auto& dir = rank == 0 ? first : second;
         write_toy_spec(dir, options(1));
@@ -331,6 +333,7 @@ TEST_F(Distributed, ARunSplitOverTwoServersMatchesTheRunOnOneMachine) {
         share.store_host = "127.0.0.1";
         share.store_port = port;
         share.host = "127.0.0.1";
+        share.gate_port = rank == 0 ? port : second_gate;
         share.key = std::string(kShareKeyHexDigits, '7');
         Json spec = read_json_file(dir / "spec.json");
         spec[kSpecServerShare] = share.to_json();
