@@ -214,6 +214,14 @@ struct Tunnel {
         if (thread.joinable()) thread.join();
     }
 
+    // The table in rank order (the caller holds `mutex`).
+    std::vector<MeshRank> whole_table() const {
+        std::vector<MeshRank> whole;
+        for (const auto& [rank, r] : table)
+            whole.push_back(r);
+        return whole;
+    }
+
     // Adds ranks to the table (rank 0's server); once it holds the whole world, answers every
     // waiting "mesh" request with it. InputError for a rank sent before with another address.
     void add_to_table(const std::vector<MeshRank>& ranks) {
@@ -228,10 +236,7 @@ struct Tunnel {
                                      "rank " + std::to_string(r.rank) + " was sent twice");
             }
             if (static_cast<int>(table.size()) < world_size) return;
-            std::vector<MeshRank> whole;
-            for (const auto& [rank, r] : table)
-                whole.push_back(r);
-            text = mesh_json(whole).dump();
+            text = mesh_json(whole_table()).dump();
             answer.swap(waiting);
         }
         table_changed.notify_all();
@@ -243,10 +248,7 @@ struct Tunnel {
     std::optional<std::string> table_or_wait(std::function<void(const std::string&)> then) {
         std::lock_guard lock(mutex);
         if (static_cast<int>(table.size()) >= world_size) {
-            std::vector<MeshRank> whole;
-            for (const auto& [rank, r] : table)
-                whole.push_back(r);
-            return mesh_json(whole).dump();
+            return mesh_json(whole_table()).dump();
         }
         waiting.push_back(std::move(then));
         return std::nullopt;
@@ -256,7 +258,14 @@ struct Tunnel {
 // Carries bytes both ways between two sockets until either side closes.
 class Pipe : public std::enable_shared_from_this<Pipe> {
   public:
-    Pipe(tcp::socket a, tcp::socket b) : sockets_{std::move(a), std::move(b)} {}
+    Pipe(tcp::socket a, tcp::socket b) : sockets_{std::move(a), std::move(b)} {
+        // Gloo's small messages (a loss sum, a stop flag) go at once, as Gloo sends them on its
+        // own sockets: without this, each hop may hold one back for the previous one's ACK.
+        for (auto& socket : sockets_) {
+            error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+        }
+    }
 
     void start() {
         pump(0);
@@ -681,10 +690,7 @@ std::vector<MeshRank> RendezvousGate::mesh_table(const StopCheck& stop) {
         if (stop && stop()) throw Error("stopped while the other servers' ranks were awaited");
         state_->table_changed.wait_for(lock, std::chrono::milliseconds(100));
     }
-    std::vector<MeshRank> whole;
-    for (const auto& [rank, r] : state_->table)
-        whole.push_back(r);
-    return whole;
+    return state_->whole_table();
 }
 
 int RendezvousGate::refused() const {
