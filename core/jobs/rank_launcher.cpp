@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/base/child_process.h"
+#include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/event.h"
 #include "core/base/file_io.h"
@@ -81,6 +82,11 @@ RankLaunch worker_rank_launch(const std::filesystem::path& program,
     launch.plan = std::move(plan);
     // GPU indices are NVML's (gpu_ref.h): CUDA must number the GPUs the same way.
     launch.env[kCudaDeviceOrderVariable] = kCudaDeviceOrderPciBus;
+    // NCCL's bootstrap and socket transport listen on the machine's first network interface
+    // unless told otherwise. A run on one server keeps them on loopback, as its store and Gloo
+    // are; an administrator's own choice in the environment stands.
+    if (!launch.plan.share && !nonempty_environment_variable(kNcclSocketInterfaceVariable))
+        launch.env[kNcclSocketInterfaceVariable] = kNcclLoopbackInterface;
     return launch;
 }
 

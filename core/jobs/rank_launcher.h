@@ -42,8 +42,13 @@ struct RankLaunchOutcome {
 
 RankLaunchOutcome run_ranks(const RankLaunch& launch);
 
+// NCCL's choice of network interface for its bootstrap and sockets, and loopback's name.
+inline constexpr const char* kNcclSocketInterfaceVariable = "NCCL_SOCKET_IFNAME";
+inline constexpr const char* kNcclLoopbackInterface = "lo";
+
 // The launch of the ranks of the job in `job_dir`, each running `program` with
-// worker_job_arguments and its rank's arguments.
+// worker_job_arguments and its rank's arguments; a run on one server gets NCCL on loopback
+// (unless NCCL_SOCKET_IFNAME is set).
 RankLaunch worker_rank_launch(const std::filesystem::path& program,
                               const std::filesystem::path& job_dir, bool resume, RankPlan plan);
 
