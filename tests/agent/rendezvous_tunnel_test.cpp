@@ -12,15 +12,19 @@
 
 #include <array>
 #include <atomic>
+#include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "core/base/error.h"
 #include "core/base/rank_plan.h"
 #include "core/base/sha256.h"
+#include "core/jobs/server_mesh.h"
 #include "tests/support/free_port.h"
+#include "tests/support/temp_dir.h"
 
 namespace crucible::jobs {
 namespace {
@@ -460,6 +464,72 @@ TEST(RendezvousTunnel, EachRankOfARunHasItsOwnLoopbackAddress) {
     EXPECT_NE(mesh_rank_address(std::string(kShareKeyHexDigits, '0'), 0),
               mesh_rank_address(std::string(kShareKeyHexDigits, '5'), 0));
     EXPECT_EQ(mesh_rank_address(kKey, 3), mesh_rank_address(kKey, 3));
+}
+
+// A second server's launcher part (ServerMesh): it finds its rank's Gloo port, trades it at
+// rank 0's gate for the table, and writes mesh.ready once the other servers' ranks are
+// reachable: here directly, both "servers" being this machine. A rank whose address cannot be
+// taken for its proxy (a stranger's wildcard listener holds the port) fails the mesh, naming
+// the address, and the ranks never get mesh.ready.
+TEST(ServerMesh, ASecondServerReachesTheFirstsRanksOrSaysWhyNot) {
+    for (const bool port_held : {false, true}) {
+        test_support::TempDir dir{"server_mesh"};
+        EchoStore store;
+        const int hub_port = test_support::free_loopback_port();
+        RendezvousGate hub("127.0.0.1", hub_port, store.port(), kKey, 2);
+        asio::io_context io;
+        // Rank 0's Gloo listener, on this machine; or only a stranger's wildcard listener on its
+        // port.
+        std::optional<EchoStore> rank0;
+        std::optional<tcp::acceptor> wildcard;
+        int rank0_port = 0;
+        if (port_held) {
+            wildcard.emplace(io, tcp::endpoint(asio::ip::address_v4::any(), 0));
+            rank0_port = wildcard->local_endpoint().port();
+        } else {
+            rank0.emplace("127.97.0.1");
+            rank0_port = rank0->port();
+        }
+        hub.set_local_ranks({{0, "127.97.0.1", rank0_port, "127.0.0.1", hub_port}});
+
+        ServerShare share;
+        share.first_rank = 1;
+        share.world_size = 2;
+        share.store_host = "127.0.0.1";
+        share.store_port = hub_port;
+        share.host = "127.0.0.1";
+        share.gate_port = test_support::free_loopback_port();
+        share.key = kKey;
+        ServerMesh mesh(share, 1, 0);
+        EchoStore rank1(mesh.rank_address(1));  // this server's rank, Gloo bound
+        const auto ready = dir.path() / "mesh.ready";
+        mesh.start(ready);
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (!std::filesystem::exists(ready) && !mesh.error() &&
+               std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(20ms);
+        if (port_held) {
+            ASSERT_TRUE(mesh.error());
+            EXPECT_NE(mesh.error()->find("127.97.0.1:" + std::to_string(rank0_port)),
+                      std::string::npos)
+                << *mesh.error();
+            EXPECT_FALSE(std::filesystem::exists(ready));
+        } else {
+            EXPECT_FALSE(mesh.error()) << *mesh.error();
+            EXPECT_TRUE(std::filesystem::exists(ready));
+            EXPECT_EQ(mesh.proxies(), 0) << "rank 0 listens on this machine already";
+            // The table reached rank 0's server too, with this server's rank and gate.
+            const auto table = hub.mesh_table([] { return false; });
+            ASSERT_EQ(table.size(), 2u);
+            EXPECT_EQ(table[1].address, mesh.rank_address(1));
+            EXPECT_EQ(table[1].port, rank1.port());
+            EXPECT_EQ(table[1].gate_port, share.gate_port);
+        }
+        // The relay to the store carries this server's ranks to rank 0's store.
+        Client to_store(mesh.store_port());
+        to_store.send("ping");
+        EXPECT_EQ(to_store.read(4, 10s), "ping");
+    }
 }
 
 }  // namespace
