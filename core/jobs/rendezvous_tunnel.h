@@ -26,7 +26,8 @@
 //
 // A connection that does not prove the key within 10 s is closed without a byte of the store's.
 // After "+" the bytes pass in the clear: the store's carry the ranks' addresses, Gloo's the
-// gradients; nobody without the key reaches either (see the README).
+// gradients. Nobody without the key opens a connection to either, but whoever sits on the path
+// between two servers can read and alter what passes (see the README).
 //
 // The table: a Gloo rank connects to the address another rank's listener has, which the system
 // picks when Gloo binds. Each launcher finds its ranks' ports (listening_tcp_port) and sends them
