@@ -47,6 +47,20 @@ constexpr const char* kMeshReady = "--mesh-ready";
 
 }  // namespace
 
+HostPort parse_host_port(const std::string& where, const std::string& text) {
+    const auto colon = text.rfind(':');
+    HostPort out;
+    const char* port_end = text.data() + text.size();
+    const auto [end, ec] = colon == std::string::npos
+                               ? std::from_chars_result{text.data(), std::errc::invalid_argument}
+                               : std::from_chars(text.data() + colon + 1, port_end, out.port);
+    if (colon == std::string::npos || colon == 0 || ec != std::errc() || end != port_end ||
+        out.port < 1 || out.port > 65535)
+        throw InputError(where, "'" + text + "' is not HOST:PORT (a port from 1 to 65535)");
+    out.host = text.substr(0, colon);
+    return out;
+}
+
 RankPlan plan_ranks(const std::string& device, int ranks) {
     if (ranks < 1) throw InputError("ranks", "must be at least 1");
     const std::string text = trimmed_lower(device);
@@ -116,11 +130,9 @@ bool take_rank_argument(const std::vector<std::string>& args, std::size_t& i,
     } else if (flag == kWorldSize) {
         address.world_size = parse_int(flag, value, 1, 65536);
     } else if (flag == kStore) {
-        const auto colon = value.rfind(':');
-        if (colon == std::string::npos || colon == 0)
-            throw InputError(flag, "'" + value + "' is not HOST:PORT");
-        address.store_host = value.substr(0, colon);
-        address.store_port = parse_int(flag, value.substr(colon + 1), 1, 65535);
+        const HostPort store = parse_host_port(flag, value);
+        address.store_host = store.host;
+        address.store_port = store.port;
     } else if (flag == kLauncher) {  // PID:TOKEN
         const auto colon = value.find(':');
         const std::string pid = value.substr(0, colon);
@@ -165,12 +177,10 @@ ServerShare ServerShare::from_json(const Json& json, const std::string& where) {
     };
     s.world_size = whole("world_size", 2, 65536);
     s.first_rank = whole("first_rank", 0, s.world_size - 1);
-    const std::string store = get_string(json, "store", where);
-    const auto colon = store.rfind(':');
-    if (colon == std::string::npos || colon == 0)
-        throw InputError(where, "field 'store': '" + store + "' is not HOST:PORT");
-    s.store_host = store.substr(0, colon);
-    s.store_port = parse_int(where + ": store", store.substr(colon + 1), 1, 65535);
+    const HostPort store =
+        parse_host_port(where + ": field 'store'", get_string(json, "store", where));
+    s.store_host = store.host;
+    s.store_port = store.port;
     if (json.contains("host")) s.host = get_string(json, "host", where);
     if (json.contains("gate_port")) s.gate_port = whole("gate_port", 1, 65535);
     s.key = get_string(json, "key", where);

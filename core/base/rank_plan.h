@@ -54,6 +54,14 @@ inline constexpr const char* kGlooTransport = "uv";
 inline constexpr const char* kGlooTransport = "tcp";
 #endif
 
+// HOST:PORT, as the store's and the gates' addresses are written (the host not empty, the
+// port 1..65535); InputError naming `where` for anything else.
+struct HostPort {
+    std::string host;
+    int port = 0;
+};
+HostPort parse_host_port(const std::string& where, const std::string& text);
+
 // The field of spec.json that holds a ServerShare.
 inline constexpr const char* kSpecServerShare = "world";
 

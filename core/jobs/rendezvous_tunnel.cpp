@@ -22,6 +22,7 @@
 
 #include "core/base/error.h"
 #include "core/base/json.h"
+#include "core/base/rank_plan.h"
 #include "core/base/sha256.h"
 
 namespace crucible::jobs {
@@ -129,16 +130,10 @@ std::vector<MeshRank> mesh_from_json(std::string_view text, int world_size) {
         const long long port = get_integer(item, "port", where);
         if (port < 1 || port > 65535) throw InputError(where, "a port out of range");
         r.port = static_cast<int>(port);
-        const std::string gate = get_string(item, "gate", where);
-        const auto colon = gate.rfind(':');
-        const auto gate_port =
-            colon == std::string::npos
-                ? std::nullopt
-                : whole_number(std::string_view(gate).substr(colon + 1), 1, 65535);
-        if (colon == 0 || !gate_port)
-            throw InputError(where, "field 'gate': '" + gate + "' is not HOST:PORT");
-        r.gate_host = gate.substr(0, colon);
-        r.gate_port = *gate_port;
+        const HostPort gate =
+            parse_host_port(where + ": field 'gate'", get_string(item, "gate", where));
+        r.gate_host = gate.host;
+        r.gate_port = gate.port;
         out.push_back(std::move(r));
     }
     return out;
