@@ -3,7 +3,6 @@
 #ifndef _WIN32
 #include <arpa/inet.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -12,10 +11,8 @@
 
 namespace crucible {
 
-std::vector<int> listening_tcp_ports(const std::string& ipv4) {
-    std::vector<int> ports;
-    in_addr wanted{};
-    if (inet_pton(AF_INET, ipv4.c_str(), &wanted) != 1) return ports;
+std::vector<TcpListener> tcp_listeners() {
+    std::vector<TcpListener> listeners;
     // Lines: "sl local_address rem_address st ...", the address as the 32-bit word in the
     // machine's byte order and the port, both in hex; st 0A is LISTEN.
     std::ifstream table("/proc/net/tcp");
@@ -25,14 +22,14 @@ std::vector<int> listening_tcp_ports(const std::string& ipv4) {
         std::istringstream fields(line);
         std::string slot, local, remote, state;
         if (!(fields >> slot >> local >> remote >> state) || state != "0A") continue;
-        const auto colon = local.find(':');
-        if (colon != 8) continue;
-        const unsigned long address = std::stoul(local.substr(0, 8), nullptr, 16);
-        const int port = static_cast<int>(std::stoul(local.substr(colon + 1), nullptr, 16));
-        if (static_cast<std::uint32_t>(address) == wanted.s_addr) ports.push_back(port);
+        if (local.size() < 10 || local[8] != ':') continue;
+        in_addr address{};
+        address.s_addr = static_cast<std::uint32_t>(std::stoul(local.substr(0, 8), nullptr, 16));
+        char dotted[INET_ADDRSTRLEN] = {};
+        if (!inet_ntop(AF_INET, &address, dotted, sizeof dotted)) continue;
+        listeners.push_back({dotted, static_cast<int>(std::stoul(local.substr(9), nullptr, 16))});
     }
-    std::sort(ports.begin(), ports.end());
-    return ports;
+    return listeners;
 }
 
 }  // namespace crucible

@@ -5,17 +5,12 @@
 // After winsock2.h: the IP helper's tables.
 #include <iphlpapi.h>
 
-#include <algorithm>
-#include <vector>
-
 #include "core/base/tcp_listeners.h"
 
 namespace crucible {
 
-std::vector<int> listening_tcp_ports(const std::string& ipv4) {
-    std::vector<int> ports;
-    IN_ADDR wanted{};
-    if (InetPtonA(AF_INET, ipv4.c_str(), &wanted) != 1) return ports;
+std::vector<TcpListener> tcp_listeners() {
+    std::vector<TcpListener> listeners;
     ULONG size = 0;
     std::vector<unsigned char> buffer;
     DWORD rc = ERROR_INSUFFICIENT_BUFFER;
@@ -25,15 +20,16 @@ std::vector<int> listening_tcp_ports(const std::string& ipv4) {
         rc = GetExtendedTcpTable(buffer.empty() ? nullptr : buffer.data(), &size, FALSE, AF_INET,
                                  TCP_TABLE_BASIC_LISTENER, 0);
     }
-    if (rc != NO_ERROR) return ports;
+    if (rc != NO_ERROR) return listeners;
     const auto* table = reinterpret_cast<const MIB_TCPTABLE*>(buffer.data());
     for (DWORD i = 0; i < table->dwNumEntries; ++i) {
-        const MIB_TCPROW& row = table->table[i];
-        if (row.dwLocalAddr == wanted.S_un.S_addr)
-            ports.push_back(ntohs(static_cast<u_short>(row.dwLocalPort)));
+        IN_ADDR address{};
+        address.S_un.S_addr = table->table[i].dwLocalAddr;
+        char dotted[INET_ADDRSTRLEN] = {};
+        if (!InetNtopA(AF_INET, &address, dotted, sizeof dotted)) continue;
+        listeners.push_back({dotted, ntohs(static_cast<u_short>(table->table[i].dwLocalPort))});
     }
-    std::sort(ports.begin(), ports.end());
-    return ports;
+    return listeners;
 }
 
 }  // namespace crucible

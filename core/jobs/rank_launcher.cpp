@@ -134,16 +134,15 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
     // Every rank meets the store on its own server's loopback: rank 0 serves it there, and
     // across servers the gate and relays carry it to those who prove the run's key.
     address.store_host = kLoopback;
-    address.store_port = free_tcp_port(kLoopback);
     // Across servers the launchers carry the store and the ranks' Gloo connections
     // (server_mesh.h); the ranks wait for the file that says their proxies are up.
     std::optional<ServerMesh> mesh;
     if (plan.share) {
-        mesh.emplace(*plan.share, local, address.store_port);
+        mesh.emplace(*plan.share, local, launch.job.mesh_ready());
         address.store_port = mesh->store_port();
         address.mesh_ready = path_to_utf8(launch.job.mesh_ready());
-        std::error_code ignored;
-        std::filesystem::remove(launch.job.mesh_ready(), ignored);  // an earlier start's
+    } else {
+        address.store_port = free_tcp_port(kLoopback);
     }
     address.launcher_pid = platform::process_id();
     address.launcher_token = process_start_token(address.launcher_pid);
@@ -177,7 +176,7 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
         kill_all();
         throw;
     }
-    if (mesh) mesh->start(launch.job.mesh_ready());
+    if (mesh) mesh->start();
 
     bool stop_forwarded = false;
     std::optional<std::chrono::steady_clock::time_point> kill_at;
@@ -207,11 +206,11 @@ RankLaunchOutcome run_ranks(const RankLaunch& launch) {
             if (!kill_at) kill_at = std::chrono::steady_clock::now() + launch.grace;
         }
         if (!running) break;
-        if (mesh && !kill_at)
-            if ((mesh_failure = mesh->error())) {
-                kill_all();
-                break;
-            }
+        if (mesh && !kill_at) mesh_failure = mesh->error();
+        if (mesh_failure) {
+            kill_all();
+            break;
+        }
         if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
             for (int k = 0; k < local; ++k)
                 if (!ranks[static_cast<std::size_t>(k)].exit) stuck.push_back(k);

@@ -463,7 +463,9 @@ TEST(RendezvousTunnel, EachRankOfARunHasItsOwnLoopbackAddress) {
     }
     EXPECT_NE(mesh_rank_address(std::string(kShareKeyHexDigits, '0'), 0),
               mesh_rank_address(std::string(kShareKeyHexDigits, '5'), 0));
-    EXPECT_EQ(mesh_rank_address(kKey, 3), mesh_rank_address(kKey, 3));
+    // The key's first byte (0xaa = 170) picks the net, 1 + 170 % 254; the host is rank + 1.
+    EXPECT_EQ(mesh_rank_address(kKey, 3), "127.171.0.4");
+    EXPECT_EQ(mesh_rank_address(kKey, 255), "127.171.1.0");
 }
 
 // A second server's launcher part (ServerMesh): it finds its rank's Gloo port, trades it at
@@ -500,10 +502,10 @@ TEST(ServerMesh, ASecondServerReachesTheFirstsRanksOrSaysWhyNot) {
         share.host = "127.0.0.1";
         share.gate_port = test_support::free_loopback_port();
         share.key = kKey;
-        ServerMesh mesh(share, 1, 0);
-        EchoStore rank1(mesh.rank_address(1));  // this server's rank, Gloo bound
         const auto ready = dir.path() / "mesh.ready";
-        mesh.start(ready);
+        ServerMesh mesh(share, 1, ready);
+        EchoStore rank1(mesh.rank_address(1));  // this server's rank, Gloo bound
+        mesh.start();
         const auto deadline = std::chrono::steady_clock::now() + 20s;
         while (!std::filesystem::exists(ready) && !mesh.error() &&
                std::chrono::steady_clock::now() < deadline)
