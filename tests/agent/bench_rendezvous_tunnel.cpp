@@ -119,12 +119,24 @@ int argument(int argc, char** argv, int i, int fallback) {
     return argc > i ? std::max(1, std::atoi(argv[i])) : fallback;
 }
 
-// "low-high (median m)" of the rounds' figures.
-std::string range(std::vector<double> v, const char* format) {
+// "low-high (median m)" of the rounds' figures, with `digits` decimals.
+std::string range(std::vector<double> v, int digits) {
     std::sort(v.begin(), v.end());
     char text[96];
-    std::snprintf(text, sizeof text, format, v.front(), v.back(), v[v.size() / 2]);
+    std::snprintf(text, sizeof text, "%.*f-%.*f (median %.*f)", digits, v.front(), digits, v.back(),
+                  digits, v[v.size() / 2]);
     return text;
+}
+
+// One measure: both sides and their ratio, each as a range over the rounds.
+void print_measure(const char* name, const char* unit, const std::vector<double>& direct,
+                   const std::vector<double>& tunnel, int digits) {
+    std::vector<double> ratio;
+    for (std::size_t i = 0; i < direct.size(); ++i)
+        ratio.push_back(tunnel[i] / direct[i]);
+    std::printf("%-11s direct %s %s\n            proxy+gate %s %s\n            ratio %s\n", name,
+                range(direct, digits).c_str(), unit, range(tunnel, digits).c_str(), unit,
+                range(ratio, 2).c_str());
 }
 
 }  // namespace
@@ -139,28 +151,16 @@ int main(int argc, char** argv) {
     jobs::RendezvousGate gate("127.0.0.1", gate_port, 0, key);
     gate.set_local_ranks({{1, "127.96.0.2", rank.port(), "127.0.0.1", gate_port}});
     jobs::RendezvousRelay proxy("127.96.0.3", 0, "127.0.0.1", gate_port, key, "rank 1");
-    std::vector<double> direct_mib, tunnel_mib, direct_us, tunnel_us, mib_ratio, us_ratio;
+    std::vector<double> direct_mib, tunnel_mib, direct_us, tunnel_us;
     for (int r = 0; r < rounds; ++r) {
         direct_mib.push_back(stream("127.96.0.2", rank.port(), mib));
         tunnel_mib.push_back(stream("127.96.0.3", proxy.port(), mib));
         direct_us.push_back(round_trips("127.96.0.2", rank.port(), trips));
         tunnel_us.push_back(round_trips("127.96.0.3", proxy.port(), trips));
-        mib_ratio.push_back(tunnel_mib.back() / direct_mib.back());
-        us_ratio.push_back(tunnel_us.back() / direct_us.back());
     }
     std::printf("%d interleaved rounds on loopback; %d MiB streams, %d round trips of 64 bytes\n",
                 rounds, mib, trips);
-    std::printf(
-        "stream      direct %s MiB/s\n            proxy+gate %s MiB/s\n"
-        "            ratio %s\n",
-        range(direct_mib, "%.0f-%.0f (median %.0f)").c_str(),
-        range(tunnel_mib, "%.0f-%.0f (median %.0f)").c_str(),
-        range(mib_ratio, "%.2f-%.2f (median %.2f)").c_str());
-    std::printf(
-        "round trip direct %s us\n            proxy+gate %s us\n"
-        "            ratio %s\n",
-        range(direct_us, "%.1f-%.1f (median %.1f)").c_str(),
-        range(tunnel_us, "%.1f-%.1f (median %.1f)").c_str(),
-        range(us_ratio, "%.2f-%.2f (median %.2f)").c_str());
+    print_measure("stream", "MiB/s", direct_mib, tunnel_mib, 0);
+    print_measure("round trip", "us", direct_us, tunnel_us, 1);
     return 0;
 }
