@@ -229,23 +229,26 @@ TEST(Hsv, ZeroGainsChangeNothingGreyStaysGreyAndSeedRepeats) {
 }
 
 // The HSV step as the reference writes it (BGR->HSV, one 256-entry table per channel through
-// cv::LUT on the split planes, HSV->BGR) equals augment_hsv's own table loop, on a whole image
-// and on a view into a wider one (rows not continuous), whose pixels outside stay untouched.
-TEST(Hsv, EqualsPerChannelCvLutOnWholeImagesAndViews) {
+// cv::LUT on the split planes, HSV->BGR) equals apply_hsv_gains_opencv's own table loop, on a
+// whole image and on a view into a wider one (rows not continuous), whose pixels outside stay
+// untouched. (The one-pass path is checked against it in hsv_test.cpp.)
+TEST(Hsv, OpenCvPathEqualsPerChannelCvLutOnWholeImagesAndViews) {
     cv::Mat wide(41, 67, CV_8UC3);
     cv::randu(wide, cv::Scalar::all(0), cv::Scalar::all(256));
     for (const cv::Mat& src : {wide, wide(cv::Rect(5, 3, 29, 31))}) {
         for (std::uint64_t seed : {1u, 2u, 3u}) {
             Rng draw(seed);
-            const double r0 = draw.uniform(-1, 1) * 0.5 + 1;
-            const double r1 = draw.uniform(-1, 1) * 0.7 + 1;
-            const double r2 = draw.uniform(-1, 1) * 0.4 + 1;
+            HsvGains gains;
+            gains.hue = draw.uniform(-1, 1) * 0.5 + 1;
+            gains.saturation = draw.uniform(-1, 1) * 0.7 + 1;
+            gains.value = draw.uniform(-1, 1) * 0.4 + 1;
             cv::Mat lut[3] = {cv::Mat(1, 256, CV_8U), cv::Mat(1, 256, CV_8U),
                               cv::Mat(1, 256, CV_8U)};
             for (int x = 0; x < 256; ++x) {
-                lut[0].at<uchar>(x) = static_cast<uchar>(std::fmod(x * r0, 180.0));
-                lut[1].at<uchar>(x) = static_cast<uchar>(std::clamp(x * r1, 0.0, 255.0));
-                lut[2].at<uchar>(x) = static_cast<uchar>(std::clamp(x * r2, 0.0, 255.0));
+                lut[0].at<uchar>(x) = static_cast<uchar>(std::fmod(x * gains.hue, 180.0));
+                lut[1].at<uchar>(x) =
+                    static_cast<uchar>(std::clamp(x * gains.saturation, 0.0, 255.0));
+                lut[2].at<uchar>(x) = static_cast<uchar>(std::clamp(x * gains.value, 0.0, 255.0));
             }
             cv::Mat hsv, planes[3], expected;
             cv::cvtColor(src, hsv, cv::COLOR_BGR2HSV);
@@ -257,8 +260,7 @@ TEST(Hsv, EqualsPerChannelCvLutOnWholeImagesAndViews) {
 
             cv::Mat host = wide.clone();
             cv::Mat got = src.isContinuous() ? host : host(cv::Rect(5, 3, 29, 31));
-            Rng rng(seed);
-            augment_hsv(got, 0.5, 0.7, 0.4, rng);
+            apply_hsv_gains_opencv(got, gains);
             EXPECT_EQ(cv::norm(got, expected, cv::NORM_INF), 0) << "seed " << seed;
             if (!src.isContinuous()) {
                 host(cv::Rect(5, 3, 29, 31)).setTo(0);
@@ -362,6 +364,40 @@ TEST(Train, MosaicPartnersAreDrawnFromTheGivenPool) {
     EXPECT_EQ(loaded, std::set<std::int64_t>{3});
 }
 
+// warp_as_resize moves no output pixel's sample point by more than 3/4 of an input pixel (the
+// middle one's by at most half), and declines any other warp.
+TEST(Mosaic, ResizeWarpSamplesWithinThreeQuartersOfAPixelOfTheDrawnMatrix) {
+    AugmentOptions o;
+    for (std::uint64_t seed = 0; seed < 200; ++seed) {
+        Rng rng(seed);
+        const cv::Matx33d M = random_affine_matrix(o, 1280, 1280, 640, 640, rng);
+        const std::optional<ResizeWarp> r = warp_as_resize(M, 640, 640);
+        ASSERT_TRUE(r.has_value()) << "seed " << seed;
+        for (int axis = 0; axis < 2; ++axis) {
+            const auto sample = [axis](const cv::Matx33d& m, double x) {
+                return (x - m(axis, 2)) / m(axis, axis);
+            };
+            for (double x : {0.0, 319.5, 639.0})
+                EXPECT_LE(std::abs(sample(r->matrix, x) - sample(M, x)), x == 319.5 ? 0.5 : 0.75)
+                    << "seed " << seed << " x " << x;
+            // The resize's own mapping of its rectangle.
+            const double width = r->source.size().width;
+            EXPECT_NEAR(sample(r->matrix, 0),
+                        (axis == 0 ? r->source.x : r->source.y) + 0.5 * width / 640 - 0.5, 1e-9);
+        }
+        EXPECT_EQ(r->source.width, r->source.height);
+        EXPECT_EQ(r->matrix(0, 1), 0);
+        EXPECT_EQ(r->matrix(2, 2), 1);
+    }
+    o.degrees = 5;
+    Rng rng(1);
+    EXPECT_FALSE(warp_as_resize(random_affine_matrix(o, 1280, 1280, 640, 640, rng), 640, 640));
+    cv::Matx33d projective = cv::Matx33d::eye();
+    projective(2, 0) = 1e-4;
+    EXPECT_FALSE(warp_as_resize(projective, 640, 640));
+    EXPECT_FALSE(warp_as_resize(cv::Matx33d(-1, 0, 0, 0, 1, 0, 0, 0, 1), 640, 640));
+}
+
 TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {
     SynthOptions so;
     so.imgsz = 64;
@@ -382,10 +418,25 @@ TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {
         const LabeledImage canvas = mosaic4(ptrs, 64, o.pad_value, b);
         double sc = 1;
         const cv::Matx33d M = random_affine_matrix(o, 128, 128, 64, 64, b, &sc);
-        const LabeledImage full = apply_affine(canvas, M, 64, 64, sc, o);
+        const std::optional<ResizeWarp> resize = warp_as_resize(M, 64, 64);
+        EXPECT_EQ(resize.has_value(), o.degrees == 0 && o.shear == 0) << "trial " << trial;
+        const LabeledImage full = apply_affine(canvas, resize ? resize->matrix : M, 64, 64, sc, o);
         ASSERT_EQ(fused.image.size(), full.image.size());
-        // Same pixels up to fixed-point rounding of the shifted matrix.
-        EXPECT_LE(cv::norm(fused.image, full.image, cv::NORM_INF), 1) << "trial " << trial;
+        if (resize) {
+            // cv::resize against cv::warpAffine's 1/32-pixel coordinates: a few levels at
+            // sharp edges; the resize repeats its rectangle's last pixel where the warp would
+            // blend in the next one, so the outer ring of pixels is left out.
+            const cv::Rect inner(1, 1, 62, 62);
+            EXPECT_LE(cv::norm(fused.image(inner), full.image(inner), cv::NORM_INF), 8)
+                << "trial " << trial;
+            EXPECT_LT(
+                cv::norm(fused.image(inner), full.image(inner), cv::NORM_L1) / (3.0 * inner.area()),
+                0.5)
+                << "trial " << trial;
+        } else {
+            // Same pixels up to fixed-point rounding of the shifted matrix.
+            EXPECT_LE(cv::norm(fused.image, full.image, cv::NORM_INF), 1) << "trial " << trial;
+        }
         ASSERT_EQ(fused.boxes.size(), full.boxes.size());
         for (std::size_t k = 0; k < full.boxes.size(); ++k) {
             EXPECT_EQ(fused.boxes[k].cls, full.boxes[k].cls);

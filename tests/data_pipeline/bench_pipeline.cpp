@@ -23,6 +23,7 @@
 #include <ctime>
 #endif
 
+#include "core/base/allocator.h"
 #include "core/base/file_io.h"
 #include "core/data/augment/augment.h"
 #include "core/data/image_io.h"
@@ -144,6 +145,7 @@ int main(int argc, char** argv) {
                 thread_counts.push_back(t);
         }
     }
+    crucible::keep_freed_memory_for_reuse();  // as training does (core/engine/trainer.cpp)
     const bool own_dir = dir.empty();
     if (own_dir) dir = test_support::scratch_dir("bench_pipeline");
     SynthOptions so;
@@ -189,7 +191,8 @@ int main(int argc, char** argv) {
         for (const auto& s : samples)
             resized.push_back(resize_long_side(read_image(s.path, {}, 640), s.boxes, 640));
         AugmentOptions o;
-        double t_mosaic = 0, t_affine = 0, t_fused = 0, t_hsv = 0, t_flip = 0, t_pack = 0;
+        double t_mosaic = 0, t_affine = 0, t_fused = 0, t_hsv = 0, t_hsv_opencv = 0, t_flip = 0,
+               t_pack = 0;
         const int reps = 200;
         std::vector<std::uint8_t> buffer(3 * 640 * 640);
         for (int r = 0; r < reps; ++r) {
@@ -209,6 +212,17 @@ int main(int argc, char** argv) {
             const cv::Matx33d M = random_affine_matrix(o, 1280, 1280, 640, 640, rng, &sc);
             LabeledImage out = apply_affine(canvas, M, 640, 640, sc, o);
             t_affine += thread_cpu_seconds() - t;
+            {  // OpenCV's conversion pair, the reference's way, on a copy, for the ratio
+                cv::Mat copy = out.image.clone();
+                Rng same = rng;
+                HsvGains gains;
+                gains.hue = same.uniform(-1, 1) * o.hsv_h + 1;
+                gains.saturation = same.uniform(-1, 1) * o.hsv_s + 1;
+                gains.value = same.uniform(-1, 1) * o.hsv_v + 1;
+                t = thread_cpu_seconds();
+                apply_hsv_gains_opencv(copy, gains);
+                t_hsv_opencv += thread_cpu_seconds() - t;
+            }
             t = thread_cpu_seconds();
             augment_hsv(out.image, o.hsv_h, o.hsv_s, o.hsv_v, rng);
             t_hsv += thread_cpu_seconds() - t;
@@ -224,9 +238,11 @@ int main(int argc, char** argv) {
         }
         std::printf(
             "stages, CPU ms per sample (1 thread): full canvas: mosaic %.2f + affine %.2f;  "
-            "fused mosaic+affine (what the loader runs) %.2f;  hsv %.2f  flip %.2f  pack %.2f\n\n",
+            "fused mosaic+affine (what the loader runs) %.2f;  hsv %.2f  flip %.2f  pack %.2f\n"
+            "hsv: what the loader runs %.2f against OpenCV's conversion pair %.2f (%.2fx)\n\n",
             1e3 * t_mosaic / reps, 1e3 * t_affine / reps, 1e3 * t_fused / reps, 1e3 * t_hsv / reps,
-            1e3 * t_flip / reps, 1e3 * t_pack / reps);
+            1e3 * t_flip / reps, 1e3 * t_pack / reps, 1e3 * t_hsv / reps, 1e3 * t_hsv_opencv / reps,
+            t_hsv_opencv / t_hsv);
     }
 
     for (bool cache : {true, false}) {

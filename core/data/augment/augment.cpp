@@ -214,12 +214,58 @@ LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_val
     return out;
 }
 
+std::optional<ResizeWarp> warp_as_resize(const cv::Matx33d& M, int out_w, int out_h) {
+    if (is_projective(M) || M(0, 1) != 0 || M(1, 0) != 0 || !(M(0, 0) > 0) || !(M(1, 1) > 0))
+        return std::nullopt;
+    // cv::resize samples output pixel x of a rectangle [X, X + W) at X + (x + 0.5) W / out - 0.5,
+    // the warp at (x - t) / s. W = out / s rounded; then X, rounded, so that the middle pixel
+    // samples where the warp does; then the warp that the resize does is solved back from them.
+    ResizeWarp warp;
+    warp.matrix = cv::Matx33d::eye();
+    int origin[2], size[2];
+    const int out[2] = {out_w, out_h};
+    for (int axis = 0; axis < 2; ++axis) {
+        const double scale = M(axis, axis), shift = M(axis, 2);
+        size[axis] = std::max(1, static_cast<int>(std::lround(out[axis] / scale)));
+        const double snapped = static_cast<double>(out[axis]) / size[axis];
+        const double middle = (out[axis] - 1) / 2.0;
+        const double exact_origin = (middle - shift) / scale - (middle + 0.5) / snapped + 0.5;
+        if (!(std::abs(exact_origin) < 1e8)) return std::nullopt;
+        origin[axis] = static_cast<int>(std::lround(exact_origin));
+        warp.matrix(axis, axis) = snapped;
+        warp.matrix(axis, 2) = (0.5 - origin[axis]) * snapped - 0.5;
+    }
+    warp.source = cv::Rect(origin[0], origin[1], size[0], size[1]);
+    return warp;
+}
+
 LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOptions& o, Rng& rng) {
     const int s = o.imgsz, S = 2 * s;
     int xc, yc;
     draw_mosaic_centre(s, rng, xc, yc);
     double sc = 1;
     const cv::Matx33d M = random_affine_matrix(o, S, S, s, s, rng, &sc);
+    // The canvas lives in per-thread scratch memory: reallocating (and page-faulting) up to 5 MB
+    // per sample costs more than building it.
+    thread_local cv::Mat storage;
+    const auto canvas_part = [&](const cv::Rect& region) {
+        const std::size_t need = static_cast<std::size_t>(region.area()) * 3;
+        if (storage.empty() || storage.total() < need)
+            storage.create(1, static_cast<int>(std::max<std::size_t>(need, 12u * s * s)), CV_8U);
+        LabeledImage canvas;
+        canvas.image = cv::Mat(region.height, region.width, CV_8UC3, storage.data);
+        build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
+        return canvas;
+    };
+    if (const std::optional<ResizeWarp> warp = warp_as_resize(M, s, s)) {
+        // Its rectangle may reach past the canvas by the translation: padding, as the warp's
+        // border would be.
+        const LabeledImage canvas = canvas_part(warp->source);
+        LabeledImage out;
+        cv::resize(canvas.image, out.image, cv::Size(s, s), 0, 0, cv::INTER_LINEAR);
+        out.boxes = transform_boxes(canvas.boxes, warp->matrix, s, s, sc, o);
+        return out;
+    }
     cv::Rect region(0, 0, S, S);
     if (!is_projective(M)) {
         // The canvas pixels the warp reads: the preimage of the output, plus a margin for the
@@ -245,15 +291,7 @@ LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOpt
         region = need & cv::Rect(0, 0, S, S);
         if (region.empty()) region = cv::Rect(0, 0, 1, 1);
     }
-    // The canvas lives in per-thread scratch memory: reallocating (and page-faulting) up to 5 MB
-    // per sample costs more than building it.
-    thread_local cv::Mat storage;
-    const std::size_t need = static_cast<std::size_t>(region.area()) * 3;
-    if (storage.empty() || storage.total() < need)
-        storage.create(1, static_cast<int>(std::max<std::size_t>(need, 12u * s * s)), CV_8U);
-    LabeledImage canvas;
-    canvas.image = cv::Mat(region.height, region.width, CV_8UC3, storage.data);
-    build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
+    const LabeledImage canvas = canvas_part(region);
     cv::Matx33d shift = cv::Matx33d::eye();
     shift(0, 2) = region.x;
     shift(1, 2) = region.y;
@@ -372,16 +410,35 @@ void apply_channel_luts(cv::Mat& image, const std::uint8_t (&luts)[3][256]) {
 }  // namespace
 
 void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng) {
-    const double r0 = rng.uniform(-1, 1) * hgain + 1;
-    const double r1 = rng.uniform(-1, 1) * sgain + 1;
-    const double r2 = rng.uniform(-1, 1) * vgain + 1;
+    HsvGains gains;
+    gains.hue = rng.uniform(-1, 1) * hgain + 1;
+    gains.saturation = rng.uniform(-1, 1) * sgain + 1;
+    gains.value = rng.uniform(-1, 1) * vgain + 1;
     if (hgain == 0 && sgain == 0 && vgain == 0) return;
+    apply_hsv_gains(bgr, gains);
+}
+
+void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains) {
+    CV_Assert(bgr.type() == CV_8UC3);
+    const auto one_pass = [&](std::uint8_t* pixels, std::int64_t count) {
+        return hsv_gains_avx2(pixels, count, gains);
+    };
+    if (bgr.isContinuous() ? one_pass(bgr.data, static_cast<std::int64_t>(bgr.total()))
+                           : one_pass(bgr.ptr(0), bgr.cols)) {
+        for (int y = bgr.isContinuous() ? bgr.rows : 1; y < bgr.rows; ++y)
+            one_pass(bgr.ptr(y), bgr.cols);
+        return;
+    }
+    apply_hsv_gains_opencv(bgr, gains);
+}
+
+void apply_hsv_gains_opencv(cv::Mat& bgr, const HsvGains& gains) {
     std::uint8_t luts[3][256];
     for (int x = 0; x < 256; ++x) {
-        const double h = std::fmod(x * r0, 180.0);
+        const double h = std::fmod(x * gains.hue, 180.0);
         luts[0][x] = static_cast<std::uint8_t>(h < 0 ? h + 180 : h);
-        luts[1][x] = static_cast<std::uint8_t>(std::clamp(x * r1, 0.0, 255.0));
-        luts[2][x] = static_cast<std::uint8_t>(std::clamp(x * r2, 0.0, 255.0));
+        luts[1][x] = static_cast<std::uint8_t>(std::clamp(x * gains.saturation, 0.0, 255.0));
+        luts[2][x] = static_cast<std::uint8_t>(std::clamp(x * gains.value, 0.0, 255.0));
     }
     thread_local cv::Mat hsv;  // per-thread scratch, reused across samples; continuous
     cv::cvtColor(bgr, hsv, cv::COLOR_BGR2HSV);

@@ -5,11 +5,13 @@
 // draw comes from the Rng passed in, which the loader seeds from (seed, epoch, sample index), so
 // results never depend on thread scheduling.
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include <opencv2/core.hpp>
 
+#include "core/data/augment/hsv_simd.h"
 #include "core/data/augment/random.h"
 #include "core/data/detection_types.h"
 
@@ -90,10 +92,24 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
 LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng);
 
 // mosaic4 followed by the random affine (random_affine_matrix for the 2*imgsz canvas, then
-// apply_affine to imgsz), with the same random draws and results, but only the part of the
-// canvas that the warp reads is built (a quarter to all of it, by the drawn scale).
+// apply_affine to imgsz), with the same random draws, but only the part of the canvas that the
+// warp reads is built (a quarter to all of it, by the drawn scale). Where the affine only scales
+// and translates (no rotation, shear or perspective: the defaults), that part is resized instead
+// of warped, with the matrix warp_as_resize gives (pixels and boxes both follow it).
 LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOptions& options,
                            Rng& rng);
+
+// A scale-and-translate warp to out_w x out_h as cv::resize (bilinear) of the input rectangle
+// `source`, whose origin and size are whole pixels: about twice as fast as cv::warpAffine's
+// per-pixel coordinates. For that, the points where output pixels sample the input move: the
+// rectangle's size by at most half a pixel, the middle pixel's point by at most half an input
+// pixel, so every point by at most 3/4 of one. `matrix` is the warp the resize does. Empty for
+// rotation, shear, perspective or a non-positive scale.
+struct ResizeWarp {
+    cv::Rect source;  // input coordinates; may reach past the input (its border then)
+    cv::Matx33d matrix;
+};
+std::optional<ResizeWarp> warp_as_resize(const cv::Matx33d& M, int out_w, int out_h);
 
 // The 3x3 matrix the random affine uses for an input of in_w x in_h and output out_w x out_h:
 // centre to origin, perspective, rotation+scale, shear, translation to
@@ -113,8 +129,19 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
                                       int out_w, int out_h, double scale,
                                       const AugmentOptions& options);
 
-// HSV jitter in place, with gains drawn from rng (uniform in 1 +- gain); LUT-based.
+// HSV jitter in place, with gains drawn from rng (uniform in 1 +- gain), through
+// apply_hsv_gains.
 void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng);
+
+// Multiplies hue (modulo the circle), saturation and value (both clipped) of every pixel of an
+// 8-bit BGR image, in place: one pass with AVX2 where the CPU has it (hsv_simd.h), else
+// apply_hsv_gains_opencv. The two agree within OpenCV's quantisation of hue and saturation
+// (a few levels in strongly coloured pixels).
+void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains);
+
+// The reference's way: OpenCV's BGR->HSV (8-bit), one table per channel (hue multiplied modulo
+// 180, saturation and value multiplied and clipped, each truncated), HSV->BGR.
+void apply_hsv_gains_opencv(cv::Mat& bgr, const HsvGains& gains);
 
 // Flips in place (horizontal: x -> width - x).
 void flip_horizontal(LabeledImage& img);

@@ -1,0 +1,170 @@
+#include "core/data/augment/hsv_simd.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include <cstring>
+#define CRUCIBLE_HSV_AVX2 1
+#endif
+
+namespace crucible::data {
+
+#ifdef CRUCIBLE_HSV_AVX2
+namespace {
+
+#define CRUCIBLE_AVX2_FMA __attribute__((target("avx2,fma"))) inline
+
+// pshufb masks between 16 interleaved BGR pixels (48 bytes: three 16-byte chunks) and three
+// 16-byte planes, one lane a pixel. gather[c][k] moves channel c's bytes found in chunk k to
+// their pixel's lane; scatter[k][c] moves channel c's lanes to their bytes in chunk k. -128
+// (high bit set) writes a zero, so the three shuffles of a result are or-ed together.
+struct ShuffleMasks {
+    alignas(16) std::int8_t gather[3][3][16];
+    alignas(16) std::int8_t scatter[3][3][16];
+};
+
+constexpr ShuffleMasks make_shuffle_masks() {
+    ShuffleMasks m{};
+    for (int c = 0; c < 3; ++c)
+        for (int k = 0; k < 3; ++k)
+            for (int i = 0; i < 16; ++i) {
+                const int byte_in_chunk = 3 * i + c - 16 * k;
+                m.gather[c][k][i] = static_cast<std::int8_t>(
+                    byte_in_chunk >= 0 && byte_in_chunk < 16 ? byte_in_chunk : -128);
+                const int byte = 16 * k + i;
+                m.scatter[k][c][i] = static_cast<std::int8_t>(byte % 3 == c ? byte / 3 : -128);
+            }
+    return m;
+}
+
+constexpr ShuffleMasks kMasks = make_shuffle_masks();
+
+CRUCIBLE_AVX2_FMA __m128i load16(const void* p) {
+    return _mm_loadu_si128(static_cast<const __m128i*>(p));
+}
+
+CRUCIBLE_AVX2_FMA __m128i shuffle3(const __m128i in[3], const std::int8_t (&masks)[3][16]) {
+    return _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(in[0], load16(masks[0])),
+                                     _mm_shuffle_epi8(in[1], load16(masks[1]))),
+                        _mm_shuffle_epi8(in[2], load16(masks[2])));
+}
+
+CRUCIBLE_AVX2_FMA __m256 low8_as_float(__m128i bytes) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes));
+}
+
+// Two vectors of 8 floats in [0, 255], rounded to nearest, as 16 bytes.
+CRUCIBLE_AVX2_FMA __m128i to_bytes(__m256 low, __m256 high) {
+    const __m256i a = _mm256_cvtps_epi32(low), b = _mm256_cvtps_epi32(high);
+    return _mm_packus_epi16(
+        _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1)),
+        _mm_packs_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
+}
+
+struct Gains8 {
+    __m256 hue, saturation, value;
+};
+
+// A channel's output at hue h (sixths, in [0, 6]) for value v and chroma c: n is 5 for red, 3 for
+// green, 1 for blue; its share of the chroma is clamp(min(t, 4 - t), 0, 1), t = (n + h) mod 6.
+CRUCIBLE_AVX2_FMA __m256 channel_at_hue(float n, __m256 h, __m256 v, __m256 c) {
+    const __m256 six = _mm256_set1_ps(6);
+    __m256 t = _mm256_add_ps(h, _mm256_set1_ps(n));
+    t = _mm256_sub_ps(t, _mm256_and_ps(_mm256_cmp_ps(t, six, _CMP_GE_OQ), six));
+    const __m256 share = _mm256_max_ps(
+        _mm256_setzero_ps(),
+        _mm256_min_ps(_mm256_min_ps(t, _mm256_sub_ps(_mm256_set1_ps(4), t)), _mm256_set1_ps(1)));
+    return _mm256_fnmadd_ps(c, share, v);
+}
+
+// 8 pixels as floats, in place: the formula of hsv_simd.h.
+CRUCIBLE_AVX2_FMA void jitter8(__m256& b, __m256& g, __m256& r, const Gains8& gains) {
+    const __m256 one = _mm256_set1_ps(1), six = _mm256_set1_ps(6);
+    const __m256 v = _mm256_max_ps(_mm256_max_ps(b, g), r);
+    const __m256 c = _mm256_sub_ps(v, _mm256_min_ps(_mm256_min_ps(b, g), r));
+    // One division for both quotients: 1/C = V·inv and C/V = C·C·inv. V·C is at least 1 when
+    // C > 0; when C = 0 every quotient below is multiplied by 0 anyway.
+    const __m256 inv = _mm256_div_ps(one, _mm256_max_ps(_mm256_mul_ps(v, c), one));
+    // Hue in sixths: (G - B)/C when red is largest, 2 + (B - R)/C for green, 4 + (R - G)/C.
+    const __m256 red = _mm256_cmp_ps(v, r, _CMP_EQ_OQ);
+    const __m256 green = _mm256_andnot_ps(red, _mm256_cmp_ps(v, g, _CMP_EQ_OQ));
+    const __m256 difference =
+        _mm256_blendv_ps(_mm256_blendv_ps(_mm256_sub_ps(r, g), _mm256_sub_ps(b, r), green),
+                         _mm256_sub_ps(g, b), red);
+    const __m256 start = _mm256_blendv_ps(
+        _mm256_blendv_ps(_mm256_set1_ps(4), _mm256_set1_ps(2), green), _mm256_setzero_ps(), red);
+    // In [-1, 6); the gain multiplies the hue in [0, 6) (red's negative side wrapped first, as
+    // in 8-bit HSV), and the product wraps again.
+    __m256 h = _mm256_fmadd_ps(difference, _mm256_mul_ps(v, inv), start);
+    h = _mm256_add_ps(h, _mm256_and_ps(_mm256_cmp_ps(h, _mm256_setzero_ps(), _CMP_LT_OQ), six));
+    h = _mm256_mul_ps(h, gains.hue);
+    h = _mm256_fnmadd_ps(_mm256_floor_ps(_mm256_mul_ps(h, _mm256_set1_ps(1.0f / 6))), six, h);
+    const __m256 value =
+        _mm256_floor_ps(_mm256_min_ps(_mm256_mul_ps(v, gains.value), _mm256_set1_ps(255)));
+    const __m256 saturation = _mm256_min_ps(
+        _mm256_mul_ps(_mm256_mul_ps(c, _mm256_mul_ps(c, inv)), gains.saturation), one);
+    const __m256 chroma = _mm256_mul_ps(value, saturation);
+    r = channel_at_hue(5, h, value, chroma);
+    g = channel_at_hue(3, h, value, chroma);
+    b = channel_at_hue(1, h, value, chroma);
+}
+
+// 16 pixels (48 bytes) in place.
+CRUCIBLE_AVX2_FMA void jitter16(std::uint8_t* p, const Gains8& gains) {
+    const __m128i chunks[3] = {load16(p), load16(p + 16), load16(p + 32)};
+    __m128i planes[3];
+    for (int c = 0; c < 3; ++c)
+        planes[c] = shuffle3(chunks, kMasks.gather[c]);
+    __m256 low[3], high[3];
+    for (int c = 0; c < 3; ++c) {
+        low[c] = low8_as_float(planes[c]);
+        high[c] = low8_as_float(_mm_srli_si128(planes[c], 8));
+    }
+    jitter8(low[0], low[1], low[2], gains);
+    jitter8(high[0], high[1], high[2], gains);
+    for (int c = 0; c < 3; ++c)
+        planes[c] = to_bytes(low[c], high[c]);
+    for (int k = 0; k < 3; ++k)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16 * k),
+                         shuffle3(planes, kMasks.scatter[k]));
+}
+
+__attribute__((target("avx2,fma"))) void jitter(std::uint8_t* bgr, std::int64_t pixels,
+                                                const HsvGains& gains) {
+    const Gains8 g{_mm256_set1_ps(static_cast<float>(gains.hue)),
+                   _mm256_set1_ps(static_cast<float>(gains.saturation)),
+                   _mm256_set1_ps(static_cast<float>(gains.value))};
+    std::int64_t i = 0;
+    for (; i + 16 <= pixels; i += 16)
+        jitter16(bgr + 3 * i, g);
+    if (i < pixels) {  // the last few pixels through a padded copy: the same arithmetic
+        std::uint8_t rest[48] = {};
+        const auto bytes = static_cast<std::size_t>(3 * (pixels - i));
+        std::memcpy(rest, bgr + 3 * i, bytes);
+        jitter16(rest, g);
+        std::memcpy(bgr + 3 * i, rest, bytes);
+    }
+}
+
+bool cpu_has_avx2_fma() {
+    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return has;
+}
+
+}  // namespace
+
+bool hsv_gains_avx2(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
+    if (!cpu_has_avx2_fma()) return false;
+    jitter(bgr, pixels, gains);
+    return true;
+}
+
+#else
+
+bool hsv_gains_avx2(std::uint8_t*, std::int64_t, HsvGains) {
+    return false;
+}
+
+#endif
+
+}  // namespace crucible::data

@@ -1,0 +1,25 @@
+#pragma once
+// The CPU's fast path for the HSV jitter (augment_hsv): one pass over BGR pixels with AVX2 and
+// FMA, where the compiler can target them (GCC and Clang on x86-64; hsv_simd.cpp) and the CPU has
+// them at run time. It takes no round trip through 8-bit HSV: per pixel, value V = max, chroma
+// C = max - min and hue h in sixths of the circle come from B, G, R as floats; then
+//   V' = floor(min(V * v_gain, 255)),  C' = V' * min(C / V * s_gain, 1),
+//   h' = h * h_gain modulo 6,          out = V' - C' * w(h'),
+// w being each channel's share of the chroma at hue h' (0 for the largest channel, 1 for the
+// smallest, a ramp between). That is OpenCV's HSV conversion pair with the jitter tables between
+// them, without the pair's quantisation of hue to 2 degrees and of saturation to 1/255; V' is
+// floored as the reference's table truncates it. Gains of 1 give back every pixel exactly.
+#include <cstdint>
+
+namespace crucible::data {
+
+// Multipliers of hue, saturation and value (1: unchanged).
+struct HsvGains {
+    double hue = 1, saturation = 1, value = 1;
+};
+
+// Jitters `pixels` interleaved BGR pixels in place. False, writing nothing, where AVX2 and FMA
+// are not there (the caller then takes OpenCV's conversions).
+bool hsv_gains_avx2(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains);
+
+}  // namespace crucible::data
