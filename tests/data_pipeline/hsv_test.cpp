@@ -22,6 +22,11 @@ bool one_pass_runs_here() {
     return hsv_gains_avx2(pixel, 1, HsvGains{});
 }
 
+bool avx512_runs_here() {
+    std::uint8_t pixel[3] = {10, 20, 30};
+    return hsv_gains_avx512(pixel, 1, HsvGains{});
+}
+
 #define SKIP_WITHOUT_ONE_PASS()                                                             \
     if (!one_pass_runs_here())                                                              \
     GTEST_SKIP() << "this CPU has no AVX2 and FMA, so apply_hsv_gains takes OpenCV's path " \
@@ -105,6 +110,20 @@ TEST(HsvOnePass, GainsOfOneGiveBackEveryOneOfTheSixteenMillionColours) {
     EXPECT_EQ(cv::norm(out, all, cv::NORM_INF), 0);
 }
 
+// Whichever of the two sets the CPU has, a run's augmented pixels are the same.
+TEST(HsvOnePass, AvxFiveTwelveGivesTheSameBitsAsAvx2OnEveryColour) {
+    if (!avx512_runs_here()) GTEST_SKIP() << "this CPU has no AVX-512F: only AVX2 runs here";
+    const cv::Mat all = every_colour();
+    for (const HsvGains& gains : {HsvGains{1.01, 1.6, 0.7}, HsvGains{1.9, 0.2, 1.8}}) {
+        cv::Mat wide = all.clone(), narrow = all.clone();
+        const auto n = static_cast<std::int64_t>(all.total()) - 5;  // and a tail of 11
+        ASSERT_TRUE(hsv_gains_avx512(wide.data, n, gains));
+        ASSERT_TRUE(hsv_gains_avx2(narrow.data, n, gains));
+        EXPECT_EQ(cv::norm(wide, narrow, cv::NORM_INF), 0) << "hue gain " << gains.hue;
+        EXPECT_GT(cv::norm(wide, all, cv::NORM_INF), 0);
+    }
+}
+
 // Hue gains over the whole range the options allow (0 to 2: the hue wraps past red), saturation
 // to grey and beyond full, value to black and past white.
 TEST(HsvOnePass, ComesWithinOneLevelOfItsFormulaInDoublePrecision) {
@@ -115,7 +134,7 @@ TEST(HsvOnePass, ComesWithinOneLevelOfItsFormulaInDoublePrecision) {
     for (const HsvGains& gains : cases) {
         const cv::Mat src = hostile_pixels(512, 3);
         cv::Mat got = src.clone();
-        apply_hsv_gains(got, gains);
+        apply_hsv_gains(got, gains);  // AVX-512 where the CPU has it
         cv::Mat expected(src.size(), CV_8UC3);
         for (int y = 0; y < src.rows; ++y)
             for (int x = 0; x < src.cols; ++x)

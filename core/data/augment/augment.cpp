@@ -421,7 +421,7 @@ void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rn
 void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains) {
     CV_Assert(bgr.type() == CV_8UC3);
     const auto one_pass = [&](std::uint8_t* pixels, std::int64_t count) {
-        return hsv_gains_avx2(pixels, count, gains);
+        return hsv_gains_avx512(pixels, count, gains) || hsv_gains_avx2(pixels, count, gains);
     };
     if (bgr.isContinuous() ? one_pass(bgr.data, static_cast<std::int64_t>(bgr.total()))
                            : one_pass(bgr.ptr(0), bgr.cols)) {

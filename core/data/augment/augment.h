@@ -134,7 +134,8 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
 void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng);
 
 // Multiplies hue (modulo the circle), saturation and value (both clipped) of every pixel of an
-// 8-bit BGR image, in place: one pass with AVX2 where the CPU has it (hsv_simd.h), else
+// 8-bit BGR image, in place: one pass with AVX-512 or AVX2 where the CPU has them (hsv_simd.h),
+// else
 // apply_hsv_gains_opencv. The two agree within OpenCV's quantisation of hue and saturation
 // (a few levels in strongly coloured pixels).
 void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains);

@@ -129,6 +129,96 @@ CRUCIBLE_AVX2_FMA void jitter16(std::uint8_t* p, const Gains8& gains) {
                          shuffle3(planes, kMasks.scatter[k]));
 }
 
+#define CRUCIBLE_AVX512 __attribute__((target("avx512f,avx2,fma"))) inline
+
+// GCC 12 warns that the undefined pass-through of AVX-512's unmasked intrinsics may be used
+// uninitialized; every lane is written, so the warning is off for these functions.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// jitter8's arithmetic on 16 lanes, operation for operation, so both give the same bits.
+CRUCIBLE_AVX512 __m512 channel_at_hue16(float n, __m512 h, __m512 v, __m512 c) {
+    const __m512 six = _mm512_set1_ps(6);
+    __m512 t = _mm512_add_ps(h, _mm512_set1_ps(n));
+    t = _mm512_mask_sub_ps(t, _mm512_cmp_ps_mask(t, six, _CMP_GE_OQ), t, six);
+    const __m512 share = _mm512_max_ps(
+        _mm512_setzero_ps(),
+        _mm512_min_ps(_mm512_min_ps(t, _mm512_sub_ps(_mm512_set1_ps(4), t)), _mm512_set1_ps(1)));
+    return _mm512_fnmadd_ps(c, share, v);
+}
+
+CRUCIBLE_AVX512 __m512 floor16(__m512 x) {
+    return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+}
+
+CRUCIBLE_AVX512 void jitter16_lanes(__m512& b, __m512& g, __m512& r, __m512 gain_h, __m512 gain_s,
+                                    __m512 gain_v) {
+    const __m512 one = _mm512_set1_ps(1), six = _mm512_set1_ps(6), zero = _mm512_setzero_ps();
+    const __m512 v = _mm512_max_ps(_mm512_max_ps(b, g), r);
+    const __m512 c = _mm512_sub_ps(v, _mm512_min_ps(_mm512_min_ps(b, g), r));
+    const __m512 inv = _mm512_div_ps(one, _mm512_max_ps(_mm512_mul_ps(v, c), one));
+    const __mmask16 red = _mm512_cmp_ps_mask(v, r, _CMP_EQ_OQ);
+    const __mmask16 green = static_cast<__mmask16>(~red & _mm512_cmp_ps_mask(v, g, _CMP_EQ_OQ));
+    __m512 difference = _mm512_sub_ps(r, g);
+    difference = _mm512_mask_sub_ps(difference, green, b, r);
+    difference = _mm512_mask_sub_ps(difference, red, g, b);
+    __m512 start = _mm512_set1_ps(4);
+    start = _mm512_mask_mov_ps(start, green, _mm512_set1_ps(2));
+    start = _mm512_mask_mov_ps(start, red, zero);
+    __m512 h = _mm512_fmadd_ps(difference, _mm512_mul_ps(v, inv), start);
+    h = _mm512_mask_add_ps(h, _mm512_cmp_ps_mask(h, zero, _CMP_LT_OQ), h, six);
+    h = _mm512_mul_ps(h, gain_h);
+    h = _mm512_fnmadd_ps(floor16(_mm512_mul_ps(h, _mm512_set1_ps(1.0f / 6))), six, h);
+    const __m512 value = floor16(_mm512_min_ps(_mm512_mul_ps(v, gain_v), _mm512_set1_ps(255)));
+    const __m512 saturation =
+        _mm512_min_ps(_mm512_mul_ps(_mm512_mul_ps(c, _mm512_mul_ps(c, inv)), gain_s), one);
+    const __m512 chroma = _mm512_mul_ps(value, saturation);
+    r = channel_at_hue16(5, h, value, chroma);
+    g = channel_at_hue16(3, h, value, chroma);
+    b = channel_at_hue16(1, h, value, chroma);
+}
+
+// 16 pixels (48 bytes) in place, as one vector of 16 lanes. The masked forms with every lane
+// on (maskz): GCC 12 warns that the unmasked ones' undefined pass-through may be used
+// uninitialized.
+CRUCIBLE_AVX512 void jitter16_avx512(std::uint8_t* p, __m512 gain_h, __m512 gain_s, __m512 gain_v) {
+    constexpr __mmask16 all = 0xFFFF;
+    const __m128i chunks[3] = {load16(p), load16(p + 16), load16(p + 32)};
+    __m512 lanes[3];
+    for (int c = 0; c < 3; ++c)
+        lanes[c] = _mm512_maskz_cvtepi32_ps(
+            all, _mm512_maskz_cvtepu8_epi32(all, shuffle3(chunks, kMasks.gather[c])));
+    jitter16_lanes(lanes[0], lanes[1], lanes[2], gain_h, gain_s, gain_v);
+    __m128i planes[3];
+    for (int c = 0; c < 3; ++c)  // in [0, 255] once rounded; the max only guards -0.5 < x < 0
+        planes[c] = _mm512_maskz_cvtusepi32_epi8(
+            all, _mm512_maskz_max_epi32(all, _mm512_maskz_cvtps_epi32(all, lanes[c]),
+                                        _mm512_setzero_si512()));
+    for (int k = 0; k < 3; ++k)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16 * k),
+                         shuffle3(planes, kMasks.scatter[k]));
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void jitter_avx512(std::uint8_t* bgr,
+                                                               std::int64_t pixels,
+                                                               const HsvGains& gains) {
+    const __m512 h = _mm512_set1_ps(static_cast<float>(gains.hue));
+    const __m512 s = _mm512_set1_ps(static_cast<float>(gains.saturation));
+    const __m512 v = _mm512_set1_ps(static_cast<float>(gains.value));
+    std::int64_t i = 0;
+    for (; i + 16 <= pixels; i += 16)
+        jitter16_avx512(bgr + 3 * i, h, s, v);
+    if (i < pixels) {
+        std::uint8_t rest[48] = {};
+        const auto bytes = static_cast<std::size_t>(3 * (pixels - i));
+        std::memcpy(rest, bgr + 3 * i, bytes);
+        jitter16_avx512(rest, h, s, v);
+        std::memcpy(bgr + 3 * i, rest, bytes);
+    }
+}
+
+#pragma GCC diagnostic pop
+
 __attribute__((target("avx2,fma"))) void jitter(std::uint8_t* bgr, std::int64_t pixels,
                                                 const HsvGains& gains) {
     const Gains8 g{_mm256_set1_ps(static_cast<float>(gains.hue)),
@@ -151,7 +241,18 @@ bool cpu_has_avx2_fma() {
     return has;
 }
 
+bool cpu_has_avx512f() {
+    static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+    return has;
+}
+
 }  // namespace
+
+bool hsv_gains_avx512(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
+    if (!cpu_has_avx512f()) return false;
+    jitter_avx512(bgr, pixels, gains);
+    return true;
+}
 
 bool hsv_gains_avx2(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
     if (!cpu_has_avx2_fma()) return false;
