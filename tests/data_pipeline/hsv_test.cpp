@@ -200,3 +200,12 @@ TEST(HsvOnePass, ViewsAndShortRowsGetTheSamePixelsAsAContinuousImage) {
     outside(inside).setTo(0);
     EXPECT_EQ(cv::norm(host, outside, cv::NORM_INF), 0);
 }
+
+// An empty image (a sample that failed to load) is left alone on every path.
+TEST(HsvOnePass, EmptyImagesAreLeftAlone) {
+    cv::Mat empty;
+    EXPECT_NO_THROW(apply_hsv_gains(empty, HsvGains{1.01, 1.5, 0.8}));
+    EXPECT_TRUE(empty.empty());
+    cv::Mat no_rows(0, 16, CV_8UC3);
+    EXPECT_NO_THROW(apply_hsv_gains(no_rows, HsvGains{1.01, 1.5, 0.8}));
+}

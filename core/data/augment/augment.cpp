@@ -419,17 +419,22 @@ void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rn
 }
 
 void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains) {
+    if (bgr.empty()) return;
     CV_Assert(bgr.type() == CV_8UC3);
     const auto one_pass = [&](std::uint8_t* pixels, std::int64_t count) {
         return hsv_gains_avx512(pixels, count, gains) || hsv_gains_avx2(pixels, count, gains);
     };
-    if (bgr.isContinuous() ? one_pass(bgr.data, static_cast<std::int64_t>(bgr.total()))
-                           : one_pass(bgr.ptr(0), bgr.cols)) {
-        for (int y = bgr.isContinuous() ? bgr.rows : 1; y < bgr.rows; ++y)
-            one_pass(bgr.ptr(y), bgr.cols);
+    // The whole image in one call when its rows are continuous, else row by row; the first call
+    // tells whether this CPU has a one-pass set.
+    const bool whole = bgr.isContinuous();
+    const int calls = whole ? 1 : bgr.rows;
+    const std::int64_t pixels = whole ? static_cast<std::int64_t>(bgr.total()) : bgr.cols;
+    if (!one_pass(bgr.ptr(0), pixels)) {
+        apply_hsv_gains_opencv(bgr, gains);
         return;
     }
-    apply_hsv_gains_opencv(bgr, gains);
+    for (int y = 1; y < calls; ++y)
+        one_pass(bgr.ptr(y), pixels);
 }
 
 void apply_hsv_gains_opencv(cv::Mat& bgr, const HsvGains& gains) {
