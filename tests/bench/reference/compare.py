@@ -6,7 +6,8 @@ higher or lower is better). Writes the same rows, with every round's raw figures
 Called by run_all.sh (which picks the Python of the reference venv); see README.md.
 
   compare.py [--quick] [--build DIR] [--out FILE] [--work DIR] [--threads N] [--rounds R]
-             [--seeds 0 1 2] [--only detect_speed detect_map loader llm sd]
+             [--seeds 0 1 2] [--only detect_speed detect_map loader llm sd] [--detect-sizes 320 640]
+             [--loader-sources 640 1280 2560]
 """
 import argparse
 import csv
@@ -40,6 +41,8 @@ def parse_args():
                    "(default 2; --quick 1)")
     p.add_argument("--seeds", type=int, nargs="+", default=None, help="40-epoch seeds (default 0 1 2; --quick 0)")
     p.add_argument("--only", nargs="+", choices=ALL, default=ALL)
+    p.add_argument("--detect-sizes", type=int, nargs="+", default=None,
+                   help="imgsz of the detection speed figures (default 320 640; --quick 320)")
     p.add_argument("--loader-sources", type=int, nargs="+", default=None,
                    help="source JPEG sizes for the loader figures (default 640 1280 2560; --quick 640)")
     return p.parse_args()
@@ -64,7 +67,7 @@ NEEDS = {"detect_speed": ["bench_train_detect"], "detect_map": ["cli"], "loader"
 
 # Tiny settings for --quick; the full settings are the benchmarks' own defaults (see README.md).
 S = {
-    "detect_sizes": [320] if QUICK else [320, 640],
+    "detect_sizes": ARGS.detect_sizes or ([320] if QUICK else [320, 640]),
     "detect_train": 32 if QUICK else 256,
     "detect_epochs": 2 if QUICK else 3,
     "map_train": 32 if QUICK else 256,
