@@ -238,10 +238,7 @@ TEST(Hsv, OpenCvPathEqualsPerChannelCvLutOnWholeImagesAndViews) {
     for (const cv::Mat& src : {wide, wide(cv::Rect(5, 3, 29, 31))}) {
         for (std::uint64_t seed : {1u, 2u, 3u}) {
             Rng draw(seed);
-            HsvGains gains;
-            gains.hue = draw.uniform(-1, 1) * 0.5 + 1;
-            gains.saturation = draw.uniform(-1, 1) * 0.7 + 1;
-            gains.value = draw.uniform(-1, 1) * 0.4 + 1;
+            const HsvGains gains = draw_hsv_gains(0.5, 0.7, 0.4, draw);
             cv::Mat lut[3] = {cv::Mat(1, 256, CV_8U), cv::Mat(1, 256, CV_8U),
                               cv::Mat(1, 256, CV_8U)};
             for (int x = 0; x < 256; ++x) {

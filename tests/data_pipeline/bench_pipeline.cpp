@@ -215,10 +215,7 @@ int main(int argc, char** argv) {
             {  // OpenCV's conversion pair, the reference's way, on a copy, for the ratio
                 cv::Mat copy = out.image.clone();
                 Rng same = rng;
-                HsvGains gains;
-                gains.hue = same.uniform(-1, 1) * o.hsv_h + 1;
-                gains.saturation = same.uniform(-1, 1) * o.hsv_s + 1;
-                gains.value = same.uniform(-1, 1) * o.hsv_v + 1;
+                const HsvGains gains = draw_hsv_gains(o.hsv_h, o.hsv_s, o.hsv_v, same);
                 t = thread_cpu_seconds();
                 apply_hsv_gains_opencv(copy, gains);
                 t_hsv_opencv += thread_cpu_seconds() - t;

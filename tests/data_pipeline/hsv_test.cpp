@@ -163,10 +163,7 @@ TEST(HsvOnePass, AgreesWithOpenCvsConversionPairOnAverage) {
         for (int kind = 0; kind < 2; ++kind) {
             const cv::Mat& src = kind == 0 ? photo : noise;
             Rng rng(seed);
-            HsvGains gains;
-            gains.hue = rng.uniform(-1, 1) * 0.015 + 1;
-            gains.saturation = rng.uniform(-1, 1) * 0.7 + 1;
-            gains.value = rng.uniform(-1, 1) * 0.4 + 1;
+            const HsvGains gains = draw_hsv_gains(0.015, 0.7, 0.4, rng);
             cv::Mat one_pass = src.clone(), opencv = src.clone();
             apply_hsv_gains(one_pass, gains);
             apply_hsv_gains_opencv(opencv, gains);

@@ -409,11 +409,16 @@ void apply_channel_luts(cv::Mat& image, const std::uint8_t (&luts)[3][256]) {
 
 }  // namespace
 
-void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng) {
+HsvGains draw_hsv_gains(double hgain, double sgain, double vgain, Rng& rng) {
     HsvGains gains;
     gains.hue = rng.uniform(-1, 1) * hgain + 1;
     gains.saturation = rng.uniform(-1, 1) * sgain + 1;
     gains.value = rng.uniform(-1, 1) * vgain + 1;
+    return gains;
+}
+
+void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng) {
+    const HsvGains gains = draw_hsv_gains(hgain, sgain, vgain, rng);  // drawn even when unused
     if (hgain == 0 && sgain == 0 && vgain == 0) return;
     apply_hsv_gains(bgr, gains);
 }

@@ -129,8 +129,10 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
                                       int out_w, int out_h, double scale,
                                       const AugmentOptions& options);
 
-// HSV jitter in place, with gains drawn from rng (uniform in 1 +- gain), through
-// apply_hsv_gains.
+// The HSV jitter's gains: each uniform in 1 +- its option, drawn from rng in that order.
+HsvGains draw_hsv_gains(double hgain, double sgain, double vgain, Rng& rng);
+
+// HSV jitter in place, with draw_hsv_gains' gains, through apply_hsv_gains.
 void augment_hsv(cv::Mat& bgr, double hgain, double sgain, double vgain, Rng& rng);
 
 // Multiplies hue (modulo the circle), saturation and value (both clipped) of every pixel of an
