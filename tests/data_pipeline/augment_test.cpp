@@ -61,6 +61,37 @@ TEST(Affine, ImageAndBoxMoveTogether) {
     EXPECT_FLOAT_EQ(out.boxes[0].y2, static_cast<float>(white.y + white.height));
 }
 
+// A scale-and-translate affine is a resize of warp_as_resize's rectangle: the part past the
+// image is border, the pixels are those of cv::warpAffine with the same matrix within a few levels
+// (inside the outer ring), and the boxes follow that matrix.
+TEST(Affine, ScaleAndTranslateIsAResizeWithBorderPastTheImage) {
+    SynthOptions so;
+    so.imgsz = 96;
+    const SynthSample sample = make_synth_sample(so, "train", 2);
+    LabeledImage in = resize_long_side(sample.image, sample.boxes, 96);
+    AugmentOptions o;
+    for (const cv::Matx33d& M :
+         {translate_scale(20.3, -7.6, 0.83), translate_scale(-31.2, 12.9, 1.37)}) {
+        const std::optional<ResizeWarp> r = warp_as_resize(M, 96, 96);
+        ASSERT_TRUE(r.has_value());
+        ASSERT_NE(r->source & cv::Rect(0, 0, 96, 96), r->source) << "reaches past the image";
+        const LabeledImage out = apply_affine(in, M, 96, 96, M(0, 0), o);
+        cv::Mat warped;
+        const cv::Matx33d& R = r->matrix;
+        cv::warpAffine(
+            in.image, warped, cv::Mat(cv::Matx23d(R(0, 0), 0, R(0, 2), 0, R(1, 1), R(1, 2))),
+            cv::Size(96, 96), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(o.pad_value));
+        const cv::Rect inner(1, 1, 94, 94);
+        EXPECT_LE(cv::norm(out.image(inner), warped(inner), cv::NORM_INF), 8);
+        EXPECT_LT(cv::norm(out.image(inner), warped(inner), cv::NORM_L1) / (3.0 * inner.area()),
+                  0.5);
+        const auto expected = transform_boxes(in.boxes, R, 96, 96, M(0, 0), o);
+        ASSERT_EQ(out.boxes.size(), expected.size());
+        for (std::size_t k = 0; k < expected.size(); ++k)
+            EXPECT_FLOAT_EQ(out.boxes[k].x1, expected[k].x1);
+    }
+}
+
 TEST(Affine, RotationTakesTheEnclosingBoxOfTheCorners) {
     AugmentOptions o;
     // 90 degrees about (50, 50): (x, y) -> (100 - y, x) in this matrix's convention.
@@ -382,6 +413,14 @@ TEST(Mosaic, ResizeWarpSamplesWithinThreeQuartersOfAPixelOfTheDrawnMatrix) {
             EXPECT_NEAR(sample(r->matrix, 0),
                         (axis == 0 ? r->source.x : r->source.y) + 0.5 * width / 640 - 0.5, 1e-9);
         }
+        // Shifted to its rectangle's origin, its own matrix gives back the whole rectangle.
+        cv::Matx33d shift = cv::Matx33d::eye();
+        shift(0, 2) = r->source.x;
+        shift(1, 2) = r->source.y;
+        const std::optional<ResizeWarp> again = warp_as_resize(r->matrix * shift, 640, 640);
+        ASSERT_TRUE(again.has_value());
+        EXPECT_EQ(again->source, cv::Rect(cv::Point(0, 0), r->source.size())) << "seed " << seed;
+        EXPECT_LT(cv::norm(cv::Mat(again->matrix - r->matrix * shift), cv::NORM_INF), 1e-9);
         EXPECT_EQ(r->source.width, r->source.height);
         EXPECT_EQ(r->matrix(0, 1), 0);
         EXPECT_EQ(r->matrix(2, 2), 1);
@@ -417,17 +456,26 @@ TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {
         const cv::Matx33d M = random_affine_matrix(o, 128, 128, 64, 64, b, &sc);
         const std::optional<ResizeWarp> resize = warp_as_resize(M, 64, 64);
         EXPECT_EQ(resize.has_value(), o.degrees == 0 && o.shear == 0) << "trial " << trial;
-        const LabeledImage full = apply_affine(canvas, resize ? resize->matrix : M, 64, 64, sc, o);
+        const LabeledImage full = apply_affine(canvas, M, 64, 64, sc, o);
         ASSERT_EQ(fused.image.size(), full.image.size());
         if (resize) {
-            // cv::resize against cv::warpAffine's 1/32-pixel coordinates: a few levels at
-            // sharp edges; the resize repeats its rectangle's last pixel where the warp would
-            // blend in the next one, so the outer ring of pixels is left out.
+            // Both resize the same rectangle: the same pixels.
+            EXPECT_EQ(cv::norm(fused.image, full.image, cv::NORM_INF), 0) << "trial " << trial;
+            // And the resize against cv::warpAffine of its matrix (1/32-pixel coordinates): a
+            // few levels at sharp edges; the resize repeats its rectangle's last pixel where the
+            // warp would blend in the next one, so the outer ring of pixels is left out.
+            cv::Mat warped;
+            const cv::Matx33d& R = resize->matrix;
+            cv::warpAffine(
+                canvas.image, warped,
+                cv::Mat(cv::Matx23d(R(0, 0), R(0, 1), R(0, 2), R(1, 0), R(1, 1), R(1, 2))),
+                cv::Size(64, 64), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                cv::Scalar::all(o.pad_value));
             const cv::Rect inner(1, 1, 62, 62);
-            EXPECT_LE(cv::norm(fused.image(inner), full.image(inner), cv::NORM_INF), 8)
+            EXPECT_LE(cv::norm(fused.image(inner), warped(inner), cv::NORM_INF), 8)
                 << "trial " << trial;
             EXPECT_LT(
-                cv::norm(fused.image(inner), full.image(inner), cv::NORM_L1) / (3.0 * inner.area()),
+                cv::norm(fused.image(inner), warped(inner), cv::NORM_L1) / (3.0 * inner.area()),
                 0.5)
                 << "trial " << trial;
         } else {

@@ -245,29 +245,16 @@ LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOpt
     draw_mosaic_centre(s, rng, xc, yc);
     double sc = 1;
     const cv::Matx33d M = random_affine_matrix(o, S, S, s, s, rng, &sc);
-    // The canvas lives in per-thread scratch memory: reallocating (and page-faulting) up to 5 MB
-    // per sample costs more than building it.
-    thread_local cv::Mat storage;
-    const auto canvas_part = [&](const cv::Rect& region) {
-        const std::size_t need = static_cast<std::size_t>(region.area()) * 3;
-        if (storage.empty() || storage.total() < need)
-            storage.create(1, static_cast<int>(std::max<std::size_t>(need, 12u * s * s)), CV_8U);
-        LabeledImage canvas;
-        canvas.image = cv::Mat(region.height, region.width, CV_8UC3, storage.data);
-        build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
-        return canvas;
-    };
-    if (const std::optional<ResizeWarp> warp = warp_as_resize(M, s, s)) {
-        // Its rectangle may reach past the canvas by the translation: padding, as the warp's
-        // border would be.
-        const LabeledImage canvas = canvas_part(warp->source);
-        LabeledImage out;
-        cv::resize(canvas.image, out.image, cv::Size(s, s), 0, 0, cv::INTER_LINEAR);
-        out.boxes = transform_boxes(canvas.boxes, warp->matrix, s, s, sc, o);
-        return out;
-    }
+    // The warp the pixels get and the boxes follow: a resize where M only scales and
+    // translates (see apply_affine).
+    const std::optional<ResizeWarp> resize = warp_as_resize(M, s, s);
+    const cv::Matx33d used = resize ? resize->matrix : M;
     cv::Rect region(0, 0, S, S);
-    if (!is_projective(M)) {
+    if (resize) {
+        // The resized rectangle: it may reach past the canvas by the translation (padding, as
+        // the warp's border would be).
+        region = resize->source;
+    } else if (!is_projective(M)) {
         // The canvas pixels the warp reads: the preimage of the output, plus a margin for the
         // bilinear neighbours.
         const cv::Matx33d Minv = M.inv();
@@ -291,15 +278,23 @@ LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOpt
         region = need & cv::Rect(0, 0, S, S);
         if (region.empty()) region = cv::Rect(0, 0, 1, 1);
     }
-    const LabeledImage canvas = canvas_part(region);
+    // The canvas lives in per-thread scratch memory: reallocating (and page-faulting) up to 5 MB
+    // per sample costs more than building it.
+    thread_local cv::Mat storage;
+    const std::size_t need = static_cast<std::size_t>(region.area()) * 3;
+    if (storage.empty() || storage.total() < need)
+        storage.create(1, static_cast<int>(std::max<std::size_t>(need, 12u * s * s)), CV_8U);
+    LabeledImage canvas;
+    canvas.image = cv::Mat(region.height, region.width, CV_8UC3, storage.data);
+    build_mosaic(images, s, o.pad_value, xc, yc, region, canvas);
     cv::Matx33d shift = cv::Matx33d::eye();
     shift(0, 2) = region.x;
     shift(1, 2) = region.y;
-    LabeledImage out;
     LabeledImage pixels_only;
     pixels_only.image = canvas.image;
-    out = apply_affine(pixels_only, M * shift, s, s, sc, o);
-    out.boxes = transform_boxes(canvas.boxes, M, s, s, sc, o);
+    // For a resize, apply_affine finds the whole region as its rectangle again.
+    LabeledImage out = apply_affine(pixels_only, used * shift, s, s, sc, o);
+    out.boxes = transform_boxes(canvas.boxes, used, s, s, sc, o);
     return out;
 }
 
@@ -373,21 +368,28 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
 LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_w, int out_h,
                           double scale, const AugmentOptions& o) {
     LabeledImage out;
-    const bool projective = is_projective(M);
-    const bool identity =
-        M == cv::Matx33d::eye() && in.image.cols == out_w && in.image.rows == out_h;
     const cv::Scalar border = cv::Scalar::all(o.pad_value);
-    if (identity) {
-        out.image = in.image.clone();
-    } else if (projective) {
-        cv::warpPerspective(in.image, out.image, cv::Mat(M), cv::Size(out_w, out_h),
-                            cv::INTER_LINEAR, cv::BORDER_CONSTANT, border);
+    const cv::Size size(out_w, out_h);
+    cv::Matx33d used = M;  // the warp the pixels get; the boxes follow it
+    if (const std::optional<ResizeWarp> resize = warp_as_resize(M, out_w, out_h)) {
+        used = resize->matrix;
+        const cv::Rect inside = resize->source & cv::Rect(0, 0, in.image.cols, in.image.rows);
+        if (inside == resize->source) {
+            cv::resize(in.image(inside), out.image, size, 0, 0, cv::INTER_LINEAR);
+        } else {  // the part past the image is border, as the warp's would be
+            cv::Mat padded(resize->source.size(), in.image.type(), border);
+            if (!inside.empty()) in.image(inside).copyTo(padded(inside - resize->source.tl()));
+            cv::resize(padded, out.image, size, 0, 0, cv::INTER_LINEAR);
+        }
+    } else if (is_projective(M)) {
+        cv::warpPerspective(in.image, out.image, cv::Mat(M), size, cv::INTER_LINEAR,
+                            cv::BORDER_CONSTANT, border);
     } else {
         const cv::Matx23d A(M(0, 0), M(0, 1), M(0, 2), M(1, 0), M(1, 1), M(1, 2));
-        cv::warpAffine(in.image, out.image, cv::Mat(A), cv::Size(out_w, out_h), cv::INTER_LINEAR,
-                       cv::BORDER_CONSTANT, border);
+        cv::warpAffine(in.image, out.image, cv::Mat(A), size, cv::INTER_LINEAR, cv::BORDER_CONSTANT,
+                       border);
     }
-    out.boxes = transform_boxes(in.boxes, M, out_w, out_h, scale, o);
+    out.boxes = transform_boxes(in.boxes, used, out_w, out_h, scale, o);
     return out;
 }
 

@@ -92,19 +92,18 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
 LabeledImage mosaic4(const LabeledImage* const images[4], int imgsz, int pad_value, Rng& rng);
 
 // mosaic4 followed by the random affine (random_affine_matrix for the 2*imgsz canvas, then
-// apply_affine to imgsz), with the same random draws, but only the part of the canvas that the
-// warp reads is built (a quarter to all of it, by the drawn scale). Where the affine only scales
-// and translates (no rotation, shear or perspective: the defaults), that part is resized instead
-// of warped, with the matrix warp_as_resize gives (pixels and boxes both follow it).
+// apply_affine to imgsz), with the same random draws and results, but only the part of the
+// canvas that the warp reads is built (a quarter to all of it, by the drawn scale).
 LabeledImage mosaic_affine(const LabeledImage* const images[4], const AugmentOptions& options,
                            Rng& rng);
 
 // A scale-and-translate warp to out_w x out_h as cv::resize (bilinear) of the input rectangle
 // `source`, whose origin and size are whole pixels: about twice as fast as cv::warpAffine's
-// per-pixel coordinates. For that, the points where output pixels sample the input move: the
-// rectangle's size by at most half a pixel, the middle pixel's point by at most half an input
-// pixel, so every point by at most 3/4 of one. `matrix` is the warp the resize does. Empty for
-// rotation, shear, perspective or a non-positive scale.
+// per-pixel coordinates. Of its own matrix shifted to the rectangle's origin it gives the whole
+// rectangle and the same matrix back. For that, the points where output pixels sample the input
+// move: the rectangle's size by at most half a pixel, the middle pixel's point by at most half an
+// input pixel, so every point by at most 3/4 of one. `matrix` is the warp the resize does. Empty
+// for rotation, shear, perspective or a non-positive scale.
 struct ResizeWarp {
     cv::Rect source;  // input coordinates; may reach past the input (its border then)
     cv::Matx33d matrix;
@@ -120,7 +119,8 @@ cv::Matx33d random_affine_matrix(const AugmentOptions& options, int in_w, int in
 // Warps the image by M to out_w x out_h (pad_value border) and transforms the boxes: the 4
 // corners go through M, the enclosing box is clipped to the output, and boxes failing the
 // candidate filter (see AugmentOptions) are dropped. `scale` is the affine scale for the area
-// test (1 for a plain warp).
+// test (1 for a plain warp). Where M only scales and translates (no rotation, shear or
+// perspective: the defaults), the warp is warp_as_resize's resize and the boxes follow its matrix.
 LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_w, int out_h,
                           double scale, const AugmentOptions& options);
 
