@@ -61,6 +61,25 @@ CRUCIBLE_AVX2_FMA __m128i to_bytes(__m256 low, __m256 high) {
         _mm_packs_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1)));
 }
 
+// The last pixels of a row (fewer than 16) in a zero-padded block of 16, written back when it
+// goes: they get the same arithmetic as the rest.
+class PaddedTail {
+  public:
+    PaddedTail(std::uint8_t* pixels, std::int64_t count)
+        : pixels_(pixels), bytes_(static_cast<std::size_t>(3 * count)) {
+        std::memcpy(block, pixels_, bytes_);
+    }
+    ~PaddedTail() { std::memcpy(pixels_, block, bytes_); }
+    PaddedTail(const PaddedTail&) = delete;
+    PaddedTail& operator=(const PaddedTail&) = delete;
+
+    std::uint8_t block[48] = {};
+
+  private:
+    std::uint8_t* pixels_;
+    std::size_t bytes_;
+};
+
 struct Gains8 {
     __m256 hue, saturation, value;
 };
@@ -209,11 +228,8 @@ __attribute__((target("avx512f,avx2,fma"))) void jitter_avx512(std::uint8_t* bgr
     for (; i + 16 <= pixels; i += 16)
         jitter16_avx512(bgr + 3 * i, h, s, v);
     if (i < pixels) {
-        std::uint8_t rest[48] = {};
-        const auto bytes = static_cast<std::size_t>(3 * (pixels - i));
-        std::memcpy(rest, bgr + 3 * i, bytes);
-        jitter16_avx512(rest, h, s, v);
-        std::memcpy(bgr + 3 * i, rest, bytes);
+        PaddedTail tail(bgr + 3 * i, pixels - i);
+        jitter16_avx512(tail.block, h, s, v);
     }
 }
 
@@ -227,12 +243,9 @@ __attribute__((target("avx2,fma"))) void jitter(std::uint8_t* bgr, std::int64_t 
     std::int64_t i = 0;
     for (; i + 16 <= pixels; i += 16)
         jitter16(bgr + 3 * i, g);
-    if (i < pixels) {  // the last few pixels through a padded copy: the same arithmetic
-        std::uint8_t rest[48] = {};
-        const auto bytes = static_cast<std::size_t>(3 * (pixels - i));
-        std::memcpy(rest, bgr + 3 * i, bytes);
-        jitter16(rest, g);
-        std::memcpy(bgr + 3 * i, rest, bytes);
+    if (i < pixels) {
+        PaddedTail tail(bgr + 3 * i, pixels - i);
+        jitter16(tail.block, g);
     }
 }
 
