@@ -1,7 +1,10 @@
 #include "core/engine/nf4_simd.h"
 
+// GCC and Clang only: to_bf16 casts between vector types as their vector extension allows.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#include "core/base/cpu_features.h"
 #define CRUCIBLE_NF4_AVX512 1
 #endif
 
@@ -17,20 +20,18 @@ constexpr __mmask16 kAll16 = 0xFFFF;
 constexpr __mmask8 kAll4 = 0xF;
 
 // The 16 values that 16 codes (bytes) pick from a block's scaled levels.
-__attribute__((target("avx512f,avx512bw"))) inline __m512 pick(__m512 scaled, __m128i codes) {
+CRUCIBLE_TARGET("avx512f,avx512bw") inline __m512 pick(__m512 scaled, __m128i codes) {
     return _mm512_maskz_permutexvar_ps(kAll16, _mm512_maskz_cvtepu8_epi32(kAll16, codes), scaled);
 }
 
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) inline __m256i to_bf16(__m512 values) {
+CRUCIBLE_TARGET("avx512f,avx512bw,avx512bf16") inline __m256i to_bf16(__m512 values) {
     return (__m256i)_mm512_maskz_cvtneps_pbh(kAll16, values);
 }
 
 template <bool Bf16>
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) void blocks(const std::uint8_t* packed,
-                                                                   const float* absmax,
-                                                                   const float* levels,
-                                                                   std::int64_t begin,
-                                                                   std::int64_t end, void* out) {
+CRUCIBLE_TARGET("avx512f,avx512bw,avx512bf16")
+void blocks(const std::uint8_t* packed, const float* absmax, const float* levels,
+            std::int64_t begin, std::int64_t end, void* out) {
     const __m512 table = _mm512_loadu_ps(levels);
     const __m512i low_nibble = _mm512_set1_epi16(15);
     for (std::int64_t b = begin; b < end; ++b) {
@@ -62,10 +63,9 @@ __attribute__((target("avx512f,avx512bw,avx512bf16"))) void blocks(const std::ui
 }
 
 bool cpu_has_avx512(bool bf16) {
-    static const bool base =
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-    static const bool with_bf16 = base && __builtin_cpu_supports("avx512bf16");
-    return bf16 ? with_bf16 : base;
+    const CpuFeatures& cpu = cpu_features();
+    const bool base = cpu.avx512f && cpu.avx512bw;
+    return bf16 ? base && cpu.avx512bf16 : base;
 }
 
 }  // namespace

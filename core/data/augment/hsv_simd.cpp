@@ -1,9 +1,11 @@
 #include "core/data/augment/hsv_simd.h"
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
 #include <cstring>
+
+#include "core/base/cpu_features.h"
 #define CRUCIBLE_HSV_AVX2 1
 #endif
 
@@ -12,7 +14,7 @@ namespace crucible::data {
 #ifdef CRUCIBLE_HSV_AVX2
 namespace {
 
-#define CRUCIBLE_AVX2_FMA __attribute__((target("avx2,fma"))) inline
+#define CRUCIBLE_AVX2_FMA CRUCIBLE_TARGET("avx2,fma") inline
 
 // pshufb masks between 16 interleaved BGR pixels (48 bytes: three 16-byte chunks) and three
 // 16-byte planes, one lane a pixel. gather[c][k] moves channel c's bytes found in chunk k to
@@ -148,12 +150,15 @@ CRUCIBLE_AVX2_FMA void jitter16(std::uint8_t* p, const Gains8& gains) {
                          shuffle3(planes, kMasks.scatter[k]));
 }
 
-#define CRUCIBLE_AVX512 __attribute__((target("avx512f,avx2,fma"))) inline
+#define CRUCIBLE_AVX512 CRUCIBLE_TARGET("avx512f,avx2,fma") inline
 
 // GCC 12 warns that the undefined pass-through of AVX-512's unmasked intrinsics may be used
-// uninitialized; every lane is written, so the warning is off for these functions.
+// uninitialized; every lane is written, so the warning is off for these functions. (Clang and MSVC
+// would warn of an unknown warning or pragma.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // jitter8's arithmetic on 16 lanes, operation for operation, so both give the same bits.
 CRUCIBLE_AVX512 __m512 channel_at_hue16(float n, __m512 h, __m512 v, __m512 c) {
@@ -218,9 +223,8 @@ CRUCIBLE_AVX512 void jitter16_avx512(std::uint8_t* p, __m512 gain_h, __m512 gain
                          shuffle3(planes, kMasks.scatter[k]));
 }
 
-__attribute__((target("avx512f,avx2,fma"))) void jitter_avx512(std::uint8_t* bgr,
-                                                               std::int64_t pixels,
-                                                               const HsvGains& gains) {
+CRUCIBLE_TARGET("avx512f,avx2,fma")
+void jitter_avx512(std::uint8_t* bgr, std::int64_t pixels, const HsvGains& gains) {
     const __m512 h = _mm512_set1_ps(static_cast<float>(gains.hue));
     const __m512 s = _mm512_set1_ps(static_cast<float>(gains.saturation));
     const __m512 v = _mm512_set1_ps(static_cast<float>(gains.value));
@@ -233,10 +237,12 @@ __attribute__((target("avx512f,avx2,fma"))) void jitter_avx512(std::uint8_t* bgr
     }
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
-__attribute__((target("avx2,fma"))) void jitter(std::uint8_t* bgr, std::int64_t pixels,
-                                                const HsvGains& gains) {
+CRUCIBLE_TARGET("avx2,fma")
+void jitter(std::uint8_t* bgr, std::int64_t pixels, const HsvGains& gains) {
     const Gains8 g{_mm256_set1_ps(static_cast<float>(gains.hue)),
                    _mm256_set1_ps(static_cast<float>(gains.saturation)),
                    _mm256_set1_ps(static_cast<float>(gains.value))};
@@ -250,13 +256,11 @@ __attribute__((target("avx2,fma"))) void jitter(std::uint8_t* bgr, std::int64_t 
 }
 
 bool cpu_has_avx2_fma() {
-    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return has;
+    return cpu_features().avx2 && cpu_features().fma;
 }
 
 bool cpu_has_avx512f() {
-    static const bool has = cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
-    return has;
+    return cpu_has_avx2_fma() && cpu_features().avx512f;
 }
 
 }  // namespace
@@ -276,6 +280,10 @@ bool hsv_gains_avx2(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
 #else
 
 bool hsv_gains_avx2(std::uint8_t*, std::int64_t, HsvGains) {
+    return false;
+}
+
+bool hsv_gains_avx512(std::uint8_t*, std::int64_t, HsvGains) {
     return false;
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // The CPU's fast path for the HSV jitter (augment_hsv): one pass over BGR pixels with AVX2 and
-// FMA, where the compiler can target them (GCC and Clang on x86-64; hsv_simd.cpp) and the CPU has
-// them at run time. It takes no round trip through 8-bit HSV: per pixel, value V = max, chroma
-// C = max - min and hue h in sixths of the circle come from B, G, R as floats; then
+// FMA, or AVX-512, on x86-64 (GCC, Clang and MSVC; hsv_simd.cpp) where the CPU has them at run
+// time (core/base/cpu_features.h). It takes no round trip through 8-bit HSV: per pixel, value V =
+// max, chroma C = max - min and hue h in sixths of the circle come from B, G, R as floats; then
 //   V' = floor(min(V * v_gain, 255)),  C' = V' * min(C / V * s_gain, 1),
 //   h' = h * h_gain modulo 6,          out = V' - C' * w(h'),
 // w being each channel's share of the chroma at hue h' (0 for the largest channel, 1 for the
