@@ -16,6 +16,7 @@ command -v "$clang" >/dev/null || {
 files=(
     core/base/cpu_features.cpp
     core/data/augment/hsv_simd.cpp
+    core/engine/bn_silu_simd.cpp
 )
 
 shim="$(mktemp -d)"

@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "core/engine/bn_silu.h"
 #include "core/engine/sync_batch_norm.h"
 
 namespace crucible::detect {
@@ -22,6 +23,9 @@ ConvImpl::ConvImpl(const ConvOptions& opts) : options(opts) {
 
 torch::Tensor ConvImpl::forward(const torch::Tensor& x) {
     const torch::Tensor y = conv->forward(x);
+    if (!sync_bn) {
+        if (auto fused = engine::fused_bn_silu(y, *bn)) return *fused;
+    }
     return torch::silu(sync_bn ? engine::sync_batch_norm(y, *bn, *sync_bn) : bn->forward(y));
 }
 
