@@ -31,14 +31,19 @@ fs::path trained_weights() {
     return kTrained / "runs" / "train" / "artifacts" / "weights" / "best.safetensors";
 }
 
-std::vector<fs::path> val_images(int count) {
+// The first `count` images of the fixture's split ("train": 128 images, "val": 16).
+std::vector<fs::path> fixture_images(const char* split, int count) {
     std::vector<fs::path> out;
     for (int k = 0; k < count; ++k) {
         char name[16];
         std::snprintf(name, sizeof name, "%06d.jpg", k);
-        out.push_back(kTrained / "shapes" / "images" / "val" / name);
+        out.push_back(kTrained / "shapes" / "images" / split / name);
     }
     return out;
+}
+
+std::vector<fs::path> val_images(int count) {
+    return fixture_images("val", count);
 }
 
 // Runs `p` to its end; returns whether it succeeded.
@@ -109,8 +114,11 @@ TEST(RemotePrelabel, TheServersSuggestionsEqualTheLocalOnesAndCancelCancelsTheJo
     EXPECT_EQ(job.state, JobState::Succeeded);
 
     // Cancel once the job is submitted: the studio says so and the agent cancels the job.
+    // Long enough (128 images at 640 px on the CPU: seconds) that the job is still running when
+    // the cancel arrives; 16 small images could finish first on a quiet machine.
+    const QStringList slow = {QStringLiteral("imgsz=640"), QStringLiteral("device=cpu")};
     RemotePredict canceled(endpoint, QStringLiteral("gpu1"), QStringLiteral("detect"),
-                           trained_weights(), val_images(16), size);
+                           trained_weights(), fixture_images("train", 128), slow);
     bool ended = false;
     QObject::connect(&canceled, &Predictor::done, [&](bool) { ended = true; });
     canceled.start();

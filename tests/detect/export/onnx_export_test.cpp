@@ -335,7 +335,10 @@ TEST(OnnxExport, ValAndPredictRunTheFileAndEveryFormOfExportIsReScored) {
     const auto predict = [&](const std::string& model, const std::string& name) {
         run_cli({"predict", "detect", "model=" + model,
                  "source=" + path_to_utf8(trained / "shapes" / "images" / "val"), "imgsz=96",
-                 "save=false", "save_txt=true", "project=" + path_to_utf8(dir), "name=" + name},
+                 // A low threshold compares many boxes, whichever way the shared fixture's
+                 // short training went (at 0.25 one such fixture gave only 7).
+                 "conf=0.1", "save=false", "save_txt=true", "project=" + path_to_utf8(dir),
+                 "name=" + name},
                 dir / (name + ".log"));
         return predicted_rows(dir / name / "labels");
     };
