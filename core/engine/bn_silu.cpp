@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/engine/batch_norm_running.h"
 #include "core/engine/bn_silu_simd.h"
 
 namespace crucible::engine {
@@ -167,23 +168,13 @@ std::optional<torch::Tensor> fused_bn_silu(const torch::Tensor& x, torch::nn::Ba
     const std::int64_t c = x.size(1);
     torch::Tensor stats = torch::empty({2 * c}, torch::kFloat64);
     torch::Tensor y = BnSiluFunction::apply(x, bn.weight, bn.bias, bn.options.eps(), stats);
-    torch::NoGradGuard no_grad;
-    const double count = static_cast<double>(x.numel() / c);
-    const double momentum = *bn.options.momentum();
-    bn.num_batches_tracked.add_(1);
-    // Running variance is the unbiased one, as BatchNorm keeps it.
-    bn.running_mean.mul_(1 - momentum).add_(stats.narrow(0, 0, c).to(torch::kFloat32), momentum);
-    bn.running_var.mul_(1 - momentum)
-        .add_((stats.narrow(0, c, c) * (count / (count - 1))).to(torch::kFloat32), momentum);
+    update_running_statistics(bn, stats.narrow(0, 0, c), stats.narrow(0, c, c),
+                              static_cast<double>(x.numel() / c));
     return y;
 }
 
 void set_fused_bn_silu_enabled(bool enabled) {
     g_enabled.store(enabled, std::memory_order_relaxed);
-}
-
-bool fused_bn_silu_enabled() {
-    return g_enabled.load(std::memory_order_relaxed);
 }
 
 }  // namespace crucible::engine

@@ -24,6 +24,5 @@ std::optional<torch::Tensor> fused_bn_silu(const torch::Tensor& x, torch::nn::Ba
 // On by default; off makes fused_bn_silu always decline, so a benchmark or a test can run both
 // paths in one process. Process-wide.
 void set_fused_bn_silu_enabled(bool enabled);
-bool fused_bn_silu_enabled();
 
 }  // namespace crucible::engine

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "core/engine/batch_norm_running.h"
+
 namespace crucible::engine {
 namespace {
 
@@ -109,24 +111,9 @@ torch::Tensor sync_batch_norm(const torch::Tensor& x, torch::nn::BatchNorm2dImpl
     const torch::Tensor y = SyncBatchNormFunction::apply(
         x, o.affine() ? bn.weight : torch::Tensor(), o.affine() ? bn.bias : torch::Tensor(),
         o.eps(), as_handle(&collective), stats);
-    if (o.track_running_stats()) {
-        torch::NoGradGuard no_grad;
-        const std::int64_t c = x.size(1);
-        const double count = stats[2 * c].item<double>();
-        bn.num_batches_tracked.add_(1);
-        const double momentum =
-            o.momentum() ? *o.momentum()
-                         : 1.0 / static_cast<double>(bn.num_batches_tracked.item<std::int64_t>());
-        const auto& rm = bn.running_mean;
-        const auto& rv = bn.running_var;
-        const torch::Tensor mean = stats.narrow(0, 0, c).to(rm.device()).to(rm.scalar_type());
-        // Running variance is the unbiased one, as BatchNorm keeps it.
-        const torch::Tensor var = (stats.narrow(0, c, c) * (count / std::max(count - 1, 1.0)))
-                                      .to(rv.device())
-                                      .to(rv.scalar_type());
-        rm.mul_(1 - momentum).add_(mean, momentum);
-        rv.mul_(1 - momentum).add_(var, momentum);
-    }
+    const std::int64_t c = x.size(1);
+    update_running_statistics(bn, stats.narrow(0, 0, c), stats.narrow(0, c, c),
+                              stats[2 * c].item<double>());
     return y;
 }
 
