@@ -23,6 +23,7 @@ struct CpuFeatures {
     bool avx512f = false;
     bool avx512bw = false;
     bool avx512bf16 = false;
+    bool avx512vbmi = false;
 };
 
 // The raw CPUID registers the decoding reads: leaf 1, leaf 7 sub-leaves 0 and 1, and XCR0.

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::uint32_t kOsxsave = 1u << 27, kAvx = 1u << 28, kFma = 1u << 12;
 constexpr std::uint32_t kAvx2 = 1u << 5, kAvx512f = 1u << 16, kAvx512bw = 1u << 30;
+constexpr std::uint32_t kAvx512vbmi = 1u << 1;  // leaf 7, ecx
 constexpr std::uint32_t kAvx512bf16 = 1u << 5;  // leaf 7 sub-leaf 1, eax
 constexpr std::uint64_t kYmmState = 0x7, kZmmState = 0xE7;
 
@@ -25,6 +26,7 @@ CpuidReadings everything() {
     r.leaf1.ecx = kOsxsave | kAvx | kFma;
     r.leaf7.eax = 1;  // sub-leaf 1 exists
     r.leaf7.ebx = kAvx2 | kAvx512f | kAvx512bw;
+    r.leaf7.ecx = kAvx512vbmi;
     r.leaf7_1.eax = kAvx512bf16;
     r.xcr0 = kZmmState;
     return r;
@@ -38,7 +40,7 @@ struct Case {
 
 std::vector<Case> cases() {
     std::vector<Case> out;
-    out.push_back({"everything", everything(), {true, true, true, true, true}});
+    out.push_back({"everything", everything(), {true, true, true, true, true, true}});
     out.push_back({"all zero (not x86, or an unknown CPU)", CpuidReadings{}, {}});
     {
         auto r = everything();
@@ -79,13 +81,18 @@ std::vector<Case> cases() {
     {
         auto r = everything();
         r.leaf7.eax = 0;  // sub-leaf 1 absent: its bits are not to be believed
-        out.push_back({"no sub-leaf 1", r, {true, true, true, true, false}});
+        out.push_back({"no sub-leaf 1", r, {true, true, true, true, false, true}});
     }
     {
         auto r = everything();
         r.leaf7.ebx = kAvx2 | kAvx512bw;
         r.leaf7_1.eax = kAvx512bf16;
-        out.push_back({"BF16 without AVX-512F", r, {true, true, false, false, false}});
+        out.push_back({"BF16 and VBMI without AVX-512F", r, {true, true, false, false, false}});
+    }
+    {
+        auto r = everything();
+        r.leaf7.ecx = 0;  // Skylake-SP and Cascade Lake: AVX-512 without VBMI
+        out.push_back({"AVX-512 without VBMI", r, {true, true, true, true, true, false}});
     }
     return out;
 }
@@ -93,7 +100,8 @@ std::vector<Case> cases() {
 std::string describe(const CpuFeatures& f) {
     return std::string("avx2=") + (f.avx2 ? "1" : "0") + " fma=" + (f.fma ? "1" : "0") +
            " avx512f=" + (f.avx512f ? "1" : "0") + " avx512bw=" + (f.avx512bw ? "1" : "0") +
-           " avx512bf16=" + (f.avx512bf16 ? "1" : "0");
+           " avx512bf16=" + (f.avx512bf16 ? "1" : "0") +
+           " avx512vbmi=" + (f.avx512vbmi ? "1" : "0");
 }
 
 }  // namespace
@@ -108,9 +116,9 @@ TEST(CpuFeatures, AgreesWithTheCompilersOwnCheckOnThisMachine) {
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
     const CpuFeatures& f = cpu_features();
     const CpuFeatures compiler{
-        __builtin_cpu_supports("avx2") != 0, __builtin_cpu_supports("fma") != 0,
-        __builtin_cpu_supports("avx512f") != 0, __builtin_cpu_supports("avx512bw") != 0,
-        __builtin_cpu_supports("avx512bf16") != 0};
+        __builtin_cpu_supports("avx2") != 0,       __builtin_cpu_supports("fma") != 0,
+        __builtin_cpu_supports("avx512f") != 0,    __builtin_cpu_supports("avx512bw") != 0,
+        __builtin_cpu_supports("avx512bf16") != 0, __builtin_cpu_supports("avx512vbmi") != 0};
     EXPECT_EQ(describe(f), describe(compiler));
     EXPECT_NE(read_cpuid().max_leaf, 0u);  // every x86-64 CPU has leaf 1
 #else

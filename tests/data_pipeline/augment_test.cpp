@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <opencv2/imgproc.hpp>
@@ -489,5 +490,72 @@ TEST(Mosaic, PartialCanvasWarpMatchesFullCanvasWarp) {
             EXPECT_FLOAT_EQ(fused.boxes[k].y2, full.boxes[k].y2);
         }
         EXPECT_EQ(a.next_u64(), b.next_u64());  // same number of draws
+    }
+}
+
+namespace {
+
+LabeledImage solid(int width, int height, int level) {
+    LabeledImage im;
+    im.image = cv::Mat(height, width, CV_8UC3, cv::Scalar::all(level));
+    return im;
+}
+
+}  // namespace
+
+// The canvas is written row by row, pad only where no image lands: with images of one level each,
+// every pixel is the pad or an image's level, and each image's pixels form one rectangle at its
+// corner of the centre.
+TEST(Mosaic, EveryCanvasPixelIsThePadOrItsImage) {
+    const LabeledImage parts[4] = {solid(40, 30, 10), solid(64, 20, 20), solid(25, 64, 30),
+                                   solid(64, 64, 40)};
+    const LabeledImage* ptrs[4] = {&parts[0], &parts[1], &parts[2], &parts[3]};
+    for (std::uint64_t seed = 0; seed < 20; ++seed) {
+        Rng rng(seed);
+        const LabeledImage m = mosaic4(ptrs, 64, 114, rng);
+        ASSERT_EQ(m.image.size(), cv::Size(128, 128));
+        cv::Mat level;
+        cv::extractChannel(m.image, level, 0);
+        cv::Rect rects[4];
+        int covered = 0;
+        for (int k = 0; k < 4; ++k) {
+            const cv::Mat mine = level == 10 * (k + 1);
+            rects[k] = cv::boundingRect(mine);
+            EXPECT_EQ(cv::countNonZero(mine), rects[k].area()) << "image " << k << " seed " << seed;
+            covered += rects[k].area();
+        }
+        EXPECT_EQ(cv::countNonZero(level == 114) + covered, 128 * 128) << "seed " << seed;
+        // Left images end where right ones start, top ones where bottom ones start.
+        EXPECT_EQ(rects[0].br().x, rects[1].x) << "seed " << seed;
+        EXPECT_EQ(rects[2].br().x, rects[3].x) << "seed " << seed;
+        EXPECT_EQ(rects[0].br().y, rects[2].y) << "seed " << seed;
+        EXPECT_EQ(rects[1].br().y, rects[3].y) << "seed " << seed;
+    }
+}
+
+// The loader builds its canvas in per-thread scratch memory: whatever an earlier sample left
+// there must not show through.
+TEST(Mosaic, TheScratchCanvasLeavesNothingOfTheSampleBefore) {
+    AugmentOptions o;
+    o.imgsz = 64;
+    const LabeledImage small[4] = {solid(40, 30, 10), solid(50, 20, 20), solid(25, 44, 30),
+                                   solid(30, 30, 40)};
+    const LabeledImage* ptrs[4] = {&small[0], &small[1], &small[2], &small[3]};
+    for (const int before_level : {0, 255}) {
+        const LabeledImage big[4] = {solid(64, 64, before_level), solid(64, 64, before_level),
+                                     solid(64, 64, before_level), solid(64, 64, before_level)};
+        const LabeledImage* before[4] = {&big[0], &big[1], &big[2], &big[3]};
+        for (std::uint64_t seed = 0; seed < 10; ++seed) {
+            Rng prime(seed + 100), a(seed), b(seed);
+            o.scale = 0.9;  // small and large canvas regions
+            mosaic_affine(before, o, prime);
+            const LabeledImage after_other = mosaic_affine(ptrs, o, a);
+            std::thread fresh([&] {
+                const LabeledImage alone = mosaic_affine(ptrs, o, b);
+                EXPECT_EQ(cv::norm(after_other.image, alone.image, cv::NORM_INF), 0)
+                    << "seed " << seed << ", level before " << before_level;
+            });
+            fresh.join();
+        }
     }
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <opencv2/core.hpp>
 
@@ -121,6 +122,35 @@ TEST(HsvOnePass, AvxFiveTwelveGivesTheSameBitsAsAvx2OnEveryColour) {
         ASSERT_TRUE(hsv_gains_avx2(narrow.data, n, gains));
         EXPECT_EQ(cv::norm(wide, narrow, cv::NORM_INF), 0) << "hue gain " << gains.hue;
         EXPECT_GT(cv::norm(wide, all, cv::NORM_INF), 0);
+    }
+}
+
+// The VBMI path moves bytes differently and masks its loads and stores instead of padding the
+// tail: the same bits again, for every tail length, and nothing written past the pixels given.
+TEST(HsvOnePass, VbmiGivesTheSameBitsAsAvx2OnEveryColourAndEveryTail) {
+    std::uint8_t probe[3] = {10, 20, 30};
+    if (!hsv_gains_avx512_vbmi(probe, 1, HsvGains{}))
+        GTEST_SKIP() << "this CPU has no AVX-512 VBMI: the 128-bit shuffle paths run here";
+    const cv::Mat all = every_colour();
+    for (const HsvGains& gains : {HsvGains{1.01, 1.6, 0.7}, HsvGains{1.9, 0.2, 1.8}}) {
+        cv::Mat wide = all.clone(), narrow = all.clone();
+        const auto n = static_cast<std::int64_t>(all.total()) - 5;  // and a tail of 11
+        ASSERT_TRUE(hsv_gains_avx512_vbmi(wide.data, n, gains));
+        ASSERT_TRUE(hsv_gains_avx2(narrow.data, n, gains));
+        EXPECT_EQ(cv::norm(wide, narrow, cv::NORM_INF), 0) << "hue gain " << gains.hue;
+        EXPECT_GT(cv::norm(wide, all, cv::NORM_INF), 0);
+    }
+    const HsvGains gains{1.3, 1.5, 0.8};
+    for (int count = 1; count <= 40; ++count) {
+        std::vector<std::uint8_t> wide(3 * 48, 7), narrow(3 * 48, 7);
+        for (int i = 0; i < 3 * count; ++i)
+            wide[static_cast<std::size_t>(i)] = narrow[static_cast<std::size_t>(i)] =
+                static_cast<std::uint8_t>(37 * i + 11);
+        ASSERT_TRUE(hsv_gains_avx512_vbmi(wide.data(), count, gains));
+        ASSERT_TRUE(hsv_gains_avx2(narrow.data(), count, gains));
+        EXPECT_EQ(wide, narrow) << count << " pixels";
+        for (std::size_t i = static_cast<std::size_t>(3 * count); i < wide.size(); ++i)
+            ASSERT_EQ(wide[i], 7) << "byte " << i << " past " << count << " pixels was written";
     }
 }
 

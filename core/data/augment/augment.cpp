@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include <opencv2/imgproc.hpp>
 
@@ -148,16 +149,25 @@ LabeledImage letterbox(const LabeledImage& in, int width, int height, int pad_va
 namespace {
 
 // Builds the part `region` (canvas coordinates) of the 2*imgsz mosaic canvas with centre (xc, yc)
-// into out.image (region-sized), and every box in full canvas coordinates.
+// into out.image (region-sized), and every box in full canvas coordinates. The region may reach
+// past the canvas; all that no image covers is pad_value.
 void build_mosaic(const LabeledImage* const images[4], int imgsz, int pad_value, int xc, int yc,
                   const cv::Rect& region, LabeledImage& out) {
     const int S = 2 * imgsz;
     out.image.create(region.height, region.width, CV_8UC3);  // keeps a caller's buffer of that size
-    out.image.setTo(cv::Scalar::all(pad_value));
     out.boxes.clear();
+    // The part of each image that lands inside the region: where (canvas) and from where (image).
+    struct Piece {
+        cv::Rect placed;
+        const cv::Mat* image = nullptr;
+        cv::Point from;
+    };
+    Piece pieces[4];
+    int count = 0;
     for (int i = 0; i < 4; ++i) {
         const LabeledImage* im = images[i];
         if (!im || im->image.empty()) continue;
+        CV_Assert(im->image.type() == CV_8UC3);
         const int w = im->image.cols, h = im->image.rows;
         int x1a, y1a, x2a, y2a, x1b, y1b;
         if (i == 0) {
@@ -175,13 +185,10 @@ void build_mosaic(const LabeledImage* const images[4], int imgsz, int pad_value,
         }
         const int cw = x2a - x1a, ch = y2a - y1a;
         if (cw <= 0 || ch <= 0) continue;
-        // Copy only what falls inside the region.
         const cv::Rect placed = cv::Rect(x1a, y1a, cw, ch) & region;
-        if (!placed.empty()) {
-            const cv::Rect src(placed.x - x1a + x1b, placed.y - y1a + y1b, placed.width,
-                               placed.height);
-            im->image(src).copyTo(out.image(placed - region.tl()));
-        }
+        if (!placed.empty())
+            pieces[count++] = {placed, &im->image,
+                               cv::Point(placed.x - x1a + x1b, placed.y - y1a + y1b)};
         const float padw = static_cast<float>(x1a - x1b), padh = static_cast<float>(y1a - y1b);
         for (PixelBox b : im->boxes) {
             // Shift, then clip to the placed region (the crop only happens at canvas edges).
@@ -191,6 +198,28 @@ void build_mosaic(const LabeledImage* const images[4], int imgsz, int pad_value,
             b.y2 = std::clamp(b.y2 + padh, static_cast<float>(y1a), static_cast<float>(y2a));
             if (b.x2 > b.x1 && b.y2 > b.y1) out.boxes.push_back(b);
         }
+    }
+    // Row by row, each byte written once: the pieces that cross the row, the pad between and
+    // around them. (Filling the whole region first and copying over it wrote up to 5 MB twice.)
+    // A row above the centre crosses only images 0 and 1, one below only 2 and 3, so the pieces
+    // come left to right in their order.
+    const auto pad = static_cast<int>(pad_value);
+    for (int y = region.y; y < region.y + region.height; ++y) {
+        std::uint8_t* row = out.image.ptr<std::uint8_t>(y - region.y);
+        int filled = region.x;  // canvas x up to which this row is written
+        for (int k = 0; k < count; ++k) {
+            const Piece& p = pieces[k];
+            if (y < p.placed.y || y >= p.placed.y + p.placed.height) continue;
+            if (p.placed.x > filled)  // (pieces abut or leave a gap; they never overlap)
+                std::memset(row + 3 * (filled - region.x), pad,
+                            3 * static_cast<std::size_t>(p.placed.x - filled));
+            std::memcpy(row + 3 * (p.placed.x - region.x),
+                        p.image->ptr<std::uint8_t>(p.from.y + y - p.placed.y) + 3 * p.from.x,
+                        3 * static_cast<std::size_t>(p.placed.width));
+            filled = p.placed.x + p.placed.width;
+        }
+        std::memset(row + 3 * (filled - region.x), pad,
+                    3 * static_cast<std::size_t>(region.x + region.width - filled));
     }
 }
 
@@ -429,7 +458,8 @@ void apply_hsv_gains(cv::Mat& bgr, const HsvGains& gains) {
     if (bgr.empty()) return;
     CV_Assert(bgr.type() == CV_8UC3);
     const auto one_pass = [&](std::uint8_t* pixels, std::int64_t count) {
-        return hsv_gains_avx512(pixels, count, gains) || hsv_gains_avx2(pixels, count, gains);
+        return hsv_gains_avx512_vbmi(pixels, count, gains) ||
+               hsv_gains_avx512(pixels, count, gains) || hsv_gains_avx2(pixels, count, gains);
     };
     // The whole image in one call when its rows are continuous, else row by row; the first call
     // tells whether this CPU has a one-pass set.

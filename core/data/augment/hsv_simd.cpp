@@ -152,12 +152,13 @@ CRUCIBLE_AVX2_FMA void jitter16(std::uint8_t* p, const Gains8& gains) {
 
 #define CRUCIBLE_AVX512 CRUCIBLE_TARGET("avx512f,avx2,fma") inline
 
-// GCC 12 warns that the undefined pass-through of AVX-512's unmasked intrinsics may be used
-// uninitialized; every lane is written, so the warning is off for these functions. (Clang and MSVC
-// would warn of an unknown warning or pragma.)
+// GCC 12 warns that the undefined pass-through of AVX-512's unmasked intrinsics may be (or, once
+// inlined into the VBMI path, is) used uninitialized; every lane is written, so the warning is off
+// for these functions. (Clang and MSVC would warn of an unknown warning or pragma.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 // jitter8's arithmetic on 16 lanes, operation for operation, so both give the same bits.
@@ -237,6 +238,86 @@ void jitter_avx512(std::uint8_t* bgr, std::int64_t pixels, const HsvGains& gains
     }
 }
 
+#define CRUCIBLE_AVX512_VBMI CRUCIBLE_TARGET("avx512f,avx512bw,avx512vbmi,avx2,fma") inline
+
+// Byte permutations between 16 interleaved BGR pixels (48 bytes of a vector) and three vectors of
+// 16 lanes, one pixel a lane (its byte the lane's lowest): with VBMI's vpermb each direction is
+// one or two instructions instead of the nine pshufb of the 128-bit path.
+struct PermuteIndices {
+    // to_lanes[c][4 i] = 3 i + c: channel c of pixel i to the low byte of lane i.
+    alignas(64) std::uint8_t to_lanes[3][64];
+    // Output byte 3 i + c from lane i of blue (c 0, the first table) or green (c 1, the second;
+    // bit 6 picks it), then red (c 2) from lane i in one more permutation.
+    alignas(64) std::uint8_t blue_green[64];
+    alignas(64) std::uint8_t red[64];
+};
+
+constexpr PermuteIndices make_permute_indices() {
+    PermuteIndices m{};
+    for (int c = 0; c < 3; ++c)
+        for (int i = 0; i < 16; ++i)
+            m.to_lanes[c][4 * i] = static_cast<std::uint8_t>(3 * i + c);
+    for (int byte = 0; byte < 48; ++byte) {
+        const int pixel = byte / 3, c = byte % 3;
+        m.blue_green[byte] = static_cast<std::uint8_t>(4 * pixel + (c == 1 ? 64 : 0));
+        m.red[byte] = static_cast<std::uint8_t>(4 * pixel);
+    }
+    return m;
+}
+
+constexpr PermuteIndices kPermute = make_permute_indices();
+constexpr __mmask64 kLowByteOfEachLane = 0x1111111111111111ull;
+constexpr __mmask64 kRedBytes = 0x924924924924ull;  // bytes 2, 5, ..., 47
+
+// `pixels` (1 to 16) pixels in place: the loads and stores are masked, so a row's tail needs no
+// padding. The arithmetic is jitter16_lanes', so the bits are jitter16_avx512's.
+CRUCIBLE_AVX512_VBMI void jitter16_vbmi(std::uint8_t* p, int pixels, __m512 gain_h, __m512 gain_s,
+                                        __m512 gain_v) {
+    constexpr __mmask16 all = 0xFFFF;
+    const bool whole = pixels >= 16;
+    const __mmask64 bytes = (__mmask64{1} << (3 * (whole ? 16 : pixels))) - 1;
+    // Whole blocks load and store as three 16-byte pieces: a 64-byte access overlapping the
+    // previous block's store would wait for that store to retire.
+    const __m512i data =
+        whole ? _mm512_inserti32x4(
+                    _mm512_inserti32x4(_mm512_castsi128_si512(load16(p)), load16(p + 16), 1),
+                    load16(p + 32), 2)
+              : _mm512_maskz_loadu_epi8(bytes, p);
+    __m512 lanes[3];
+    for (int c = 0; c < 3; ++c)
+        lanes[c] = _mm512_maskz_cvtepi32_ps(
+            all, _mm512_maskz_permutexvar_epi8(kLowByteOfEachLane,
+                                               _mm512_load_si512(kPermute.to_lanes[c]), data));
+    jitter16_lanes(lanes[0], lanes[1], lanes[2], gain_h, gain_s, gain_v);
+    // Rounded and clamped to [0, 255], as the other paths' unsigned saturation does.
+    __m512i rounded[3];
+    for (int c = 0; c < 3; ++c)
+        rounded[c] = _mm512_maskz_min_epi32(
+            all,
+            _mm512_maskz_max_epi32(all, _mm512_maskz_cvtps_epi32(all, lanes[c]),
+                                   _mm512_setzero_si512()),
+            _mm512_set1_epi32(255));
+    __m512i out =
+        _mm512_permutex2var_epi8(rounded[0], _mm512_load_si512(kPermute.blue_green), rounded[1]);
+    out = _mm512_mask_permutexvar_epi8(out, kRedBytes, _mm512_load_si512(kPermute.red), rounded[2]);
+    if (whole) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm512_castsi512_si128(out));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 16), _mm512_extracti32x4_epi32(out, 1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(p + 32), _mm512_extracti32x4_epi32(out, 2));
+    } else {
+        _mm512_mask_storeu_epi8(p, bytes, out);
+    }
+}
+
+CRUCIBLE_TARGET("avx512f,avx512bw,avx512vbmi,avx2,fma")
+void jitter_vbmi(std::uint8_t* bgr, std::int64_t pixels, const HsvGains& gains) {
+    const __m512 h = _mm512_set1_ps(static_cast<float>(gains.hue));
+    const __m512 s = _mm512_set1_ps(static_cast<float>(gains.saturation));
+    const __m512 v = _mm512_set1_ps(static_cast<float>(gains.value));
+    for (std::int64_t i = 0; i < pixels; i += 16)
+        jitter16_vbmi(bgr + 3 * i, static_cast<int>(pixels - i < 16 ? pixels - i : 16), h, s, v);
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -263,7 +344,17 @@ bool cpu_has_avx512f() {
     return cpu_has_avx2_fma() && cpu_features().avx512f;
 }
 
+bool cpu_has_avx512_vbmi() {
+    return cpu_has_avx512f() && cpu_features().avx512bw && cpu_features().avx512vbmi;
+}
+
 }  // namespace
+
+bool hsv_gains_avx512_vbmi(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
+    if (!cpu_has_avx512_vbmi()) return false;
+    jitter_vbmi(bgr, pixels, gains);
+    return true;
+}
 
 bool hsv_gains_avx512(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains) {
     if (!cpu_has_avx512f()) return false;
@@ -284,6 +375,10 @@ bool hsv_gains_avx2(std::uint8_t*, std::int64_t, HsvGains) {
 }
 
 bool hsv_gains_avx512(std::uint8_t*, std::int64_t, HsvGains) {
+    return false;
+}
+
+bool hsv_gains_avx512_vbmi(std::uint8_t*, std::int64_t, HsvGains) {
     return false;
 }
 

@@ -23,5 +23,8 @@ struct HsvGains {
 bool hsv_gains_avx2(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains);
 // The same with AVX-512F, 16 lanes at a time: the same operations, so the same bits.
 bool hsv_gains_avx512(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains);
+// The same again with AVX-512BW and VBMI, whose byte permutations move pixels in and out of the
+// lanes in three instructions where the others take eighteen; the same bits.
+bool hsv_gains_avx512_vbmi(std::uint8_t* bgr, std::int64_t pixels, HsvGains gains);
 
 }  // namespace crucible::data
