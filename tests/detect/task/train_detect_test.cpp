@@ -6,16 +6,21 @@
 // optimizer=auto picks it, mosaic for the first 20 epochs, one CPU thread (ctest may run another
 // test beside this one on a 2-core machine). About a minute on an idle 2-core machine.
 //
-// Why the threshold: an untrained (or broken: wrong assigner targets, box decoding or parameter
+// Why the thresholds: an untrained (or broken: wrong assigner targets, box decoding or parameter
 // groups) detector scores mAP50 = 0 here — chance for box detection is ~0, since a guessed box
-// almost never reaches IoU 0.5. This recipe is short and small (at 128 px from scratch a YOLOv8n
-// spends its first ~100 steps in warmup at mAP 0) and measured about 0.09–0.14 mAP50 over its
-// last five epochs; the test asks for >= 0.05 among them and for the first epoch to be at
-// chance. The long check (tests/detect/task/train_synth_40.sh, 320 px, 40 epochs) is where the
-// figure is compared with the reference's.
+// almost never reaches IoU 0.5 — and its validation box loss stays near its first value (6.87).
+// This recipe is short and small: at 128 px from scratch a YOLOv8n spends its first 9-14 epochs
+// at mAP 0, and where it ends depends on the seed and on float rounding. Over training seeds 0-2
+// with 1 and 2 threads, the best mAP50 of an epoch measured 0.069-0.218 (the last five epochs'
+// best went as low as 0.022, so the test no longer asks for that), and the last validation box
+// loss 0.41-0.49 of the first. The test asks for >= 0.03 and < 0.6 of the first, and for the first
+// epoch to be at chance. The long check (tests/detect/task/train_synth_40.sh, 320 px, 40 epochs)
+// is where the figure is compared with the reference's.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 
 #include "core/base/event.h"
@@ -76,15 +81,21 @@ TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
                                                       "lr/pg1",
                                                       "lr/pg2"};
     EXPECT_EQ(csv.header, expected_header);
+    const std::size_t last = csv.rows.size() - 1;
     const double first_map = csv.at(0, "metrics/mAP50(B)");
-    double late_best = 0;
-    for (std::size_t r = csv.rows.size() - 5; r < csv.rows.size(); ++r)
-        late_best = std::max(late_best, csv.at(r, "metrics/mAP50(B)"));
-    std::printf("mAP50: epoch 1 %.4f, best of the last 5 epochs %.4f; last mAP50-95 %.4f\n",
-                first_map, late_best, csv.at(csv.rows.size() - 1, "metrics/mAP50-95(B)"));
+    double best_map = 0;
+    for (std::size_t r = 0; r < csv.rows.size(); ++r)
+        best_map = std::max(best_map, csv.at(r, "metrics/mAP50(B)"));
+    const double val_box_ratio = csv.at(last, "val/box_loss") / csv.at(0, "val/box_loss");
+    std::printf(
+        "mAP50: epoch 1 %.4f, best epoch %.4f, last %.4f; last mAP50-95 %.4f; val box "
+        "loss last/first %.3f\n",
+        first_map, best_map, csv.at(last, "metrics/mAP50(B)"), csv.at(last, "metrics/mAP50-95(B)"),
+        val_box_ratio);
     EXPECT_LT(first_map, 0.01);
-    EXPECT_GE(late_best, 0.05);
-    EXPECT_LT(csv.at(csv.rows.size() - 1, "train/box_loss"), csv.at(0, "train/box_loss"));
+    EXPECT_GE(best_map, 0.03);
+    EXPECT_LT(val_box_ratio, 0.6);
+    EXPECT_LT(csv.at(last, "train/box_loss"), csv.at(0, "train/box_loss"));
 
     // Events: eval rows per class, and the run ended as finished.
     const auto events = read_event_log(job / "events.jsonl");
@@ -107,7 +118,8 @@ TEST(TrainDetect, Yolov8nLearnsSyntheticShapes) {
     EXPECT_EQ(loaded.names, (std::vector<std::string>{"circle", "rectangle"}));
     const Json metrics = read_json_file(job / "artifacts" / "val_metrics.json");
     EXPECT_TRUE(metrics.contains("confusion_matrix"));
-    EXPECT_GE(metrics["metrics/mAP50(B)"].get<double>(), 0.04);  // the best epoch by fitness
+    // The best epoch by fitness (mostly mAP50-95), so not always the best mAP50's.
+    EXPECT_GE(metrics["metrics/mAP50(B)"].get<double>(), 0.02);
 
     // Validation images with the best model's boxes, each announced as a sample whose image
     // names a file that exists under artifacts/.
