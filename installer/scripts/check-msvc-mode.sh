@@ -16,6 +16,7 @@ command -v "$clang" >/dev/null || {
 files=(
     core/base/cpu_features.cpp
     core/data/augment/hsv_simd.cpp
+    core/data/augment/resize_simd.cpp
     core/engine/bn_silu_simd.cpp
 )
 
@@ -29,10 +30,17 @@ using ::int8_t; using ::int16_t; using ::int32_t; using ::int64_t;
 using ::uint8_t; using ::uint16_t; using ::uint32_t; using ::uint64_t;
 }
 EOF
-cat >"$shim/cstring" <<'EOF'
+cat >"$shim/cstddef" <<'EOF'
 #pragma once
 namespace std {
 using size_t = decltype(sizeof 0);
+using ptrdiff_t = decltype((char*)0 - (char*)0);
+}
+EOF
+cat >"$shim/cstring" <<'EOF'
+#pragma once
+#include <cstddef>
+namespace std {
 inline void* memcpy(void* d, const void* s, size_t n) { return __builtin_memcpy(d, s, n); }
 }
 EOF
@@ -41,7 +49,7 @@ EOF
 # whole file instead. -mxsave: MSVC's _xgetbv needs no flag either.
 flags=(--target=x86_64-pc-windows-msvc -fms-compatibility -fms-extensions -ffreestanding
     -nostdinc++ -isystem "$shim" -std=c++20 -fsyntax-only -Wall -Wextra -Werror
-    -mxsave -mavx512f -mavx512bw -mavx2 -mfma -U__clang__ -U__GNUC__ -I"$root")
+    -mxsave -mavx512f -mavx512bw -mavx512vbmi -mavx2 -mfma -U__clang__ -U__GNUC__ -I"$root")
 failed=0
 for f in "${files[@]}"; do
     # The MSVC branch must be the one compiled: the file names _MSC_VER, and with __clang__ and

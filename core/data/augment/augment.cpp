@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include <opencv2/imgproc.hpp>
 
 #include "core/base/error.h"
+#include "core/data/augment/resize_simd.h"
 
 namespace crucible::data {
 namespace {
@@ -394,6 +396,26 @@ std::vector<PixelBox> transform_boxes(const std::vector<PixelBox>& boxes, const 
     return out;
 }
 
+namespace {
+
+// cv::resize with INTER_LINEAR, through resize_simd.h's pass where it applies.
+void resize_linear(const cv::Mat& src, cv::Mat& dst, cv::Size size) {
+    if (src.type() == CV_8UC3 && !src.empty() && size.area() > 0) {
+        thread_local std::vector<std::uint8_t> scratch;  // per thread, reused across samples
+        scratch.resize(bilinear_scratch_bytes(size.width) + 63);
+        void* aligned = scratch.data() + (-reinterpret_cast<std::uintptr_t>(scratch.data()) & 63);
+        cv::Mat out(size, CV_8UC3);
+        if (resize_bgr_bilinear(BgrPixels{src.data, src.cols, src.rows, src.step}, out.data,
+                                size.width, size.height, out.step, aligned)) {
+            dst = out;
+            return;
+        }
+    }
+    cv::resize(src, dst, size, 0, 0, cv::INTER_LINEAR);
+}
+
+}  // namespace
+
 LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_w, int out_h,
                           double scale, const AugmentOptions& o) {
     LabeledImage out;
@@ -404,11 +426,11 @@ LabeledImage apply_affine(const LabeledImage& in, const cv::Matx33d& M, int out_
         used = resize->matrix;
         const cv::Rect inside = resize->source & cv::Rect(0, 0, in.image.cols, in.image.rows);
         if (inside == resize->source) {
-            cv::resize(in.image(inside), out.image, size, 0, 0, cv::INTER_LINEAR);
+            resize_linear(in.image(inside), out.image, size);
         } else {  // the part past the image is border, as the warp's would be
             cv::Mat padded(resize->source.size(), in.image.type(), border);
             if (!inside.empty()) in.image(inside).copyTo(padded(inside - resize->source.tl()));
-            cv::resize(padded, out.image, size, 0, 0, cv::INTER_LINEAR);
+            resize_linear(padded, out.image, size);
         }
     } else if (is_projective(M)) {
         cv::warpPerspective(in.image, out.image, cv::Mat(M), size, cv::INTER_LINEAR,
