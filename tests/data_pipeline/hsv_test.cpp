@@ -111,18 +111,29 @@ TEST(HsvOnePass, GainsOfOneGiveBackEveryOneOfTheSixteenMillionColours) {
     EXPECT_EQ(cv::norm(out, all, cv::NORM_INF), 0);
 }
 
-// Whichever of the two sets the CPU has, a run's augmented pixels are the same.
-TEST(HsvOnePass, AvxFiveTwelveGivesTheSameBitsAsAvx2OnEveryColour) {
-    if (!avx512_runs_here()) GTEST_SKIP() << "this CPU has no AVX-512F: only AVX2 runs here";
+namespace {
+
+using OnePass = bool (*)(std::uint8_t*, std::int64_t, HsvGains);
+
+// `wide` on every colour (but a tail of 11) against the AVX2 path, with two sets of gains.
+void expect_the_bits_of_avx2(OnePass wide_pass) {
     const cv::Mat all = every_colour();
     for (const HsvGains& gains : {HsvGains{1.01, 1.6, 0.7}, HsvGains{1.9, 0.2, 1.8}}) {
         cv::Mat wide = all.clone(), narrow = all.clone();
-        const auto n = static_cast<std::int64_t>(all.total()) - 5;  // and a tail of 11
-        ASSERT_TRUE(hsv_gains_avx512(wide.data, n, gains));
+        const auto n = static_cast<std::int64_t>(all.total()) - 5;
+        ASSERT_TRUE(wide_pass(wide.data, n, gains));
         ASSERT_TRUE(hsv_gains_avx2(narrow.data, n, gains));
         EXPECT_EQ(cv::norm(wide, narrow, cv::NORM_INF), 0) << "hue gain " << gains.hue;
         EXPECT_GT(cv::norm(wide, all, cv::NORM_INF), 0);
     }
+}
+
+}  // namespace
+
+// Whichever of the sets the CPU has, a run's augmented pixels are the same.
+TEST(HsvOnePass, AvxFiveTwelveGivesTheSameBitsAsAvx2OnEveryColour) {
+    if (!avx512_runs_here()) GTEST_SKIP() << "this CPU has no AVX-512F: only AVX2 runs here";
+    expect_the_bits_of_avx2(hsv_gains_avx512);
 }
 
 // The VBMI path moves bytes differently and masks its loads and stores instead of padding the
@@ -131,15 +142,7 @@ TEST(HsvOnePass, VbmiGivesTheSameBitsAsAvx2OnEveryColourAndEveryTail) {
     std::uint8_t probe[3] = {10, 20, 30};
     if (!hsv_gains_avx512_vbmi(probe, 1, HsvGains{}))
         GTEST_SKIP() << "this CPU has no AVX-512 VBMI: the 128-bit shuffle paths run here";
-    const cv::Mat all = every_colour();
-    for (const HsvGains& gains : {HsvGains{1.01, 1.6, 0.7}, HsvGains{1.9, 0.2, 1.8}}) {
-        cv::Mat wide = all.clone(), narrow = all.clone();
-        const auto n = static_cast<std::int64_t>(all.total()) - 5;  // and a tail of 11
-        ASSERT_TRUE(hsv_gains_avx512_vbmi(wide.data, n, gains));
-        ASSERT_TRUE(hsv_gains_avx2(narrow.data, n, gains));
-        EXPECT_EQ(cv::norm(wide, narrow, cv::NORM_INF), 0) << "hue gain " << gains.hue;
-        EXPECT_GT(cv::norm(wide, all, cv::NORM_INF), 0);
-    }
+    expect_the_bits_of_avx2(hsv_gains_avx512_vbmi);
     const HsvGains gains{1.3, 1.5, 0.8};
     for (int count = 1; count <= 40; ++count) {
         std::vector<std::uint8_t> wide(3 * 48, 7), narrow(3 * 48, 7);
