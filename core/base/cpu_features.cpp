@@ -62,7 +62,7 @@ CpuFeatures decode_cpu_features(const CpuidReadings& r) {
     f.avx2 = avx && bit(r.leaf7.ebx, 5);
     f.avx512f = avx && zmm_saved && bit(r.leaf7.ebx, 16);
     f.avx512bw = f.avx512f && bit(r.leaf7.ebx, 30);
-    f.avx512vbmi = f.avx512f && bit(r.leaf7.ecx, 1);
+    f.avx512vbmi = f.avx512bw && bit(r.leaf7.ecx, 1);  // its byte ops take BW's masks
     // Sub-leaf 1 exists when sub-leaf 0's eax says so.
     f.avx512bf16 = f.avx512f && r.leaf7.eax >= 1 && bit(r.leaf7_1.eax, 5);
     return f;

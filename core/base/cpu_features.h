@@ -23,7 +23,7 @@ struct CpuFeatures {
     bool avx512f = false;
     bool avx512bw = false;
     bool avx512bf16 = false;
-    bool avx512vbmi = false;
+    bool avx512vbmi = false;  // with AVX-512F and BW, which every use of it needs
 };
 
 // The raw CPUID registers the decoding reads: leaf 1, leaf 7 sub-leaves 0 and 1, and XCR0.

@@ -94,6 +94,11 @@ std::vector<Case> cases() {
         r.leaf7.ecx = 0;  // Skylake-SP and Cascade Lake: AVX-512 without VBMI
         out.push_back({"AVX-512 without VBMI", r, {true, true, true, true, true, false}});
     }
+    {
+        auto r = everything();
+        r.leaf7.ebx = kAvx2 | kAvx512f;  // VBMI's byte ops need BW's masks
+        out.push_back({"VBMI without AVX-512BW", r, {true, true, true, false, true, false}});
+    }
     return out;
 }
 

@@ -345,7 +345,7 @@ bool cpu_has_avx512f() {
 }
 
 bool cpu_has_avx512_vbmi() {
-    return cpu_has_avx512f() && cpu_features().avx512bw && cpu_features().avx512vbmi;
+    return cpu_has_avx512f() && cpu_features().avx512vbmi;
 }
 
 }  // namespace

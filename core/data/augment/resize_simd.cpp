@@ -30,7 +30,6 @@ struct Block {
 struct BlockLoad {
     std::int64_t first_byte;  // the window's offset in the source row
     std::uint64_t masks[2];   // the window bytes inside the row, per vector
-    std::uint64_t unused;
 };
 
 // Source position and weight (in 1 << bits) of output coordinate `x`: cv::resize's INTER_LINEAR
@@ -123,7 +122,6 @@ bool build_blocks(int src_width, int dst_width, Block* blocks, BlockLoad* loads)
                             : inside > 0 ? (std::uint64_t{1} << inside) - 1
                                          : 0;
         }
-        load.unused = 0;
     }
     return true;
 }
@@ -214,16 +212,12 @@ CRUCIBLE_VBMI void resize(const BgrPixels& src, std::uint8_t* dst, int dst_width
 #pragma GCC diagnostic pop
 #endif
 
-bool cpu_has_vbmi() {
-    const CpuFeatures& f = cpu_features();
-    return f.avx512f && f.avx512bw && f.avx512vbmi && f.avx2;
-}
-
 }  // namespace
 
 bool resize_bgr_bilinear(const BgrPixels& src, std::uint8_t* dst, int dst_width, int dst_height,
                          std::size_t dst_step, void* scratch) {
-    if (!cpu_has_vbmi() || src.width < 1 || src.height < 1 || dst_width < 1 || dst_height < 1)
+    if (!cpu_features().avx512vbmi || src.width < 1 || src.height < 1 || dst_width < 1 ||
+        dst_height < 1)
         return false;
     if (src.width == dst_width && src.height == dst_height) return false;  // a copy: the caller's
     const int count = block_count(dst_width);
