@@ -29,7 +29,7 @@ endfunction()
 # target would cost ~23 s and ~600 MB each.
 if(CRUCIBLE_WITH_TORCH)
     add_library(crucible_torch_pch OBJECT "${CMAKE_SOURCE_DIR}/installer/cmake/torch_pch.cpp")
-    target_link_libraries(crucible_torch_pch PUBLIC torch)
+    target_link_libraries(crucible_torch_pch PUBLIC torch ${CRUCIBLE_TORCH_OPENMP})
     target_compile_definitions(crucible_torch_pch PUBLIC CRUCIBLE_VERSION="${PROJECT_VERSION}")
     target_include_directories(crucible_torch_pch PUBLIC "${CMAKE_SOURCE_DIR}")
     crucible_warnings(crucible_torch_pch)
@@ -44,7 +44,7 @@ function(crucible_use_torch target)
         message(FATAL_ERROR "${target} uses LibTorch, which CRUCIBLE_WITH_TORCH=OFF leaves out: "
             "guard its folder with crucible_requires_torch()")
     endif()
-    target_link_libraries(${target} PUBLIC torch)
+    target_link_libraries(${target} PUBLIC torch ${CRUCIBLE_TORCH_OPENMP})
     if(NOT MSVC)
         # Executables get -fPIE, libraries -fPIC; the PCH must see one setting, so force -fPIC.
         target_compile_options(${target} PRIVATE -fPIC)

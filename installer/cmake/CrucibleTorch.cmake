@@ -126,3 +126,16 @@ if(WIN32)
                 "${CMAKE_BINARY_DIR}/bin/$<CONFIG>"
         COMMENT "LibTorch DLLs beside the executables")
 endif()
+
+# at::parallel_for is a header template: LibTorch built with OpenMP (the wheel is) splits the
+# range across threads only in code compiled with OpenMP itself. Compiled without it, it runs
+# the whole range on the calling thread while LibTorch's other OpenMP threads spin idle. Every
+# LibTorch target and the shared precompiled header take the flag (crucible_use_torch). The
+# wheel carries its own libgomp.so.1 and ours resolves to it by soname: one OpenMP runtime, one
+# thread team. MSVC: LibTorch for Windows ships its own OpenMP runtime, not MSVC's vcomp, so
+# the flag waits for the Windows build ([B2 5/8]); there our at::parallel_for stays serial.
+set(CRUCIBLE_TORCH_OPENMP "")
+if(NOT MSVC)
+    find_package(OpenMP REQUIRED COMPONENTS CXX)
+    set(CRUCIBLE_TORCH_OPENMP OpenMP::OpenMP_CXX)
+endif()
