@@ -2,20 +2,18 @@
 
 #include <ATen/Parallel.h>
 
-#include <atomic>
 #include <cmath>
 #include <vector>
 
 #include "core/engine/batch_norm_running.h"
 #include "core/engine/bn_silu_simd.h"
+#include "core/engine/fused_kernels.h"
 
 namespace crucible::engine {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-std::atomic<bool> g_enabled{true};
 
 // Rows between which the elementwise passes split their work.
 constexpr std::int64_t kRowGrain = 256;
@@ -151,7 +149,7 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
 
 bool fusable(const torch::Tensor& x, const torch::nn::BatchNorm2dImpl& bn) {
     const auto& o = bn.options;
-    return g_enabled.load(std::memory_order_relaxed) && bn.is_training() && o.affine() &&
+    return fused_cpu_kernels_enabled() && bn.is_training() && o.affine() &&
            o.track_running_stats() && o.momentum().has_value() && x.dim() == 4 &&
            x.device().is_cpu() && x.scalar_type() == torch::kFloat32 &&
            bn.weight.scalar_type() == torch::kFloat32 && bn.bias.scalar_type() == torch::kFloat32 &&
@@ -171,10 +169,6 @@ std::optional<torch::Tensor> fused_bn_silu(const torch::Tensor& x, torch::nn::Ba
     update_running_statistics(bn, stats.narrow(0, 0, c), stats.narrow(0, c, c),
                               static_cast<double>(x.numel() / c));
     return y;
-}
-
-void set_fused_bn_silu_enabled(bool enabled) {
-    g_enabled.store(enabled, std::memory_order_relaxed);
 }
 
 }  // namespace crucible::engine

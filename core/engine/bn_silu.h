@@ -17,12 +17,8 @@ namespace crucible::engine {
 
 // silu(bn(x)) through the fused kernels when they can take it: `bn` training with affine
 // parameters, running statistics and a momentum; x a 4-D float CPU tensor in channels-last
-// layout whose channel count is a multiple of 16; a CPU with AVX-512; fusion enabled. Else
-// nullopt, and the caller runs the two modules.
+// layout whose channel count is a multiple of 16; a CPU with AVX-512; fused kernels enabled
+// (fused_kernels.h). Else nullopt, and the caller runs the two modules.
 std::optional<torch::Tensor> fused_bn_silu(const torch::Tensor& x, torch::nn::BatchNorm2dImpl& bn);
-
-// On by default; off makes fused_bn_silu always decline, so a benchmark or a test can run both
-// paths in one process. Process-wide.
-void set_fused_bn_silu_enabled(bool enabled);
 
 }  // namespace crucible::engine

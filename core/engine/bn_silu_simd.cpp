@@ -4,6 +4,7 @@
 #include <immintrin.h>
 
 #include "core/base/cpu_features.h"
+#include "core/base/simd_exp.h"
 #define CRUCIBLE_BN_SILU_AVX512 1
 #endif
 
@@ -21,30 +22,11 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// e^x to about 1 ulp: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by its Taylor series to r^7
-// (remainder below 6e-9 relative), times 2^n by scalef. Clamped where float over- or underflows.
-CRUCIBLE_AVX512 __m512 exp16(__m512 x) {
-    x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.7f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);  // ln 2, high part exact
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);      // and the rest
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 // 1 / (1 + e^-z): the reciprocal from rcp14 (14 bits) and one Newton step (about 28 bits), as a
 // division's throughput would bound the whole pass.
 CRUCIBLE_AVX512 __m512 sigmoid16(__m512 z) {
     const __m512 one = _mm512_set1_ps(1.0f);
-    const __m512 d = _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), z)));
+    const __m512 d = _mm512_add_ps(one, exp16_avx512(_mm512_sub_ps(_mm512_setzero_ps(), z)));
     const __m512 r = _mm512_rcp14_ps(d);
     return _mm512_mul_ps(r, _mm512_fnmadd_ps(d, r, _mm512_set1_ps(2.0f)));
 }

@@ -15,6 +15,7 @@
 
 #include "core/base/allocator.h"
 #include "core/engine/bn_silu.h"
+#include "core/engine/fused_kernels.h"
 
 namespace {
 
@@ -60,7 +61,7 @@ std::vector<Layer> make_layers(const std::vector<Shape>& shapes) {
 }
 
 Times time_layers(const std::vector<Layer>& layers, bool fused) {
-    crucible::engine::set_fused_bn_silu_enabled(fused);
+    crucible::engine::set_fused_cpu_kernels_enabled(fused);
     Times t;
     for (const Layer& layer : layers) {
         torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(layer.x.size(1)).momentum(0.03));
@@ -116,6 +117,6 @@ int main(int argc, char** argv) {
                     best[f].backward, best[f].forward + best[f].backward,
                     forward_bytes / best[f].forward / 1e6, backward_bytes / best[f].backward / 1e6);
     std::printf("* the fused path's least traffic over the time: a bound both paths are held to\n");
-    crucible::engine::set_fused_bn_silu_enabled(true);
+    crucible::engine::set_fused_cpu_kernels_enabled(true);
     return 0;
 }

@@ -4,6 +4,7 @@
 // channel slice of a wider tensor (as torch::cat's backward hands it back); the cases it must
 // decline; and the exp it uses, over SiLU's whole useful range.
 #include "core/engine/bn_silu.h"
+#include "core/engine/fused_kernels.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ struct Outcome {
 // silu(bn(x)) forward and backward with dy = the first `channels` channels of `wide_dy`.
 Outcome run(bool fused, const torch::Tensor& x_in, const torch::Tensor& wide_dy,
             const torch::Tensor& weight, const torch::Tensor& bias) {
-    engine::set_fused_bn_silu_enabled(fused);
+    engine::set_fused_cpu_kernels_enabled(fused);
     const std::int64_t c = x_in.size(1);
     torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(c).eps(1e-3).momentum(0.03));
     {
@@ -49,7 +50,7 @@ Outcome run(bool fused, const torch::Tensor& x_in, const torch::Tensor& wide_dy,
         y = torch::silu(bn->forward(x));
     }
     y.backward(wide_dy.narrow(1, 0, c));
-    engine::set_fused_bn_silu_enabled(true);
+    engine::set_fused_cpu_kernels_enabled(true);
     return {y.detach(),
             x.grad(),
             bn->weight.grad(),
@@ -173,9 +174,9 @@ TEST(FusedBnSilu, DeclinesWhatItCannotTake) {
     torch::nn::BatchNorm2d cumulative(torch::nn::BatchNorm2dOptions(32).momentum(std::nullopt));
     cumulative->train();
     EXPECT_FALSE(engine::fused_bn_silu(good, *cumulative).has_value()) << "no momentum";
-    engine::set_fused_bn_silu_enabled(false);
+    engine::set_fused_cpu_kernels_enabled(false);
     EXPECT_FALSE(engine::fused_bn_silu(good, *bn).has_value()) << "switched off";
-    engine::set_fused_bn_silu_enabled(true);
+    engine::set_fused_cpu_kernels_enabled(true);
     // Nothing moved in the modules it declined.
     EXPECT_EQ(cumulative->num_batches_tracked.item<std::int64_t>(), 0);
 }

@@ -88,10 +88,11 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
                         std::to_string(b) + ", " + std::to_string(no) + ", H, W]");
         }
         levels.push_back(level.to(torch::kFloat));
-        flat.push_back(levels.back().flatten(2));
+        flat.push_back(levels.back().flatten(2).transpose(1, 2));
     }
-    // [B, A, no]: channels-last maps flatten to this layout without a copy.
-    auto all = torch::cat(flat, 2).transpose(1, 2);
+    // [B, A, no], contiguous: a channels-last map is [B, H*W, no] in memory, so the cat copies
+    // blocks instead of transposing (and dfl_expectation reads the box logits in place).
+    auto all = torch::cat(flat, 1);
     auto pred_distri = all.narrow(-1, 0, 4 * reg_max);
     auto pred_scores = all.narrow(-1, 4 * reg_max, nc);
 

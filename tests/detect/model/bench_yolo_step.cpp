@@ -16,6 +16,7 @@
 
 #include "core/base/allocator.h"
 #include "core/engine/bn_silu.h"
+#include "core/engine/fused_kernels.h"
 #include "plugins/detect/loss/detection_loss.h"
 #include "plugins/detect/model/yolo_model.h"
 
@@ -138,18 +139,18 @@ int main(int argc, char** argv) {
         const char* name;
         bool channels_last, fused;
     };
-    // The last row is what training runs; the one before it shows what the fused batch norm +
-    // SiLU (core/engine/bn_silu.h) changes, where this CPU can run it.
+    // The last row is what training runs; the one before it shows what Crucible's fused CPU
+    // kernels (core/engine/fused_kernels.h) change, where this CPU can run them.
     for (const Variant& v :
          {Variant{"NCHW", false, false}, Variant{"channels-last, unfused", true, false},
           Variant{"channels-last", true, true}}) {
-        crucible::engine::set_fused_bn_silu_enabled(v.fused);
+        crucible::engine::set_fused_cpu_kernels_enabled(v.fused);
         const Phases p = run(v.channels_last, iterations, imgsz, batch, scale, nc);
         const double step = p.forward + p.loss + p.backward;
         std::printf("%-22s %8.1fms %8.1fms %8.1fms %8.1fms %10.1fms %14.3f %8.1f\n", v.name,
                     p.forward, p.loss, p.backward, step, p.pure, step / p.pure,
                     1000.0 * static_cast<double>(batch) / step);
     }
-    crucible::engine::set_fused_bn_silu_enabled(true);
+    crucible::engine::set_fused_cpu_kernels_enabled(true);
     return 0;
 }

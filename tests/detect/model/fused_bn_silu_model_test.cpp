@@ -9,6 +9,7 @@
 
 #include "core/engine/bn_silu.h"
 #include "core/engine/bn_silu_simd.h"
+#include "core/engine/fused_kernels.h"
 #include "plugins/detect/loss/detection_loss.h"
 #include "plugins/detect/model/yolo_model.h"
 
@@ -33,7 +34,7 @@ DetectionTargets targets(int64_t batch) {
 }
 
 StepResult step(bool fused, int64_t imgsz, int steps) {
-    engine::set_fused_bn_silu_enabled(fused);
+    engine::set_fused_cpu_kernels_enabled(fused);
     torch::manual_seed(5);
     DetectionModel model(DetectionModelOptions(yolo_scale('n'), 4));
     model->train();
@@ -54,7 +55,7 @@ StepResult step(bool fused, int64_t imgsz, int steps) {
         if (p.value().grad().defined()) r.grads.insert(p.key(), p.value().grad().clone());
     for (const auto& b : model->named_buffers())
         r.buffers.insert(b.key(), b.value().clone());
-    engine::set_fused_bn_silu_enabled(true);
+    engine::set_fused_cpu_kernels_enabled(true);
     return r;
 }
 

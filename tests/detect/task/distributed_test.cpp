@@ -18,8 +18,8 @@
 #include "core/base/json.h"
 #include "core/data/dataset_io.h"
 #include "core/data/synth/synth.h"
-#include "core/engine/bn_silu.h"
 #include "core/engine/distributed.h"
+#include "core/engine/fused_kernels.h"
 #include "core/engine/job.h"
 #include "core/engine/safetensors_torch.h"
 #include "core/jobs/rank_launcher.h"
@@ -58,10 +58,10 @@ TEST(DetectDistributed, TwoRanksWithSyncBatchNormTrainWhatOneProcessTrains) {
     ensure_detect_task_registered();
     // SyncBatchNorm is LibTorch's batch norm and SiLU with global statistics, so the one-process
     // runs it is compared with take LibTorch's ops too, not the fused CPU kernels
-    // (core/engine/bn_silu.h), whose float rounding differs by more than thread-count noise.
+    // (core/engine/fused_kernels.h), whose float rounding differs by more than thread-count noise.
     struct UnfusedHere {
-        UnfusedHere() { engine::set_fused_bn_silu_enabled(false); }
-        ~UnfusedHere() { engine::set_fused_bn_silu_enabled(true); }
+        UnfusedHere() { engine::set_fused_cpu_kernels_enabled(false); }
+        ~UnfusedHere() { engine::set_fused_cpu_kernels_enabled(true); }
     } unfused;
     const auto dir = test_support::scratch_dir("detect_ranks");
     fs::remove_all(dir);
