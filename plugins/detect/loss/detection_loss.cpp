@@ -93,8 +93,11 @@ DetectionLossResult DetectionLoss::operator()(const std::vector<torch::Tensor>& 
     // [B, A, no], contiguous: a channels-last map is [B, H*W, no] in memory, so the cat copies
     // blocks instead of transposing (and dfl_expectation reads the box logits in place).
     auto all = torch::cat(flat, 1);
-    auto pred_distri = all.narrow(-1, 0, 4 * reg_max);
-    auto pred_scores = all.narrow(-1, 4 * reg_max, nc);
+    // One split, not two narrows: its backward writes both gradients into one tensor, where each
+    // narrow's would zero a tensor of `all`'s size and the two would then be added.
+    const auto parts = all.split_with_sizes({4 * reg_max, nc}, -1);
+    const auto& pred_distri = parts[0];
+    const auto& pred_scores = parts[1];
 
     const auto device = all.device();
     auto anchors = make_anchors(levels, strides, 0.5);  // grid units, [A, 2] / [A, 1]
