@@ -18,6 +18,7 @@ files=(
     core/data/augment/hsv_simd.cpp
     core/data/augment/resize_simd.cpp
     core/engine/bn_silu_simd.cpp
+    plugins/detect/model/dfl_simd.cpp
 )
 
 shim="$(mktemp -d)"
