@@ -7,6 +7,7 @@
 
 #include "core/engine/batch_norm_running.h"
 #include "core/engine/bn_silu_simd.h"
+#include "core/engine/channel_rows.h"
 #include "core/engine/fused_kernels.h"
 
 namespace crucible::engine {
@@ -17,16 +18,6 @@ using torch::autograd::variable_list;
 
 // Rows between which the elementwise passes split their work.
 constexpr std::int64_t kRowGrain = 256;
-
-// A 4-D channels-last tensor as rows of channels: its own layout, or a channel slice of a wider
-// channels-last tensor (row stride > channels). Empty data where it is neither.
-ChannelRows rows_of(const torch::Tensor& t) {
-    const std::int64_t c = t.size(1), h = t.size(2), w = t.size(3);
-    const std::int64_t row = t.stride(3);
-    if (t.stride(1) != 1 || row < c || t.stride(2) != w * row || t.stride(0) != h * w * row)
-        return {};
-    return {t.data_ptr<float>(), row};
-}
 
 // Sums over all rows into 2 x channels doubles, in at most one part per thread; each part adds
 // into its own array, and the parts are added at the end.
@@ -105,7 +96,8 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
         if (!dy.defined())
             return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
                     torch::Tensor()};
-        ChannelRows dy_rows = dy.scalar_type() == torch::kFloat32 ? rows_of(dy) : ChannelRows{};
+        ChannelRows dy_rows =
+            dy.scalar_type() == torch::kFloat32 ? channel_rows_of(dy) : ChannelRows{};
         if (dy_rows.data == nullptr) {
             dy = dy.to(torch::kFloat32).contiguous(torch::MemoryFormat::ChannelsLast);
             dy_rows = {dy.data_ptr<float>(), c};

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/base/cpu_features.h"
+#include "core/engine/channel_rows.h"
 #include "core/engine/fused_kernels.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -21,22 +22,11 @@ using torch::autograd::variable_list;
 // Pixels between which the copy splits its work.
 constexpr std::int64_t kPixelGrain = 512;
 
-// One input seen as pixels of `channels` floats, pixel p at data + p * stride.
+// One input's rows (channel_rows.h) and its channel count.
 struct PixelRuns {
-    const float* data = nullptr;
-    std::int64_t channels = 0, stride = 0;
+    ChannelRows rows;
+    std::int64_t channels = 0;
 };
-
-// A channels-last tensor or a channel slice of one as pixel runs; data null where it is neither.
-// Strides of dimensions of size 1 say nothing, so they are not checked.
-PixelRuns runs_of(const torch::Tensor& t) {
-    const std::int64_t n = t.size(0), c = t.size(1), h = t.size(2), w = t.size(3);
-    const std::int64_t pixel = w > 1 ? t.stride(3) : h > 1 ? t.stride(2) : n > 1 ? t.stride(0) : c;
-    if ((c > 1 && t.stride(1) != 1) || pixel < c || (w > 1 && t.stride(3) != pixel) ||
-        (h > 1 && t.stride(2) != w * pixel) || (n > 1 && t.stride(0) != h * w * pixel))
-        return {};
-    return {t.data_ptr<float>(), c, pixel};
-}
 
 #ifdef CRUCIBLE_CHANNEL_CAT_AVX512
 bool simd_available() {
@@ -50,7 +40,7 @@ void copy_runs(const std::vector<PixelRuns>& parts, std::int64_t total, std::int
     for (std::int64_t p = begin; p < end; ++p) {
         float* dst = out + p * total;
         for (const PixelRuns& part : parts) {
-            const float* src = part.data + p * part.stride;
+            const float* src = part.rows.data + p * part.rows.stride;
             std::int64_t c = 0;
             for (; c + 16 <= part.channels; c += 16)
                 _mm512_storeu_ps(dst + c, _mm512_loadu_ps(src + c));
@@ -77,7 +67,7 @@ struct ChannelCatFunction : torch::autograd::Function<ChannelCatFunction> {
         std::vector<std::int64_t> channels;
         std::int64_t total = 0;
         for (const auto& part : parts) {
-            runs.push_back(runs_of(part));
+            runs.push_back({channel_rows_of(part), part.size(1)});
             channels.push_back(part.size(1));
             total += part.size(1);
         }
@@ -112,7 +102,7 @@ bool fusable(const std::vector<torch::Tensor>& parts) {
         if (part.dim() != 4 || !part.device().is_cpu() || part.scalar_type() != torch::kFloat32 ||
             part.size(0) != first.size(0) || part.size(2) != first.size(2) ||
             part.size(3) != first.size(3) || part.size(1) == 0 || part.numel() == 0 ||
-            runs_of(part).data == nullptr)
+            channel_rows_of(part).data == nullptr)
             return false;
     }
     return true;

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "core/base/allocator.h"
-#include "core/engine/bn_silu.h"
 #include "core/engine/fused_kernels.h"
 #include "plugins/detect/loss/detection_loss.h"
 #include "plugins/detect/model/yolo_model.h"
