@@ -1,6 +1,7 @@
 #include "core/engine/optimizer_factory.h"
 
 #include "core/base/error.h"
+#include "core/engine/fused_optimizers.h"
 
 namespace crucible::engine {
 
@@ -30,19 +31,19 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerChoice& c
                         .momentum(c.momentum)
                         .nesterov(c.momentum > 0)
                         .weight_decay(0);
-        return std::make_unique<torch::optim::SGD>(make_groups(groups, base, decay), base);
+        return std::make_unique<FusedSgd>(make_groups(groups, base, decay), base);
     }
     if (c.name == "AdamW") {
         auto base = torch::optim::AdamWOptions(c.lr)
                         .betas(std::make_tuple(c.momentum, 0.999))
                         .weight_decay(0);
-        return std::make_unique<torch::optim::AdamW>(make_groups(groups, base, decay), base);
+        return std::make_unique<FusedAdamW>(make_groups(groups, base, decay), base);
     }
     if (c.name == "Adam") {
         auto base = torch::optim::AdamOptions(c.lr)
                         .betas(std::make_tuple(c.momentum, 0.999))
                         .weight_decay(0);
-        return std::make_unique<torch::optim::Adam>(make_groups(groups, base, decay), base);
+        return std::make_unique<FusedAdam>(make_groups(groups, base, decay), base);
     }
     throw InputError("optimizer", "'" + c.name + "' is not SGD, AdamW or Adam");
 }
