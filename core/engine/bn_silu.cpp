@@ -40,6 +40,15 @@ std::vector<double> summed_over_rows(std::int64_t rows, std::int64_t channels, P
     return total;
 }
 
+// A dense channels-last float tensor that is the only user of all of its memory.
+bool owns_whole_storage(const torch::Tensor& t) {
+    return t.scalar_type() == torch::kFloat32 &&
+           t.is_contiguous(torch::MemoryFormat::ChannelsLast) && t.use_count() == 1 &&
+           t.storage().use_count() == 1 && t.storage_offset() == 0 &&
+           t.storage().nbytes() == static_cast<std::size_t>(t.numel()) * sizeof(float) &&
+           !t.requires_grad();
+}
+
 struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
     // Returns silu(bn(x)); `stats` (2 x C doubles, out) receives the batch mean and the biased
     // variance for the running statistics.
@@ -86,13 +95,15 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
         return y;
     }
 
-    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // `grads` by reference: LibTorch's CppNode passes its own list, so moving dy out of it
+    // leaves dy's only reference here when no other node shares it.
+    static variable_list backward(AutogradContext* ctx, variable_list& grads) {
         const auto saved = ctx->get_saved_variables();
         const torch::Tensor& x = saved[0];
         const torch::Tensor& weight = saved[1];
         const std::int64_t c = x.size(1);
         const std::int64_t rows = x.numel() / c;
-        torch::Tensor dy = grads[0];
+        torch::Tensor dy = std::move(grads[0]);
         if (!dy.defined())
             return {torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),
                     torch::Tensor()};
@@ -108,7 +119,11 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
         const float* ip = mp + c;
         const float* sp = mp + 2 * c;
         const float* hp = mp + 3 * c;
-        auto dx = torch::empty_like(x, torch::MemoryFormat::ChannelsLast);  // dz first
+        // dz, then dx, goes over dy when nothing else holds it (a sum's backward hands one
+        // tensor to both branches; those keep a second reference): writing into the lines
+        // just read spares a new buffer's read-for-ownership, a sixth of the memory traffic.
+        auto dx =
+            owns_whole_storage(dy) ? dy : torch::empty_like(x, torch::MemoryFormat::ChannelsLast);
         float* dxp = dx.data_ptr<float>();
         const std::vector<double> sums =
             summed_over_rows(rows, c, [&](std::int64_t b, std::int64_t e, double* a, double* d) {

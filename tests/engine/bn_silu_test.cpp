@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -198,4 +199,65 @@ TEST(FusedBnSilu, ForwardKernelMatchesSiluOverItsWholeRange) {
     EXPECT_LE(err.masked_fill(tail, 0).max().item<double>(), 1e-6);  // a few ulp
     EXPECT_LE((y.to(torch::kFloat64) - expected).abs().masked_select(tail).max().item<double>(),
               1e-30);
+}
+
+namespace {
+
+// silu(bn(x)) in training mode through the fused path (fused_kernels_here() must hold).
+torch::Tensor fused_forward(torch::nn::BatchNorm2d& bn, const torch::Tensor& x) {
+    auto y = engine::fused_bn_silu(x, *bn);
+    EXPECT_TRUE(y.has_value());
+    return y ? *y : torch::Tensor();
+}
+
+}  // namespace
+
+TEST(FusedBnSilu, WritesTheInputGradientOverAnOutputGradientNothingElseHolds) {
+    if (!fused_kernels_here())
+        GTEST_SKIP() << "this CPU has no AVX-512, so the fused path declines every case (tested "
+                        "in DeclinesWhatItCannotTake)";
+    torch::manual_seed(4);
+    const auto x0 =
+        (torch::randn({2, 32, 6, 5}) * 2 + 1).contiguous(torch::MemoryFormat::ChannelsLast);
+    const auto m = torch::randn({2, 32, 6, 5}).contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(32).eps(1e-3).momentum(0.03));
+    bn->train();
+
+    // The gradient of y is made by the product's backward: a fresh tensor only the engine holds.
+    auto x = x0.clone().requires_grad_(true);
+    const torch::Tensor y = fused_forward(bn, x);
+    std::uintptr_t incoming = 0;
+    y.register_hook(
+        [&](const torch::Tensor& g) { incoming = reinterpret_cast<std::uintptr_t>(g.data_ptr()); });
+    (y * m).sum().backward();
+    ASSERT_NE(incoming, 0u);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(x.grad().data_ptr()), incoming)
+        << "the input gradient was written to a new buffer";
+
+    engine::set_fused_cpu_kernels_enabled(false);
+    auto xr = x0.clone().requires_grad_(true);
+    torch::nn::BatchNorm2d plain(torch::nn::BatchNorm2dOptions(32).eps(1e-3).momentum(0.03));
+    plain->train();
+    (torch::silu(plain->forward(xr)) * m).sum().backward();
+    engine::set_fused_cpu_kernels_enabled(true);
+    expect_close(x.grad(), xr.grad(), 1e-4, 1e-5, "input gradient");
+}
+
+TEST(FusedBnSilu, LeavesAnOutputGradientItSharesUntouched) {
+    if (!fused_kernels_here())
+        GTEST_SKIP() << "this CPU has no AVX-512, so the fused path declines every case (tested "
+                        "in DeclinesWhatItCannotTake)";
+    torch::manual_seed(5);
+    const auto m = torch::randn({2, 16, 4, 4}).contiguous(torch::MemoryFormat::ChannelsLast);
+    torch::nn::BatchNorm2d bn(torch::nn::BatchNorm2dOptions(16));
+    bn->train();
+    auto x = torch::randn({2, 16, 4, 4})
+                 .contiguous(torch::MemoryFormat::ChannelsLast)
+                 .requires_grad_(true);
+    auto w = torch::zeros({2, 16, 4, 4})
+                 .contiguous(torch::MemoryFormat::ChannelsLast)
+                 .requires_grad_(true);
+    // The sum's backward hands one gradient tensor to both branches.
+    ((fused_forward(bn, x) + w) * m).sum().backward();
+    EXPECT_TRUE(torch::equal(w.grad(), m)) << "the other branch's gradient was overwritten";
 }

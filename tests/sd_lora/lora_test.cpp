@@ -12,6 +12,7 @@
 #include "core/base/json.h"
 #include "core/base/safetensors.h"
 #include "core/base/sha256.h"
+#include "core/engine/fused_optimizers.h"
 #include "core/engine/optimizer_factory.h"
 #include "core/engine/safetensors_torch.h"
 #include "core/engine/schedule.h"
@@ -255,17 +256,17 @@ TEST(LoraGroups, UnetAtTwiceTheTextEncodersRateStepsAsAnOptimizerAtEachRate) {
             engine::set_group_lr(*optimizer, j, rates[j]);
         four_steps(*optimizer, engine::all_parameters(groups));
 
-        // Reference: the same adapters, one plain optimizer per rate.
+        // Reference: the same adapters, one plain optimizer (of the engine's kind) per rate.
         auto plain = make();
         const engine::ParamGroups same = lora_parameter_groups(*plain, 1.0, 1.0);
         auto reference = [&](const std::vector<torch::Tensor>& params,
                              double rate) -> std::unique_ptr<torch::optim::Optimizer> {
             if (name == "AdamW")
-                return std::make_unique<torch::optim::AdamW>(params,
-                                                             torch::optim::AdamWOptions(rate)
-                                                                 .betas(std::make_tuple(0.9, 0.999))
-                                                                 .weight_decay(decay));
-            return std::make_unique<torch::optim::SGD>(
+                return std::make_unique<engine::FusedAdamW>(params,
+                                                            torch::optim::AdamWOptions(rate)
+                                                                .betas(std::make_tuple(0.9, 0.999))
+                                                                .weight_decay(decay));
+            return std::make_unique<engine::FusedSgd>(
                 params,
                 torch::optim::SGDOptions(rate).momentum(0.9).nesterov(true).weight_decay(decay));
         };
