@@ -7,6 +7,7 @@
 #include <random>
 #include <system_error>
 
+#include "core/base/direct_write.h"
 #include "core/base/error.h"
 
 namespace crucible {
@@ -57,23 +58,33 @@ std::filesystem::path temp_name_for(const std::filesystem::path& path) {
 
 }  // namespace
 
+void write_file_durably(const std::filesystem::path& path, std::string_view bytes,
+                        const std::string& where) {
+    // Past the file cache where the file system allows (direct_write.h); small files keep the
+    // cache, whose cost is small and which spares them a wait for the device.
+    if (bytes.size() >= kDirectWriteMinimum && write_file_direct(path, bytes)) return;
+    {
+        errno = 0;
+        std::ofstream out(path, std::ios::binary | std::ios::trunc);
+        if (!out)
+            throw Error(where + ": cannot create " + path_to_utf8(path.filename()) + ": " +
+                        std::generic_category().message(errno ? errno : EIO));
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        out.flush();
+        if (!out)
+            throw Error(where +
+                        ": write failed: " + std::generic_category().message(errno ? errno : EIO));
+    }
+    platform::fsync_file(path);
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
     const auto folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
     std::filesystem::create_directories(folder);
     const auto temp = temp_name_for(path);
     const std::string where = path_to_utf8(path);
     try {
-        {
-            std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-            if (!out)
-                throw Error(where + ": cannot create temporary file: " +
-                            std::generic_category().message(errno));
-            out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-            out.flush();
-            if (!out)
-                throw Error(where + ": write failed: " + std::generic_category().message(errno));
-        }
-        platform::fsync_file(temp);
+        write_file_durably(temp, bytes, where);
         platform::replace_file(temp, path);
         platform::fsync_folder(folder);
     } catch (...) {

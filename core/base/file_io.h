@@ -21,6 +21,13 @@ std::string read_file_bytes(const std::filesystem::path& path);
 // Whole file, refusing files over max_bytes (hostile input never allocates unbounded memory).
 std::string read_file_bytes_limited(const std::filesystem::path& path, std::uint64_t max_bytes);
 
+// Writes `bytes` to `path` (created or truncated) and flushes it to the device: with direct I/O
+// from kDirectWriteMinimum bytes where the file system takes it (direct_write.h), else through
+// the file cache and fsync. Errors are Error starting with `where` (what the caller writes).
+inline constexpr std::size_t kDirectWriteMinimum = std::size_t{1} << 20;
+void write_file_durably(const std::filesystem::path& path, std::string_view bytes,
+                        const std::string& where);
+
 // Writes `bytes` so that `path` holds either the old content or the complete new one, never a
 // mix: temp file in the same folder, write, flush, fsync, rename over, fsync the folder.
 // Throws Error (with the OS reason, e.g. "No space left on device") and removes the temp file

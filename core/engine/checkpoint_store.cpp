@@ -2,10 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <system_error>
 
 #include "core/base/error.h"
@@ -40,16 +37,8 @@ void write_checkpoint_atomically(const std::filesystem::path& path, const std::s
         std::filesystem::remove(tmp, ec);
         throw Error(path_to_utf8(path) + ": cannot write checkpoint: " + what);
     };
-    {
-        errno = 0;
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) fail(std::generic_category().message(errno ? errno : EIO));
-        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-        out.flush();
-        if (!out) fail(std::generic_category().message(errno ? errno : EIO));
-    }
     try {
-        platform::fsync_file(tmp);
+        write_file_durably(tmp, bytes, path_to_utf8(tmp));
     } catch (const std::exception& e) {
         fail(e.what());
     }
