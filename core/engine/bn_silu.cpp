@@ -121,7 +121,8 @@ struct BnSiluFunction : torch::autograd::Function<BnSiluFunction> {
         const float* hp = mp + 3 * c;
         // dz, then dx, goes over dy when nothing else holds it (a sum's backward hands one
         // tensor to both branches; those keep a second reference): writing into the lines
-        // just read spares a new buffer's read-for-ownership, a sixth of the memory traffic.
+        // just read spares a new buffer's read-for-ownership (by count, one of the two passes'
+        // six streams of rows).
         auto dx =
             owns_whole_storage(dy) ? dy : torch::empty_like(x, torch::MemoryFormat::ChannelsLast);
         float* dxp = dx.data_ptr<float>();

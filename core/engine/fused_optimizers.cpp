@@ -8,17 +8,31 @@ namespace crucible::engine {
 
 namespace {
 
-// One call of the fused kernel: tensors of one device and dtype (what it requires).
+// One call of a fused Adam kernel: tensors of one device and dtype (what it requires).
 struct FusedLists {
     std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
 };
 
-// Collects a group's parameters that have gradients, creating and advancing their state as
-// torch::optim's step does (state made on the first step, `step` counted before the update).
+// One call of the fused SGD kernel.
 struct SgdLists {
     std::vector<torch::Tensor> params, grads, buffers;
 };
 
+// The parameters one fused call may take together.
+std::tuple<int, int, int> device_and_dtype(const torch::Tensor& p) {
+    return {static_cast<int>(p.device().type()), static_cast<int>(p.device().index()),
+            static_cast<int>(p.scalar_type())};
+}
+
+// The optional closure, run with gradients on as torch::optim's steps run it.
+torch::Tensor run_closure(const torch::optim::Optimizer::LossClosure& closure) {
+    if (!closure) return {};
+    at::AutoGradMode enable_grad(true);
+    return closure();
+}
+
+// Collects a group's parameters that have gradients, creating and advancing their state as
+// torch::optim's step does (state made on the first step, `step` counted before the update).
 template <class State>
 std::map<std::tuple<int, int, int>, FusedLists> collect(
     torch::optim::OptimizerParamGroup& group,
@@ -37,10 +51,7 @@ std::map<std::tuple<int, int, int>, FusedLists> collect(
         }
         auto& state = static_cast<State&>(*slot);
         state.step(state.step() + 1);
-        const auto key = std::make_tuple(static_cast<int>(p.device().type()),
-                                         static_cast<int>(p.device().index()),
-                                         static_cast<int>(p.scalar_type()));
-        FusedLists& lists = out[key];
+        FusedLists& lists = out[device_and_dtype(p)];
         lists.params.push_back(p);
         lists.grads.push_back(p.grad());
         lists.exp_avgs.push_back(state.exp_avg());
@@ -55,12 +66,8 @@ std::map<std::tuple<int, int, int>, FusedLists> collect(
 template <class Options, class State, class Kernel>
 torch::Tensor fused_step(torch::optim::Optimizer& optimizer,
                          const torch::optim::Optimizer::LossClosure& closure, Kernel kernel) {
+    torch::Tensor loss = run_closure(closure);
     torch::NoGradGuard no_grad;
-    torch::Tensor loss;
-    if (closure) {
-        at::AutoGradMode enable_grad(true);
-        loss = closure();
-    }
     for (auto& group : optimizer.param_groups()) {
         const auto& o = static_cast<const Options&>(group.options());
         const auto [beta1, beta2] = o.betas();
@@ -94,12 +101,8 @@ torch::Tensor FusedSgd::step(LossClosure closure) {
     for (auto& group : param_groups())
         if (static_cast<const Options&>(group.options()).momentum() == 0)
             return torch::optim::SGD::step(std::move(closure));
+    torch::Tensor loss = run_closure(closure);
     torch::NoGradGuard no_grad;
-    torch::Tensor loss;
-    if (closure) {
-        at::AutoGradMode enable_grad(true);
-        loss = closure();
-    }
     for (auto& group : param_groups()) {
         const auto& o = static_cast<const Options&>(group.options());
         // Keyed by device, dtype and whether the momentum buffer is new: the kernel's first step
@@ -115,9 +118,7 @@ torch::Tensor FusedSgd::step(LossClosure closure) {
                 fresh->momentum_buffer(torch::empty_like(p, torch::MemoryFormat::Preserve));
                 slot = std::move(fresh);
             }
-            SgdLists& l = calls[std::make_tuple(static_cast<int>(p.device().type()),
-                                                static_cast<int>(p.device().index()),
-                                                static_cast<int>(p.scalar_type()), first)];
+            SgdLists& l = calls[std::tuple_cat(device_and_dtype(p), std::make_tuple(first))];
             l.params.push_back(p);
             l.grads.push_back(p.grad());
             l.buffers.push_back(static_cast<torch::optim::SGDParamState&>(*slot).momentum_buffer());

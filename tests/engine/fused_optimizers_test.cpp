@@ -77,6 +77,11 @@ void expect_same_steps(torch::optim::Optimizer& fused, const std::vector<torch::
     EXPECT_EQ(fused.state().size(), reference.state().size());
 }
 
+template <class State>
+const State& state_of(torch::optim::Optimizer& optimizer, const torch::Tensor& p) {
+    return static_cast<const State&>(*optimizer.state().at(p.unsafeGetTensorImpl()));
+}
+
 TEST(FusedOptimizers, AdamWFollowsTorchOptim) {
     const auto pf = make_params(), pr = copy_of(pf);
     const auto base = torch::optim::AdamWOptions(1e-2).betas({0.9, 0.999}).weight_decay(0);
@@ -84,10 +89,8 @@ TEST(FusedOptimizers, AdamWFollowsTorchOptim) {
     torch::optim::AdamW reference(groups(pr, base), base);
     expect_same_steps(fused, pf, reference, pr, 4);
     for (std::size_t i = 0; i < pf.size(); ++i) {
-        const auto& a = static_cast<const torch::optim::AdamWParamState&>(
-            *fused.state().at(pf[i].unsafeGetTensorImpl()));
-        const auto& b = static_cast<const torch::optim::AdamWParamState&>(
-            *reference.state().at(pr[i].unsafeGetTensorImpl()));
+        const auto& a = state_of<torch::optim::AdamWParamState>(fused, pf[i]);
+        const auto& b = state_of<torch::optim::AdamWParamState>(reference, pr[i]);
         EXPECT_EQ(a.step(), b.step()) << i;
         EXPECT_EQ(a.step(), i + 1 == pf.size() ? 3 : 4) << i;
         EXPECT_TRUE(torch::allclose(a.exp_avg(), b.exp_avg(), 1e-5, 1e-7)) << i;
@@ -110,10 +113,8 @@ TEST(FusedOptimizers, NesterovSgdFollowsTorchOptim) {
     torch::optim::SGD reference(groups(pr, base), base);
     expect_same_steps(fused, pf, reference, pr, 4);
     for (std::size_t i = 0; i < pf.size(); ++i) {
-        const auto& a = static_cast<const torch::optim::SGDParamState&>(
-            *fused.state().at(pf[i].unsafeGetTensorImpl()));
-        const auto& b = static_cast<const torch::optim::SGDParamState&>(
-            *reference.state().at(pr[i].unsafeGetTensorImpl()));
+        const auto& a = state_of<torch::optim::SGDParamState>(fused, pf[i]);
+        const auto& b = state_of<torch::optim::SGDParamState>(reference, pr[i]);
         EXPECT_TRUE(torch::allclose(a.momentum_buffer(), b.momentum_buffer(), 1e-5, 1e-7)) << i;
     }
 }
