@@ -28,6 +28,12 @@ struct PixelRuns {
     std::int64_t channels = 0;
 };
 
+// A dense channels-last output: pixel p's channels at data + p * channels.
+struct DenseRows {
+    float* data = nullptr;
+    std::int64_t channels = 0;
+};
+
 #ifdef CRUCIBLE_CHANNEL_CAT_AVX512
 bool simd_available() {
     return cpu_features().avx512f;
@@ -52,17 +58,80 @@ void copy_runs(const std::vector<PixelRuns>& parts, std::int64_t total, std::int
         }
     }
 }
+
+// The reverse for pixels [begin, end): each pixel's run of every part, from rows of `total`
+// floats (image n's pixel q at src + n * image_stride + q * total), into the parts' own dense
+// rows.
+CRUCIBLE_TARGET("avx512f")
+void split_runs(const float* src, std::int64_t image_stride, std::int64_t pixels_per_image,
+                std::int64_t total, const std::vector<DenseRows>& parts, std::int64_t begin,
+                std::int64_t end) {
+    for (std::int64_t p = begin; p < end; ++p) {
+        const float* in =
+            src + (p / pixels_per_image) * image_stride + (p % pixels_per_image) * total;
+        for (const DenseRows& part : parts) {
+            float* dst = part.data + p * part.channels;
+            std::int64_t c = 0;
+            for (; c + 16 <= part.channels; c += 16)
+                _mm512_storeu_ps(dst + c, _mm512_loadu_ps(in + c));
+            if (c < part.channels) {
+                const auto mask = static_cast<__mmask16>((1u << (part.channels - c)) - 1);
+                _mm512_mask_storeu_ps(dst + c, mask, _mm512_maskz_loadu_ps(mask, in + c));
+            }
+            in += part.channels;
+        }
+    }
+}
 #else
 bool simd_available() {
     return false;
 }
 
 void copy_runs(const std::vector<PixelRuns>&, std::int64_t, std::int64_t, std::int64_t, float*) {}
+void split_runs(const float*, std::int64_t, std::int64_t, std::int64_t,
+                const std::vector<DenseRows>&, std::int64_t, std::int64_t) {}
 #endif
+
+// Whether each image of `t` (4-D float) is rows of its channels, one pixel after another with
+// nothing between them; the images themselves may lie anywhere (a slice of the anchors of
+// YOLO's loss, whose levels are cut from one tensor, has a wider image stride).
+bool images_are_dense_rows(const torch::Tensor& t) {
+    const std::int64_t c = t.size(1), h = t.size(2), w = t.size(3);
+    return t.scalar_type() == torch::kFloat32 && t.device().is_cpu() &&
+           (c == 1 || t.stride(1) == 1) && (w == 1 || t.stride(3) == c) &&
+           (h == 1 || t.stride(2) == w * c);
+}
+
+// Each part's channels of `grad`, as channels-last tensors of their own.
+variable_list dense_parts(const torch::Tensor& grad, const std::vector<std::int64_t>& channels) {
+    variable_list out;
+    if (!simd_available() || !images_are_dense_rows(grad)) {
+        std::int64_t offset = 0;
+        for (const std::int64_t c : channels) {
+            out.push_back(grad.narrow(1, offset, c).contiguous(torch::MemoryFormat::ChannelsLast));
+            offset += c;
+        }
+        return out;
+    }
+    std::vector<DenseRows> parts;
+    for (const std::int64_t c : channels) {
+        out.push_back(
+            torch::empty({grad.size(0), c, grad.size(2), grad.size(3)},
+                         grad.options().memory_format(torch::MemoryFormat::ChannelsLast)));
+        parts.push_back({out.back().data_ptr<float>(), c});
+    }
+    const std::int64_t per_image = grad.size(2) * grad.size(3);
+    const float* src = grad.data_ptr<float>();
+    const std::int64_t image_stride = grad.stride(0), total = grad.size(1);
+    at::parallel_for(0, grad.size(0) * per_image, kPixelGrain, [&](std::int64_t b, std::int64_t e) {
+        split_runs(src, image_stride, per_image, total, parts, b, e);
+    });
+    return out;
+}
 
 struct ChannelCatFunction : torch::autograd::Function<ChannelCatFunction> {
     // `parts` have passed fusable().
-    static torch::Tensor forward(AutogradContext* ctx, at::TensorList parts) {
+    static torch::Tensor forward(AutogradContext* ctx, at::TensorList parts, bool dense_grads) {
         std::vector<PixelRuns> runs;
         std::vector<std::int64_t> channels;
         std::int64_t total = 0;
@@ -79,17 +148,24 @@ struct ChannelCatFunction : torch::autograd::Function<ChannelCatFunction> {
             0, first.size(0) * first.size(2) * first.size(3), kPixelGrain,
             [&](std::int64_t b, std::int64_t e) { copy_runs(runs, total, b, e, dst); });
         ctx->saved_data["channels"] = channels;
+        ctx->saved_data["dense_grads"] = dense_grads;
         return out;
     }
 
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         const auto channels = ctx->saved_data["channels"].toIntVector();
+        if (grads[0].defined() && ctx->saved_data["dense_grads"].toBool()) {
+            variable_list out = dense_parts(grads[0], channels);
+            out.push_back(torch::Tensor());  // dense_grads
+            return out;
+        }
         variable_list out;
         std::int64_t offset = 0;
         for (const std::int64_t c : channels) {
             out.push_back(grads[0].defined() ? grads[0].narrow(1, offset, c) : torch::Tensor());
             offset += c;
         }
+        out.push_back(torch::Tensor());  // dense_grads
         return out;
     }
 };
@@ -129,9 +205,9 @@ std::vector<torch::Tensor> chunk_channels(const torch::Tensor& x, std::int64_t c
     return ChunkChannelsFunction::apply(x, chunks);
 }
 
-torch::Tensor cat_channels(const std::vector<torch::Tensor>& parts) {
+torch::Tensor cat_channels(const std::vector<torch::Tensor>& parts, CatGrads grads) {
     if (!fusable(parts)) return torch::cat(parts, 1);
-    return ChannelCatFunction::apply(at::TensorList(parts));
+    return ChannelCatFunction::apply(at::TensorList(parts), grads == CatGrads::Dense);
 }
 
 }  // namespace crucible::engine

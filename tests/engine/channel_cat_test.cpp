@@ -120,6 +120,48 @@ TEST(ChannelCat, AnUnusedChunkGetsAZeroGradient) {
     EXPECT_TRUE(torch::equal(a.grad().narrow(1, 16, 16), torch::ones({1, 16, 2, 2})));
 }
 
+// Each part's gradient with CatGrads::Dense, captured where it arrives, for the output used as
+// YOLO's loss uses the head's levels: as [N, H*W, C] rows cut from a concatenation along the
+// pixels, so the gradient's images lie wider apart than its own pixels (or, with `nchw`, through a
+// plain NCHW copy, a gradient laid out otherwise). Compared with torch::cat's slices.
+void expect_dense_grads(bool nchw) {
+    torch::manual_seed(nchw ? 7 : 6);
+    const std::vector<torch::Tensor> values = {channels_last(torch::randn({3, 64, 4, 5})),
+                                               channels_last(torch::randn({3, 4, 4, 5}))};
+    const auto other = torch::randn({3, 7, 68});
+    const auto weights = torch::randn({3, 27, 68});
+    const auto run = [&](bool ours, std::vector<torch::Tensor>& arrived) {
+        std::vector<torch::Tensor> leaves, parts;
+        arrived.assign(values.size(), torch::Tensor());
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            leaves.push_back(values[i].clone().requires_grad_(true));
+            parts.push_back(leaves.back() * 1.0f);  // not a leaf: its hook sees the gradient
+            parts.back().register_hook([&arrived, i](torch::Tensor g) { arrived[i] = g; });
+        }
+        auto y = ours ? engine::cat_channels(parts, engine::CatGrads::Dense) : torch::cat(parts, 1);
+        if (nchw) y = y.contiguous();
+        const auto rows = torch::cat({y.flatten(2).transpose(1, 2), other}, 1);
+        (rows * weights).sum().backward();
+    };
+    std::vector<torch::Tensor> ours, theirs;
+    run(true, ours);
+    run(false, theirs);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        ASSERT_TRUE(ours[i].defined()) << "part " << i;
+        EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "part " << i;
+        EXPECT_TRUE(ours[i].is_contiguous(torch::MemoryFormat::ChannelsLast)) << "part " << i;
+        EXPECT_EQ(ours[i].storage().nbytes(), ours[i].numel() * sizeof(float)) << "part " << i;
+    }
+}
+
+TEST(ChannelCat, DenseGradsAreChannelsLastTensorsOfTheirOwn) {
+    expect_dense_grads(false);
+}
+
+TEST(ChannelCat, DenseGradsFromAnotherLayoutToo) {
+    expect_dense_grads(true);
+}
+
 TEST(ChannelCat, MismatchedSizesFailAsTorchCatDoes) {
     const auto a = channels_last(torch::randn({2, 16, 4, 5}));
     const auto b = channels_last(torch::randn({2, 16, 4, 6}));

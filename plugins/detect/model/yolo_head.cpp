@@ -205,8 +205,10 @@ std::vector<torch::Tensor> DetectImpl::forward(const std::vector<torch::Tensor>&
     std::vector<torch::Tensor> levels;
     levels.reserve(features.size());
     for (size_t i = 0; i < features.size(); ++i) {
+        // Both parts come from a plain convolution, whose backward wants a dense gradient.
         levels.push_back(engine::cat_channels(
-            {box_branches[i]->forward(features[i]), class_branches[i]->forward(features[i])}));
+            {box_branches[i]->forward(features[i]), class_branches[i]->forward(features[i])},
+            engine::CatGrads::Dense));
     }
     return levels;
 }
