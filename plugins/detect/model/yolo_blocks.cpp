@@ -1,12 +1,19 @@
 #include "plugins/detect/model/yolo_blocks.h"
 
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
+
+#include <optional>
+#include <vector>
 
 #include "core/base/error.h"
 #include "core/base/shape_text.h"
 #include "core/engine/bn_silu.h"
 #include "core/engine/channel_cat.h"
+#include "core/engine/channel_rows.h"
+#include "core/engine/fused_kernels.h"
 #include "core/engine/sync_batch_norm.h"
+#include "plugins/detect/model/upsample_simd.h"
 
 namespace crucible::detect {
 
@@ -14,11 +21,31 @@ namespace F = torch::nn::functional;
 
 namespace {
 
-// Nearest upsampling by an integer factor whose backward hands LibTorch's kernel a dense
-// gradient. The gradient that reaches a neck upsample is a channel slice of the channel
-// concatenation after it, and on such a slice the CPU backward kernel runs about ten times slower
-// than a copy and the dense kernel together (6.2 against 0.6 + 0.7 ms at 16 x 128 x 20 x 20,
-// channels-last).
+// The input gradient straight from the output gradient's channels-last rows, a channel slice
+// included (upsample_simd.h), with no dense copy first; nullopt where that kernel cannot run.
+std::optional<torch::Tensor> backward_in_place(const torch::Tensor& grad,
+                                               const std::vector<int64_t>& input_size,
+                                               int64_t factor) {
+    if (!engine::fused_cpu_kernels_enabled() || !upsample_simd_available() || grad.dim() != 4 ||
+        !grad.device().is_cpu() || grad.scalar_type() != torch::kFloat32 || grad.numel() == 0)
+        return std::nullopt;
+    const engine::ChannelRows rows = engine::channel_rows_of(grad);
+    if (rows.data == nullptr) return std::nullopt;
+    const UpsampleShape shape{input_size[1], input_size[2], input_size[3], factor};
+    auto grad_input =
+        torch::empty(input_size, grad.options().memory_format(torch::MemoryFormat::ChannelsLast));
+    float* out = grad_input.data_ptr<float>();
+    at::parallel_for(0, input_size[0] * shape.in_h * shape.in_w, 256, [&](int64_t b, int64_t e) {
+        upsample_nearest_backward_avx512(rows.data, rows.stride, shape, b, e, out);
+    });
+    return grad_input;
+}
+
+// Nearest upsampling by an integer factor. The gradient that reaches a neck upsample is a
+// channel slice of the channel concatenation after it, and on such a slice LibTorch's CPU
+// backward kernel runs about ten times slower than a copy and the dense kernel together (6.2
+// against 0.6 + 0.7 ms at 16 x 128 x 20 x 20, channels-last). The backward reads the slice in
+// place where backward_in_place can, else hands LibTorch's kernel a dense copy.
 struct NearestUpsampleFunction : torch::autograd::Function<NearestUpsampleFunction> {
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                  int64_t factor) {
@@ -38,6 +65,9 @@ struct NearestUpsampleFunction : torch::autograd::Function<NearestUpsampleFuncti
         const auto format = ctx->saved_data["channels_last"].toBool()
                                 ? torch::MemoryFormat::ChannelsLast
                                 : torch::MemoryFormat::Contiguous;
+        if (ctx->saved_data["channels_last"].toBool())
+            if (auto in_place = backward_in_place(grads[0], input_size, factor))
+                return {*in_place, torch::Tensor()};
         const auto dense = grads[0].contiguous(format);
         return {
             at::upsample_nearest2d_backward(dense, {input_size[2] * factor, input_size[3] * factor},

@@ -1,11 +1,12 @@
 // plugins/detect/model/yolo_blocks.h's Upsample: nearest upsampling by an integer factor whose
-// backward makes the incoming gradient dense first. Its output and its gradient must equal
-// LibTorch's interpolate, for a dense gradient and for a channel slice of a wider one (what the
-// neck's torch::cat hands back), channels-last and not.
+// backward reads a channels-last gradient in place (upsample_simd.h) or makes it dense first. Its
+// output and its gradient must equal LibTorch's interpolate, for a dense gradient and for a channel
+// slice of a wider one (what the neck's torch::cat hands back), channels-last and not.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include "core/base/error.h"
+#include "plugins/detect/model/upsample_simd.h"
 #include "plugins/detect/model/yolo_blocks.h"
 
 using namespace crucible;
@@ -58,6 +59,27 @@ TEST_P(UpsampleCases, EqualsInterpolateForwardAndBackward) {
 INSTANTIATE_TEST_SUITE_P(Upsample, UpsampleCases,
                          ::testing::Values(Case{2, true, true}, Case{2, true, false},
                                            Case{2, false, true}, Case{3, true, true}));
+
+// The AVX-512 backward itself (upsample_simd.h) on a channel slice: 40 channels, two whole
+// vectors and a partial one, equal bit for bit to LibTorch's kernel on a dense copy.
+TEST(Upsample, SimdBackwardEqualsLibTorchsOnASlice) {
+    if (!detect::upsample_simd_available()) GTEST_SKIP() << "this CPU has no AVX-512";
+    torch::manual_seed(4);
+    for (const int64_t factor : {2, 3}) {
+        const int64_t n = 2, c = 40, h = 3, w = 5;
+        const auto wide = torch::randn({n, c + 8, h * factor, w * factor})
+                              .contiguous(torch::MemoryFormat::ChannelsLast);
+        const auto grad = wide.narrow(1, 8, c);
+        const auto expected = at::upsample_nearest2d_backward(
+            grad.contiguous(torch::MemoryFormat::ChannelsLast), {h * factor, w * factor},
+            {n, c, h, w}, static_cast<double>(factor), static_cast<double>(factor));
+        auto ours = torch::empty({n, c, h, w}, torch::MemoryFormat::ChannelsLast);
+        const detect::UpsampleShape shape{c, h, w, factor};
+        ASSERT_TRUE(detect::upsample_nearest_backward_avx512(grad.data_ptr<float>(), c + 8, shape,
+                                                             0, n * h * w, ours.data_ptr<float>()));
+        EXPECT_TRUE(torch::equal(ours, expected)) << "factor " << factor;
+    }
+}
 
 TEST(Upsample, RejectsATensorThatIsNotFourDimensional) {
     detect::Upsample up(2);
