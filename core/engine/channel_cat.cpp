@@ -186,7 +186,9 @@ bool fusable(const std::vector<torch::Tensor>& parts) {
 
 struct ChunkChannelsFunction : torch::autograd::Function<ChunkChannelsFunction> {
     static variable_list forward(AutogradContext*, const torch::Tensor& x, std::int64_t chunks) {
-        return x.chunk(chunks, 1);
+        variable_list out = x.chunk(chunks, 1);
+        out.back() = out.back().contiguous(torch::MemoryFormat::ChannelsLast);
+        return out;
     }
 
     // Gradients of unused chunks arrive as zeros (materialised by autograd).

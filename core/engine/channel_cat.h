@@ -24,8 +24,10 @@ enum class CatGrads { Slices, Dense };
 torch::Tensor cat_channels(const std::vector<torch::Tensor>& parts,
                            CatGrads grads = CatGrads::Slices);
 
-// Equals x.chunk(chunks, 1) (channels a multiple of chunks), views of x as chunk's are, with a
-// backward that joins the chunks' gradients through cat_channels instead of torch::cat.
+// Equals x.chunk(chunks, 1) (channels a multiple of chunks), with a backward that joins the
+// chunks' gradients through cat_channels instead of torch::cat. The chunks are views of x as
+// chunk's are, but for the last, a channels-last tensor of its own: C2f convolves it, and a
+// convolution copies a channel slice dense itself, once forward and again backward.
 std::vector<torch::Tensor> chunk_channels(const torch::Tensor& x, std::int64_t chunks);
 
 }  // namespace crucible::engine

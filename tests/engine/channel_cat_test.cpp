@@ -100,6 +100,10 @@ TEST(ChannelCat, ChunkChannelsEqualsChunkWithItsGradients) {
     ASSERT_EQ(ours.size(), 2u);
     for (int i = 0; i < 2; ++i)
         EXPECT_TRUE(torch::equal(ours[i], theirs[i])) << "chunk " << i;
+    // The first a view of a, the last (which C2f convolves) a dense tensor of its own.
+    EXPECT_TRUE(ours[0].is_alias_of(a));
+    EXPECT_FALSE(ours[1].is_alias_of(a));
+    EXPECT_TRUE(ours[1].is_contiguous(torch::MemoryFormat::ChannelsLast));
     // As C2f uses them: the second chunk feeds a block and, with the first, a concatenation.
     const auto w = torch::randn({1, 16, 1, 1});
     const auto use = [&](const std::vector<torch::Tensor>& c) {
