@@ -187,7 +187,7 @@ bool fusable(const std::vector<torch::Tensor>& parts) {
 struct ChunkChannelsFunction : torch::autograd::Function<ChunkChannelsFunction> {
     static variable_list forward(AutogradContext*, const torch::Tensor& x, std::int64_t chunks) {
         variable_list out = x.chunk(chunks, 1);
-        out.back() = out.back().contiguous(torch::MemoryFormat::ChannelsLast);
+        out.back() = out.back().contiguous(x.suggest_memory_format());
         return out;
     }
 
