@@ -39,6 +39,17 @@ bool simd_available() {
     return cpu_features().avx512f;
 }
 
+// n floats from src to dst, 16 at a time and the rest under a mask.
+CRUCIBLE_TARGET("avx512f") inline void copy_run(const float* src, std::int64_t n, float* dst) {
+    std::int64_t c = 0;
+    for (; c + 16 <= n; c += 16)
+        _mm512_storeu_ps(dst + c, _mm512_loadu_ps(src + c));
+    if (c < n) {
+        const auto mask = static_cast<__mmask16>((1u << (n - c)) - 1);
+        _mm512_mask_storeu_ps(dst + c, mask, _mm512_maskz_loadu_ps(mask, src + c));
+    }
+}
+
 // Pixels [begin, end) of every part, one after another, into rows of `total` floats at out.
 CRUCIBLE_TARGET("avx512f")
 void copy_runs(const std::vector<PixelRuns>& parts, std::int64_t total, std::int64_t begin,
@@ -46,14 +57,7 @@ void copy_runs(const std::vector<PixelRuns>& parts, std::int64_t total, std::int
     for (std::int64_t p = begin; p < end; ++p) {
         float* dst = out + p * total;
         for (const PixelRuns& part : parts) {
-            const float* src = part.rows.data + p * part.rows.stride;
-            std::int64_t c = 0;
-            for (; c + 16 <= part.channels; c += 16)
-                _mm512_storeu_ps(dst + c, _mm512_loadu_ps(src + c));
-            if (c < part.channels) {
-                const auto mask = static_cast<__mmask16>((1u << (part.channels - c)) - 1);
-                _mm512_mask_storeu_ps(dst + c, mask, _mm512_maskz_loadu_ps(mask, src + c));
-            }
+            copy_run(part.rows.data + p * part.rows.stride, part.channels, dst);
             dst += part.channels;
         }
     }
@@ -70,14 +74,7 @@ void split_runs(const float* src, std::int64_t image_stride, std::int64_t pixels
         const float* in =
             src + (p / pixels_per_image) * image_stride + (p % pixels_per_image) * total;
         for (const DenseRows& part : parts) {
-            float* dst = part.data + p * part.channels;
-            std::int64_t c = 0;
-            for (; c + 16 <= part.channels; c += 16)
-                _mm512_storeu_ps(dst + c, _mm512_loadu_ps(in + c));
-            if (c < part.channels) {
-                const auto mask = static_cast<__mmask16>((1u << (part.channels - c)) - 1);
-                _mm512_mask_storeu_ps(dst + c, mask, _mm512_maskz_loadu_ps(mask, in + c));
-            }
+            copy_run(in, part.channels, part.data + p * part.channels);
             in += part.channels;
         }
     }
