@@ -19,6 +19,7 @@ files=(
     core/data/augment/resize_simd.cpp
     core/engine/bn_silu_simd.cpp
     plugins/detect/model/dfl_simd.cpp
+    plugins/detect/model/upsample_simd.cpp
 )
 
 shim="$(mktemp -d)"
