@@ -62,13 +62,12 @@ struct NearestUpsampleFunction : torch::autograd::Function<NearestUpsampleFuncti
         const auto input_size = ctx->saved_data["input_size"].toIntVector();
         const int64_t factor = ctx->saved_data["factor"].toInt();
         const auto scale = static_cast<double>(factor);
-        const auto format = ctx->saved_data["channels_last"].toBool()
-                                ? torch::MemoryFormat::ChannelsLast
-                                : torch::MemoryFormat::Contiguous;
-        if (ctx->saved_data["channels_last"].toBool())
+        const bool channels_last = ctx->saved_data["channels_last"].toBool();
+        if (channels_last)
             if (auto in_place = backward_in_place(grads[0], input_size, factor))
                 return {*in_place, torch::Tensor()};
-        const auto dense = grads[0].contiguous(format);
+        const auto dense = grads[0].contiguous(channels_last ? torch::MemoryFormat::ChannelsLast
+                                                             : torch::MemoryFormat::Contiguous);
         return {
             at::upsample_nearest2d_backward(dense, {input_size[2] * factor, input_size[3] * factor},
                                             input_size, scale, scale),
