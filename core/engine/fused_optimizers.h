@@ -4,9 +4,9 @@
 // (yolov8n's 184 parameters on a 2-core CPU: the trainer's optimizer phase went from 5.8-6.7 to
 // 3.6-4.2 ms a step; Python's AdamW on the same torch: 9.0 ms per parameter, 2.2 fused). They keep
 // torch::optim's state objects (SGDParamState, AdamParamState, AdamWParamState) under the same
-// keys, so checkpoints, resume and optimizer_state.cpp see the same optimizer. The two kernels
-// round differently from torch::optim's op sequence in the last bits; AMSGrad takes torch::optim's
-// own step.
+// keys, so checkpoints, resume and optimizer_state.cpp see the same optimizer. The three fused
+// kernels round differently from torch::optim's op sequence in the last bits; AMSGrad takes
+// torch::optim's own step.
 #include <torch/torch.h>
 
 namespace crucible::engine {
