@@ -12,12 +12,14 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "app/agent/service_control.h"
 #include "core/base/child_process.h"
 #include "core/base/environment.h"
+#include "core/base/event_log.h"
 #include "core/base/file_io.h"
 #include "core/base/wide_text_windows.h"
 
@@ -27,8 +29,10 @@ namespace {
 
 SERVICE_STATUS_HANDLE g_handle = nullptr;
 SERVICE_STATUS g_status{};
+std::mutex g_status_mutex;  // g_status is reported from several threads
 HANDLE g_stop_event = nullptr;
 std::wstring g_name;
+std::string g_name_utf8;  // the event source too (registered by install_service)
 const std::function<void()>* g_start = nullptr;
 const std::function<void()>* g_stop = nullptr;
 std::string g_error;
@@ -42,6 +46,9 @@ std::string error_text(const char* what, DWORD code) {
 }
 
 void report(DWORD state, DWORD wait_hint = 0) {
+    // The control handler (the dispatcher's thread), with_progress's ticker and service_main all
+    // report: one at a time, so the checkpoint counts up and no half-written status is sent.
+    const std::lock_guard lock(g_status_mutex);
     g_status.dwCurrentState = state;
     g_status.dwWaitHint = wait_hint;
     // Pending states must show progress: the SCM takes a checkpoint that stops advancing for
@@ -51,15 +58,15 @@ void report(DWORD state, DWORD wait_hint = 0) {
     if (g_handle) SetServiceStatus(g_handle, &g_status);
 }
 
-// Writes `text` to the Application event log under the service's name: a service has no
-// console, and an error only in agent.log is lost when the data folder itself is the problem.
-void log_event(WORD type, const std::string& text) {
-    HANDLE source = RegisterEventSourceW(nullptr, g_name.c_str());
-    if (!source) return;
-    const std::wstring wide = wide_from_utf8(text);
-    LPCWSTR strings[] = {wide.c_str()};
-    ReportEventW(source, type, 0, 0, nullptr, 1, 0, strings, nullptr);
-    DeregisterEventSource(source);
+// The error to the Application event log under the service's name: a service has no console,
+// and an error only in agent.log is lost when the data folder itself is the problem.
+void log_error_event(const std::string& text) {
+    report_event(g_name_utf8, EventLogType::Error, text);
+}
+
+void accept_controls(DWORD controls) {
+    const std::lock_guard lock(g_status_mutex);
+    g_status.dwControlsAccepted = controls;
 }
 
 // Runs `work` while reporting `state` every 5 s with an advancing checkpoint.
@@ -101,33 +108,32 @@ void WINAPI service_main(DWORD, LPWSTR*) {
     g_handle = RegisterServiceCtrlHandlerExW(g_name.c_str(), control_handler, nullptr);
     if (!g_handle) {
         g_error = error_text("RegisterServiceCtrlHandlerEx", GetLastError());
-        log_event(EVENTLOG_ERROR_TYPE, g_error);
+        log_error_event(g_error);
         return;
     }
     g_status.dwServiceType = SERVICE_WIN32_OWN_PROCESS;
     // No controls while starting: a stop now would find nothing to stop.
-    g_status.dwControlsAccepted = 0;
+    accept_controls(0);
     try {
         with_progress(SERVICE_START_PENDING, 30000, [] { (*g_start)(); });
     } catch (const std::exception& e) {
         g_error = std::string("the agent could not start: ") + e.what();
-        log_event(EVENTLOG_ERROR_TYPE, g_error);
+        log_error_event(g_error);
         g_status.dwWin32ExitCode = ERROR_SERVICE_SPECIFIC_ERROR;
         g_status.dwServiceSpecificExitCode = 1;
         report(SERVICE_STOPPED);
         return;
     }
-    g_status.dwControlsAccepted =
-        SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN | SERVICE_ACCEPT_SHUTDOWN;
+    accept_controls(SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_PRESHUTDOWN | SERVICE_ACCEPT_SHUTDOWN);
     report(SERVICE_RUNNING);
     WaitForSingleObject(g_stop_event, INFINITE);
-    g_status.dwControlsAccepted = 0;
+    accept_controls(0);
     try {
         // The scheduler waits a bounded time for the workers' checkpoints (stop_grace).
         with_progress(SERVICE_STOP_PENDING, 30000, [] { (*g_stop)(); });
     } catch (const std::exception& e) {
         g_error = std::string("stopping the agent: ") + e.what();
-        log_event(EVENTLOG_ERROR_TYPE, g_error);
+        log_error_event(g_error);
     }
     report(SERVICE_STOPPED);
 }
@@ -179,6 +185,9 @@ std::string install_service(const std::string& name, const std::vector<std::stri
         SERVICE_FAILURE_ACTIONS_FLAG on_errors{TRUE};
         ChangeServiceConfig2W(svc, SERVICE_CONFIG_FAILURE_ACTIONS_FLAG, &on_errors);
         CloseServiceHandle(svc);
+        // The service's start errors and alarms go to the Application log under its name, with
+        // this executable's message table.
+        err = register_event_source(name, std::filesystem::path(std::wstring(exe, n)));
     }
     CloseServiceHandle(scm);
     return err;
@@ -205,6 +214,7 @@ std::string uninstall_service(const std::string& name) {
         }
         if (!DeleteService(svc)) err = error_text("DeleteService", GetLastError());
         CloseServiceHandle(svc);
+        if (err.empty()) err = unregister_event_source(name);
     }
     CloseServiceHandle(scm);
     return err;
@@ -286,6 +296,7 @@ FirewallResult open_firewall_port(const std::string& rule, int port) {
 std::string run_as_service(const std::string& name, const std::function<void()>& start,
                            const std::function<void()>& stop) {
     g_name = wide_from_utf8(name);
+    g_name_utf8 = name;
     g_start = &start;
     g_stop = &stop;
     g_error.clear();

@@ -1,5 +1,7 @@
 // Windows half of direct_write.h. The POSIX twin is direct_write_posix.cpp.
 #ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
 #include <windows.h>
 
 #include <algorithm>

@@ -1,15 +1,62 @@
 #include "core/base/log.h"
 
+#include "core/base/event_log.h"
 #include "core/base/file_io.h"
 
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <chrono>
+#include <mutex>
 #include <vector>
 
 namespace crucible {
+namespace {
+
+// Warnings and errors to the system's log (LogOptions::event_log_source), at most kPerMinute in a
+// minute; what is held back is counted, and said in the first event of the next minute.
+class EventLogSink : public spdlog::sinks::base_sink<std::mutex> {
+  public:
+    explicit EventLogSink(std::string source) : source_(std::move(source)) {
+        set_level(spdlog::level::warn);
+    }
+
+  protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - window_start_ >= std::chrono::minutes(1)) {
+            if (held_back_ > 0)
+                report_event(source_, EventLogType::Warning,
+                             std::to_string(held_back_) +
+                                 " further warnings and errors of the last minute are only in "
+                                 "the agent's log file");
+            window_start_ = now;
+            in_window_ = 0;
+            held_back_ = 0;
+        }
+        if (in_window_ >= kPerMinute) {
+            ++held_back_;
+            return;
+        }
+        ++in_window_;
+        const auto type =
+            msg.level >= spdlog::level::err ? EventLogType::Error : EventLogType::Warning;
+        report_event(source_, type, std::string(msg.payload.data(), msg.payload.size()));
+    }
+    void flush_() override {}
+
+  private:
+    static constexpr int kPerMinute = 30;
+    std::string source_;
+    std::chrono::steady_clock::time_point window_start_{};
+    int in_window_ = 0;
+    int held_back_ = 0;
+};
+
+}  // namespace
 
 void init_logging(const LogOptions& options) {
     std::vector<spdlog::sink_ptr> sinks;
@@ -19,6 +66,8 @@ void init_logging(const LogOptions& options) {
         sinks.push_back(std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
             path_to_utf8(options.file), options.max_file_bytes, options.max_files));
     }
+    if (!options.event_log_source.empty())
+        sinks.push_back(std::make_shared<EventLogSink>(options.event_log_source));
     auto logger = std::make_shared<spdlog::logger>("crucible", sinks.begin(), sinks.end());
     logger->set_level(spdlog::level::from_str(options.level));
     logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");

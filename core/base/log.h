@@ -16,6 +16,10 @@ struct LogOptions {
     std::size_t max_file_bytes = 10u << 20;
     std::size_t max_files = 3;
     bool console = true;
+    // Not empty: warnings and errors also go to the system's log under this source (the Windows
+    // service's name: core/base/event_log.h), at most 30 a minute so that a flood of them cannot
+    // crowd out the rest of the Application log; nothing on POSIX.
+    std::string event_log_source;
 };
 
 // Installs the default logger. Safe to call again (replaces the previous one).

@@ -1,5 +1,7 @@
 // Windows half of process_info.h (compiled on Windows and by the mingw-w64 check in CI).
 #ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#define NOMINMAX
 #include <windows.h>
 // After windows.h: K32GetProcessMemoryInfo lives in kernel32 (no psapi.lib needed).
 #include <psapi.h>

@@ -60,6 +60,21 @@ check_one() {  # prints "ok FILE", "excluded FILE HEADER" or "FAIL FILE" plus th
 }
 export -f check_one
 
+# The Windows SDK's windows.h defines min and max as macros unless NOMINMAX is defined first,
+# which breaks std::min and std::max after it (MSVC's C2589). mingw-w64's windows.h defines them
+# for C only, so the compile below cannot see it: every file that includes windows.h defines
+# NOMINMAX before it (not CMake: -DNOMINMAX and a file's own #define would be MSVC's C4005).
+nominmax_missing=$(cd "$root" && git ls-files 'core/*' 'app/*' 'ui/*' 'plugins/*' 'tests/*' |
+    grep -E '\.(cpp|h)$' | while read -r f; do
+        awk '/^#define NOMINMAX/ { ok = 1 } /^#include <windows\.h>/ { if (!ok) bad = 1; exit }
+             END { exit bad ? 0 : 1 }' "$root/$f" && echo "$f"
+    done || true)
+if [ -n "$nominmax_missing" ]; then
+    echo "FAIL: these include <windows.h> without #define NOMINMAX before it:"
+    printf '    %s\n' $nominmax_missing
+    exit 1
+fi
+
 mapfile -t files < <(cd "$root" && git ls-files 'core/*.cpp' 'app/*.cpp' 'ui/*.cpp' 'plugins/*.cpp' |
     grep -v '_posix\.cpp$')
 [ ${#files[@]} -gt 0 ] || { echo "no product sources found"; exit 1; }
