@@ -85,7 +85,7 @@ std::string read_run_file(const RunPlace& place, const std::string& name, std::u
 }
 
 FetchedReport fetch_validation_report(const RunPlace& place) {
-    const std::string standard = JobFolder{}.validation_report().generic_string();
+    const std::string standard = path_to_generic_utf8(JobFolder{}.validation_report());
     std::string name;
     if (place.remote()) {
         // The agent lists what the job made; artifacts/val_metrics.json first, else any report.
@@ -115,7 +115,7 @@ FetchedReport fetch_validation_report(const RunPlace& place) {
 QImage fetch_sample_picture(const RunPlace& place, const std::string& artifact) {
     // Artifact names are relative to artifacts/ (the agent refuses the rest itself too).
     if (!stays_inside(artifact)) throw InputError(artifact, "refused: the name leaves artifacts/");
-    const std::string name = JobFolder{}.artifacts().generic_string() + "/" + artifact;
+    const std::string name = path_to_generic_utf8(JobFolder{}.artifacts()) + "/" + artifact;
     const std::string bytes = read_run_file(place, name, kMaxPictureBytes);
     return QImage::fromData(reinterpret_cast<const uchar*>(bytes.data()),
                             static_cast<int>(bytes.size()));

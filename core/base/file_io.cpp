@@ -17,6 +17,11 @@ std::string path_to_utf8(const std::filesystem::path& path) {
     return std::string(u8.begin(), u8.end());
 }
 
+std::string path_to_generic_utf8(const std::filesystem::path& path) {
+    auto u8 = path.generic_u8string();
+    return std::string(u8.begin(), u8.end());
+}
+
 std::filesystem::path path_from_utf8(std::string_view utf8) {
     if (!is_valid_utf8(utf8)) throw InputError("", "path is not valid UTF-8");
     std::u8string u8(utf8.begin(), utf8.end());

@@ -13,6 +13,10 @@ namespace crucible {
 
 // UTF-8 text of a path (generic separators kept as the platform has them).
 std::string path_to_utf8(const std::filesystem::path& path);
+// UTF-8 text of a path with '/' separators on every platform: relative names that leave the
+// machine (S3 keys, artifact names of the agent API, audit lines). path::generic_string() would
+// narrow to the ANSI code page on Windows and throw for a name outside it.
+std::string path_to_generic_utf8(const std::filesystem::path& path);
 // Path from UTF-8 text. Throws InputError if the text is not valid UTF-8.
 std::filesystem::path path_from_utf8(std::string_view utf8);
 

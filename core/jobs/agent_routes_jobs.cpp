@@ -275,7 +275,7 @@ void AgentService::add_job_routes() {
                             "no artifact '" + std::string(req.matches[2]) + "' in job " + job->id);
             return;
         }
-        audit(net::HttpServer::caller(req), "download", job->id + "/" + rel.generic_string());
+        audit(net::HttpServer::caller(req), "download", job->id + "/" + path_to_generic_utf8(rel));
         // Shared for deletion: the trainer may replace this file (a new best.pt) while the
         // client downloads; the download goes on with the version it started.
         std::shared_ptr<SharedReadFile> stream;

@@ -39,7 +39,7 @@ std::string trim_slashes(std::string s) {
 
 // A job folder's name for its checkpoints/ and artifacts/ folders, as they appear in keys.
 std::string folder_name(const std::filesystem::path& p) {
-    return p.filename().generic_string();
+    return path_to_generic_utf8(p.filename());
 }
 
 }  // namespace
@@ -364,7 +364,7 @@ void CheckpointMirror::restore(const JobInfo& job) {
         };
         auto remember = [&](const std::filesystem::path& file, const std::string& sha) {
             std::error_code ec;
-            state.files[file.lexically_relative(dir).generic_string()] = {
+            state.files[path_to_generic_utf8(file.lexically_relative(dir))] = {
                 std::filesystem::file_size(file, ec), mtime_of(file), sha};
         };
         std::optional<std::int64_t> resumed;
@@ -452,7 +452,7 @@ void CheckpointMirror::restore(const JobInfo& job) {
 CheckpointMirror::Sent CheckpointMirror::upload(const JobInfo& job, JobState& state,
                                                 const std::filesystem::path& relative) {
     const auto file = registry_.folder(job.id) / relative;
-    const std::string rel = relative.generic_string();
+    const std::string rel = path_to_generic_utf8(relative);
     std::error_code ec;
     const JobState::File now{std::filesystem::file_size(file, ec), mtime_of(file), ""};
     if (ec) return Sent::Nothing;  // gone (a checkpoint the worker rotated out)

@@ -37,6 +37,19 @@ TEST(FileIo, PathFromUtf8RefusesIllFormedText) {
     EXPECT_EQ(path_to_utf8(path_from_utf8("数据集/图片.jpg")), "数据集/图片.jpg");
 }
 
+TEST(FileIo, GenericUtf8UsesForwardSlashes) {
+    // Each part through path_from_utf8: a narrow literal would be read in the ANSI code page.
+    const auto p = path_from_utf8("数据集") / path_from_utf8("权重") / path_from_utf8("José.pt");
+    EXPECT_EQ(path_to_generic_utf8(p), "数据集/权重/José.pt");
+    EXPECT_EQ(path_to_generic_utf8(path_from_utf8("a/b.txt")), "a/b.txt");
+    EXPECT_EQ(path_to_generic_utf8({}), "");
+#ifdef _WIN32
+    // Backslashes, the native separator, come out as '/' too.
+    EXPECT_EQ(path_to_generic_utf8(std::filesystem::path(L"runs\\权重\\best.pt")),
+              "runs/权重/best.pt");
+#endif
+}
+
 TEST(FileIo, AtomicWriteAndChineseNames) {
     const test_support::TempDir scratch("file_io");
     const auto dir = scratch / "crucible_测试_目录";
