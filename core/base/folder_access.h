@@ -8,6 +8,7 @@
 // inherits. The platform parts are folder_access_posix.cpp and folder_access_windows.cpp.
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace crucible {
@@ -28,5 +29,16 @@ FolderAccess folder_access(const std::filesystem::path& path);
 // What make_folder_private(folder, also) sets, built the same way but not applied (tests: wine
 // accepts a DACL without storing it). Throws Error for an unknown account.
 FolderAccess private_folder_access(const std::vector<std::string>& also = {});
+
+// A file of secrets that its owner alone may read (the file SecretStore). Writes `bytes`
+// atomically (write_file_atomically). POSIX: the file's folder is made 0700 and the file 0600,
+// and the umask is 077 while the temporary file is made, so the secret is never readable by
+// others, not even for a moment. Windows: the file inherits its folder's access list
+// (make_folder_private decides who may read it). Throws Error when the write fails.
+void write_private_file(const std::filesystem::path& file, std::string_view bytes);
+// Throws Error when users other than the owner may read the existing `file` (POSIX: a group or
+// others mode bit); the message says how to close it. Windows: no check, the folder's access
+// list decides.
+void require_private_file(const std::filesystem::path& file);
 
 }  // namespace crucible

@@ -1,5 +1,7 @@
 // POSIX half of folder_access.h: the mode bits. The Windows twin is folder_access_windows.cpp.
 #ifndef _WIN32
+#include <sys/stat.h>
+
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
@@ -28,6 +30,36 @@ FolderAccess folder_access(const fs::path& path) {
 
 FolderAccess private_folder_access(const std::vector<std::string>&) {
     return {.inherits_from_parent = false, .accounts = {"owner"}};
+}
+
+void write_private_file(const fs::path& file, std::string_view bytes) {
+    const fs::path folder = file.parent_path();
+    fs::create_directories(folder);
+    std::error_code ec;
+    // Failures to change modes are not thrown: require_private_file refuses the file on the next
+    // read, naming the fix.
+    fs::permissions(folder, fs::perms::owner_all, fs::perm_options::replace, ec);
+    // The umask covers the atomic writer's temporary file, which is renamed into place: without
+    // it the secret would sit world-readable until the chmod below.
+    const mode_t old = ::umask(077);
+    try {
+        write_file_atomically(file, bytes);
+    } catch (...) {
+        ::umask(old);
+        throw;
+    }
+    ::umask(old);
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace,
+                    ec);
+}
+
+void require_private_file(const fs::path& file) {
+    std::error_code ec;
+    const fs::perms p = fs::status(file, ec).permissions();
+    if (ec) return;  // gone or unreadable: reading it reports that
+    if ((p & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none)
+        throw Error(path_to_utf8(file) +
+                    ": secret file is readable by other users; run chmod 600 on it");
 }
 
 }  // namespace crucible

@@ -162,5 +162,14 @@ FolderAccess folder_access(const fs::path& path) {
     return out;
 }
 
+void write_private_file(const fs::path& file, std::string_view bytes) {
+    fs::create_directories(file.parent_path());
+    // The new file inherits its folder's access list; std::filesystem::permissions would only
+    // toggle the read-only attribute here.
+    write_file_atomically(file, bytes);
+}
+
+void require_private_file(const fs::path&) {}
+
 }  // namespace crucible
 #endif

@@ -1,16 +1,14 @@
 // The owner-only file SecretStore: a JSON map key -> secret, rewritten atomically. On POSIX the
-// file is created 0600 in a 0700 folder and refused when group or others can read it.
+// file is created 0600 in a 0700 folder and refused when group or others can read it (the mode
+// calls live in folder_access_posix.cpp / folder_access_windows.cpp).
 #include <mutex>
 
 #include "core/base/environment.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/folder_access.h"
 #include "core/base/json.h"
 #include "core/base/secret_store.h"
-
-#ifndef _WIN32
-#include <sys/stat.h>
-#endif
 
 namespace crucible {
 namespace {
@@ -47,37 +45,14 @@ class FileSecretStore final : public SecretStore {
     Json load() const {
         std::error_code ec;
         if (!std::filesystem::exists(path_, ec)) return Json::object();
-#ifndef _WIN32
-        struct stat st {};
-        if (::stat(path_.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-            throw Error(path_to_utf8(path_) +
-                        ": secret file is readable by other users; run chmod 600 on it");
-#endif
+        require_private_file(path_);
         Json j = read_json_file(path_);
         if (!j.is_object())
             throw InputError(path_to_utf8(path_), "secret file is not a JSON object");
         return j;
     }
 
-    void save(const Json& all) const {
-        auto folder = path_.parent_path();
-        std::filesystem::create_directories(folder);
-#ifndef _WIN32
-        ::chmod(folder.c_str(), 0700);
-        // Create the temp file's permissions restrictively: umask covers the atomic writer's file.
-        mode_t old = ::umask(077);
-        try {
-            write_file_atomically(path_, all.dump(2));
-        } catch (...) {
-            ::umask(old);
-            throw;
-        }
-        ::umask(old);
-        ::chmod(path_.c_str(), 0600);
-#else
-        write_file_atomically(path_, all.dump(2));
-#endif
-    }
+    void save(const Json& all) const { write_private_file(path_, all.dump(2)); }
 
     std::filesystem::path path_;
     mutable std::mutex mutex_;
