@@ -1,16 +1,9 @@
-// POSIX-only test: forks a child to run a job that may crash.
 #include "tests/engine/test_util.h"
 
-#include <csignal>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
-#ifndef _WIN32
-#include <sys/wait.h>
-#include <unistd.h>
-#endif
-
+#include "core/base/child_process.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
 #include "core/engine/job.h"
@@ -59,36 +52,24 @@ std::string weights_sha(const std::filesystem::path& dir, const std::string& nam
 }
 
 ChildResult run_child(const std::filesystem::path& dir, bool resume, const std::string& fault) {
+    ChildOptions o;
+    o.program = ENGINE_TOY_WORKER;
+    o.args = {"--job", path_to_utf8(dir)};
+    if (resume) o.args.push_back("--resume");
+    // An empty value counts as unset (fault.cpp reads nonempty_environment_variable), so a fault
+    // set in the test's own environment never reaches the child by accident.
+    o.env["CRUCIBLE_FAULT"] = fault;
+    const ExitInfo e = ChildProcess::start(o)->wait();
+    // The fault kills with SIGKILL on POSIX (signal 9; <csignal> on Windows has no SIGKILL) and
+    // with exit code 137 where there are no signals.
+    constexpr int kSigkill = 9;
     ChildResult r;
-#ifdef _WIN32
-    (void)dir;
-    (void)resume;
-    (void)fault;
-#else
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        if (fault.empty())
-            ::unsetenv("CRUCIBLE_FAULT");
-        else
-            ::setenv("CRUCIBLE_FAULT", fault.c_str(), 1);
-        const std::string job = dir.string();
-        if (resume)
-            ::execl(ENGINE_TOY_WORKER, ENGINE_TOY_WORKER, "--job", job.c_str(), "--resume",
-                    static_cast<char*>(nullptr));
-        else
-            ::execl(ENGINE_TOY_WORKER, ENGINE_TOY_WORKER, "--job", job.c_str(),
-                    static_cast<char*>(nullptr));
-        std::_Exit(127);
+    if (e.signal != 0) {
+        r.killed = e.signal == kSigkill;
+    } else {
+        r.exit_code = e.code;
+        r.killed = e.code == 137;
     }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status)) {
-        r.killed = WTERMSIG(status) == SIGKILL;
-    } else if (WIFEXITED(status)) {
-        r.exit_code = WEXITSTATUS(status);
-        r.killed = r.exit_code == 137;
-    }
-#endif
     return r;
 }
 
