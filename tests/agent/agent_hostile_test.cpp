@@ -1,3 +1,5 @@
+// POSIX-only test: plays hostile clients through raw BSD sockets (tests/agent/raw_http.h) and
+// reads the agent's memory from /proc (Winsock twin: open work).
 // The agent under hostile load, on loopback: huge or countless header fields, a chunked body
 // that never ends, slow heads (slowloris), hundreds of event streams, more connections from one
 // address than it allows, a Range header with 1,500 ranges. Each case checks that the agent

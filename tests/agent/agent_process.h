@@ -1,3 +1,4 @@
+// POSIX-only test: includes raw_http.h (BSD sockets) and reads memory from /proc/<pid>/status.
 #pragma once
 // The real crucible-agent executable on a loopback port, with a token and the fake worker, for
 // tests and benchmarks that measure the agent from outside: its memory is its own

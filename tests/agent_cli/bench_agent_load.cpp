@@ -1,3 +1,5 @@
+// POSIX-only test: holds a thousand raw BSD sockets with epoll (tests/agent/raw_http.h) and
+// reads the agent's memory from /proc.
 // The agent under hostile load, measured from outside: the real crucible-agent process with
 // the fake worker, and its memory from /proc/<pid>/status.
 //  (a) /v1/health and an authenticated GET /v1/jobs, each on a new connection, with no load;

@@ -1,3 +1,4 @@
+// POSIX-only test: its server (s3_test_server.cpp) runs moto through BSD sockets and fork/exec.
 #pragma once
 // The S3-compatible server of the checkpoint-mirror tests: moto in server mode (PyPI's
 // moto[server], installed by `bash installer/setup.sh test` into a virtual environment of its
