@@ -62,35 +62,98 @@ macro(crucible_requires_torch)
     endif()
 endmacro()
 
+# crucible_posix_marker(OUT FILE): the reason of FILE's first line when it reads
+# "// POSIX-only test: <reason>" (what check-portable-calls.sh looks for), else empty.
+function(crucible_posix_marker out file)
+    set(${out} "" PARENT_SCOPE)
+    if(EXISTS "${file}" AND NOT IS_DIRECTORY "${file}")
+        file(STRINGS "${file}" first LIMIT_COUNT 1)
+        if(first MATCHES "^// POSIX-only test: (.*)")
+            set(${out} "${CMAKE_MATCH_1}" PARENT_SCOPE)
+        endif()
+    endif()
+endfunction()
+
 # crucible_posix_only(OUT SOURCES...): sets OUT to the first of SOURCES (relative to the current
-# source folder) whose first line is "// POSIX-only test: <reason>", with that reason; empty when
-# none is. installer/scripts/check-portable-calls.sh lets only such files use POSIX-only calls,
-# and on Windows their targets are not built (a status line names the file and why).
+# source folder) that is POSIX-only, with the reason; empty when none is. A source is POSIX-only
+# when its first line is "// POSIX-only test: <reason>", or when it includes (#include "...",
+# looked up beside the source, then from the repository root) a local header whose first line is:
+# tests/agent/agent_hostile_test.cpp builds only where tests/agent/agent_process.h does. One
+# level of includes is read, no deeper: a header that includes a POSIX-only header is marked
+# itself (agent_process.h, for raw_http.h). The include is seen even inside #ifndef _WIN32, so
+# a portable file includes a POSIX-only header nowhere. installer/scripts/check-portable-calls.sh
+# lets only marked files use POSIX-only calls.
 function(crucible_posix_only out)
     foreach(source IN LISTS ARGN)
         get_filename_component(file "${source}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
-        if(EXISTS "${file}")
-            file(STRINGS "${file}" first LIMIT_COUNT 1)
-            if(first MATCHES "^// POSIX-only test: (.*)")
-                set(${out} "${source}: ${CMAKE_MATCH_1}" PARENT_SCOPE)
-                return()
-            endif()
+        file(RELATIVE_PATH shown "${CMAKE_SOURCE_DIR}" "${file}")
+        crucible_posix_marker(reason "${file}")
+        if(reason)
+            set(${out} "${shown}: ${reason}" PARENT_SCOPE)
+            return()
         endif()
+        if(NOT EXISTS "${file}")
+            continue()
+        endif()
+        get_filename_component(folder "${file}" DIRECTORY)
+        file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"[^\"]+\"")
+        foreach(line IN LISTS includes)
+            string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*" "\\1" header
+                "${line}")
+            foreach(candidate "${folder}/${header}" "${CMAKE_SOURCE_DIR}/${header}")
+                if(EXISTS "${candidate}")
+                    crucible_posix_marker(reason "${candidate}")
+                    if(reason)
+                        set(${out} "${shown}: includes ${header}: ${reason}" PARENT_SCOPE)
+                        return()
+                    endif()
+                    break()
+                endif()
+            endforeach()
+        endforeach()
     endforeach()
     set(${out} "" PARENT_SCOPE)
 endfunction()
 
-# crucible_skip_on_windows(OUT NAME SOURCES...): OUT is TRUE when building for Windows and one of
-# SOURCES is POSIX-only; a status line then says that target NAME is left out, and why.
-function(crucible_skip_on_windows out name)
-    set(${out} FALSE PARENT_SCOPE)
-    if(WIN32)
-        crucible_posix_only(posix_only ${ARGN})
-        if(posix_only)
-            message(STATUS "${name}: not built on Windows (${posix_only})")
-            set(${out} TRUE PARENT_SCOPE)
-        endif()
+# crucible_windows_sources(OUT NAME SOURCES...): OUT is SOURCES, less the POSIX-only ones (see
+# crucible_posix_only) when building for Windows; a status line names each source left out of
+# target NAME, and why. The rest of the target is still built: one POSIX-only test file must not
+# take its folder's other tests off Windows. OUT is empty when nothing worth building is left:
+# no source at all, or no test or benchmark file (*_test.cpp, bench_*.cpp) when there was one,
+# since helpers alone would make an executable without a test.
+function(crucible_windows_sources out name)
+    if(NOT WIN32)
+        set(${out} "${ARGN}" PARENT_SCOPE)
+        return()
     endif()
+    set(kept "")
+    set(had_main FALSE)
+    set(kept_main FALSE)
+    foreach(source IN LISTS ARGN)
+        get_filename_component(base "${source}" NAME)
+        set(is_main FALSE)
+        if(base MATCHES "_test\\.cpp$|^bench_.*\\.cpp$")
+            set(is_main TRUE)
+            set(had_main TRUE)
+        endif()
+        crucible_posix_only(posix_only "${source}")
+        if(posix_only)
+            message(STATUS "${name}: left out on Windows: ${posix_only}")
+        else()
+            list(APPEND kept "${source}")
+            if(is_main)
+                set(kept_main TRUE)
+            endif()
+        endif()
+    endforeach()
+    if(had_main AND NOT kept_main)
+        set(kept "")
+    endif()
+    if(NOT kept)
+        message(STATUS
+            "${name}: not built on Windows (its test or benchmark sources are POSIX-only)")
+    endif()
+    set(${out} "${kept}" PARENT_SCOPE)
 endfunction()
 
 # crucible_add_gtest(NAME SOURCES ... LIBS ... [TORCH] [RESOURCE_LOCK cpu] [TIMEOUT s] [LABELS ...]
@@ -105,11 +168,11 @@ function(crucible_add_gtest name)
     if(T_TORCH AND NOT CRUCIBLE_WITH_TORCH)
         return()
     endif()
-    crucible_skip_on_windows(skip ${name} ${T_SOURCES})
-    if(skip)
+    crucible_windows_sources(sources ${name} ${T_SOURCES})
+    if(NOT sources)  # Windows, nothing portable: callers test if(TARGET name) before using it
         return()
     endif()
-    add_executable(${name} ${T_SOURCES})
+    add_executable(${name} ${sources})
     target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main Threads::Threads)
     target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
     crucible_warnings(${name})
@@ -147,11 +210,11 @@ function(crucible_add_benchmark name)
     if(NOT CRUCIBLE_BUILD_BENCHMARKS OR (B_TORCH AND NOT CRUCIBLE_WITH_TORCH))
         return()
     endif()
-    crucible_skip_on_windows(skip ${name} ${B_SOURCES})
-    if(skip)
+    crucible_windows_sources(sources ${name} ${B_SOURCES})
+    if(NOT sources)  # Windows, nothing portable: callers test if(TARGET name) before using it
         return()
     endif()
-    add_executable(${name} ${B_SOURCES})
+    add_executable(${name} ${sources})
     target_link_libraries(${name} PRIVATE ${B_LIBS} benchmark::benchmark Threads::Threads)
     target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
     crucible_warnings(${name})
