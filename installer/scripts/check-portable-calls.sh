@@ -3,9 +3,11 @@
 # platform files (*_posix.cpp with their *_windows.cpp twins):
 #   - CRT functions MSVC deprecates (C4996): strerror, getenv, gmtime, sprintf, fopen, ... and
 #     the POSIX names it deprecates (getpid, unlink, strdup, ...);
-#   - POSIX-only calls and headers (popen, setenv, fork, <unistd.h>, <sys/socket.h>, ...);
-#   - in product code, path::string(), which narrows a path to the ANSI code page on Windows
-#     (use path_to_utf8).
+#   - POSIX-only calls and headers (popen, setenv, fork, stat, chmod, umask, localtime_r,
+#     <unistd.h>, <sys/socket.h>, <sys/epoll.h>, ...);
+#   - in product code, path::string() and path::generic_string(), which narrow a path to the
+#     ANSI code page on Windows and throw for a name outside it (use path_to_utf8 or
+#     path_to_generic_utf8).
 # Product code (core, app, ui, plugins) must be clean. A test or benchmark may use POSIX-only
 # calls only when its first line says "// POSIX-only test: <reason>" (CMake builds such files
 # only off Windows); every other test file must be clean too.
@@ -16,9 +18,12 @@ cd "$root"
 calls='strerror|getenv|_wgetenv|gmtime|localtime|ctime|asctime|strcpy|strcat|sprintf|vsprintf|'
 calls+='sscanf|fopen|freopen|strncpy|strncat|strtok|mbstowcs|wcstombs|tmpnam|_popen|popen|'
 calls+='pclose|_pclose|getpid|setenv|unsetenv|putenv|strdup|unlink|fileno|isatty|chdir|getcwd|'
-calls+='mktemp|fdopen|strsignal|usleep|fork|waitpid|execvp?|setrlimit|getrlimit|getrusage'
+calls+='mktemp|fdopen|strsignal|usleep|fork|waitpid|execvp?|setrlimit|getrlimit|getrusage|'
+# Mode bits and the reentrant time functions: MSVC has _stat/_chmod/_umask and
+# localtime_s/gmtime_s under other names (environment.h's utc_calendar_time wraps the latter).
+calls+='stat|lstat|fstat|chmod|fchmod|umask|localtime_r|gmtime_r'
 headers='unistd\.h|sys/wait\.h|sys/socket\.h|arpa/inet\.h|netinet/[a-z]+\.h|sys/resource\.h|'
-headers+='sys/mman\.h|dlfcn\.h|pthread\.h|sys/select\.h|poll\.h|netdb\.h'
+headers+='sys/mman\.h|dlfcn\.h|pthread\.h|sys/select\.h|poll\.h|netdb\.h|sys/epoll\.h'
 # A call: the name not preceded by '.', '->' or another namespace than std:: (members and our
 # own functions of the same name are fine).
 call_re="(^|[^.>:_A-Za-z0-9]|std::|[^:]::)($calls)\\s*\\("
@@ -36,8 +41,8 @@ while IFS= read -r f; do
     # Comments are not calls: drop // comments before matching.
     hits="$(sed 's#//.*$##' "$f" | grep -nP "$call_re|$include_re" || true)"
     if [ $is_test = 0 ]; then
-        narrow="$(sed 's#//.*$##' "$f" | grep -nP '\.string\(\)' || true)"
-        [ -n "$narrow" ] && hits+=$'\n'"$(printf '%s\n' "$narrow" | sed 's/$/    <- path::string() narrows; use path_to_utf8/')"
+        narrow="$(sed 's#//.*$##' "$f" | grep -nP '\.(generic_)?string\(\)' || true)"
+        [ -n "$narrow" ] && hits+=$'\n'"$(printf '%s\n' "$narrow" | sed 's/$/    <- path::string() narrows; use path_to_utf8 (or path_to_generic_utf8)/')"
     fi
     hits="$(printf '%s\n' "$hits" | sed '/^$/d')"
     [ -n "$hits" ] && printf '%s\n' "$hits" | sed "s#^#$f:#" >>"$report"
