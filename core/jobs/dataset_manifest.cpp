@@ -44,8 +44,13 @@ std::string entry_path_problem(const std::string& text) {
     return {};
 }
 
-// ASCII letters folded to lower case (what NTFS folds for the names datasets use; other
-// scripts' case pairs are rare in file names and left as they are).
+// ASCII letters folded to lower case. NTFS folds far more: its upcase table maps every cased
+// letter (É/é, Ä/ä, Greek, Cyrillic, fullwidth Latin...), so "É.jpg" and "é.jpg" pass this check
+// yet are one file on Windows (and on macOS, which also ignores the difference between composed
+// and decomposed accents). A full fold needs Unicode tables: core/data/text's
+// unicode_lowercase has them (with ICU only), but core/jobs may not use core/data and the agent
+// links no ICU. What this misses cannot corrupt the store, though: DatasetStore::create
+// never writes through an existing name (the last entry wins, each blob keeps its bytes).
 std::string ascii_lower(std::string text) {
     for (char& c : text)
         if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');

@@ -52,9 +52,19 @@ void DatasetStore::create(const DatasetManifest& manifest, const std::string& ow
         const fs::path temp = dir_ / (id + kPartialMark + random_hex(8));
         for (const auto& [rel, sha] : manifest.files) {
             const auto target = temp / rel;
+            const auto blob = blobs_.path(sha);
             fs::create_directories(target.parent_path());
-            fs::create_hard_link(blobs_.path(sha), target, ec);
-            if (ec) fs::copy_file(blobs_.path(sha), target, fs::copy_options::overwrite_existing);
+            fs::create_hard_link(blob, target, ec);
+            if (ec) {
+                // Never write through an existing `target`: it is a hard link to another stored
+                // blob when two entries land on one name (names a case-insensitive file system
+                // folds together), and copying over it would rewrite that blob in place for
+                // every dataset sharing it. Removing the entry drops only this folder's name;
+                // the blob keeps its bytes, and the name is linked (or copied) afresh.
+                fs::remove(target);
+                fs::create_hard_link(blob, target, ec);
+                if (ec) fs::copy_file(blob, target);  // no hard links here: a copy of its own
+            }
         }
         write_json_file(temp / kStoredDatasetManifest,
                         {{"name", manifest.name}, {"files", manifest.canonical}});

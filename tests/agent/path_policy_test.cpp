@@ -1,6 +1,7 @@
 // The shared-roots boundary: every hostile path form a client can name for a job, inside a
 // data.yaml or as a dataset entry is refused with a message naming the option; the paths that
-// are allowed reach the worker resolved and absolute.
+// are allowed reach the worker resolved and absolute. And the dataset store keeps its blobs
+// intact when two entries land on one name.
 #include "core/jobs/path_policy.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/base/file_io.h"
+#include "core/base/sha256.h"
 #include "core/jobs/dataset_store.h"
 #include "tests/agent/agent_test_util.h"
 
@@ -186,6 +188,29 @@ TEST(DatasetManifest, HostileEntryNamesAreRefusedNamingTheEntry) {
     }
     Json fine = {{"files", Json::array({{{"path", "图片/猫 1.jpg"}, {"sha256", sha}}})}};
     EXPECT_EQ(DatasetManifest::from_json(fine).files.size(), 1u);
+}
+
+// Two entries that land on one file (two names NTFS folds together; here the same name twice,
+// which from_json refuses but a case-insensitive disk can still produce): the dataset folder
+// ends up with one of them, and neither stored blob changes. Copying the second over the first
+// (a hard link to its blob) used to rewrite the first blob in place.
+TEST(DatasetStore, TwoEntriesOnOneNameLeaveTheBlobsIntact) {
+    const auto dir = test::fresh_dir("dataset_store_collision");
+    BlobStore blobs(dir / "blobs");
+    const std::string first = "the first image's bytes";
+    const std::string second = "another image, longer than the first";
+    const std::string sha1 = sha256_hex(first), sha2 = sha256_hex(second);
+    blobs.write_chunk(sha1, "alice", 0, first.size(), first);
+    blobs.write_chunk(sha2, "alice", 0, second.size(), second);
+    DatasetManifest manifest;
+    manifest.files = {{fs::path("a.jpg"), sha1}, {fs::path("a.jpg"), sha2}};
+    manifest.canonical = Json::array({{"a.jpg", sha1}, {"a.jpg", sha2}});
+    DatasetStore store(dir / "datasets", blobs);
+    store.create(manifest, "alice");
+    EXPECT_EQ(read_file_bytes(blobs.path(sha1)), first);
+    EXPECT_EQ(read_file_bytes(blobs.path(sha2)), second);
+    EXPECT_EQ(read_file_bytes(store.folder(manifest.id()) / "a.jpg"), second) << "the last wins";
+    fs::remove_all(dir);
 }
 
 TEST(PathPolicyAgent, RelativeJobPathNeverReachesTheWorker) {
