@@ -120,10 +120,20 @@ endif()
 # the tests.
 if(WIN32)
     file(GLOB CRUCIBLE_TORCH_DLLS "${TORCH_INSTALL_PREFIX}/lib/*.dll")
+    # Where the executables land: a multi-config generator (Visual Studio, Ninja Multi-Config)
+    # adds a <Config> folder under CMAKE_RUNTIME_OUTPUT_DIRECTORY by itself; a single-config one
+    # (Ninja, NMake) puts them in that folder directly, where bin/$<CONFIG> would be a folder no
+    # program runs from.
+    get_property(crucible_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+    if(crucible_multi_config)
+        set(crucible_torch_dll_dir "${CMAKE_RUNTIME_OUTPUT_DIRECTORY}/$<CONFIG>")
+    else()
+        set(crucible_torch_dll_dir "${CMAKE_RUNTIME_OUTPUT_DIRECTORY}")
+    endif()
     add_custom_target(crucible_torch_dlls
-        COMMAND "${CMAKE_COMMAND}" -E make_directory "${CMAKE_BINARY_DIR}/bin/$<CONFIG>"
+        COMMAND "${CMAKE_COMMAND}" -E make_directory "${crucible_torch_dll_dir}"
         COMMAND "${CMAKE_COMMAND}" -E copy_if_different ${CRUCIBLE_TORCH_DLLS}
-                "${CMAKE_BINARY_DIR}/bin/$<CONFIG>"
+                "${crucible_torch_dll_dir}"
         COMMENT "LibTorch DLLs beside the executables")
 endif()
 
