@@ -6,9 +6,11 @@
 #include <windows.h>
 // After windows.h, which they need.
 #include <aclapi.h>
+#include <bcrypt.h>
 #include <sddl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -55,7 +57,47 @@ SidBuffer this_process_user_sid() {
     return sid;
 }
 
+// The SID of "NT SERVICE\<service>", a service's virtual account. Windows derives it from the
+// name alone: S-1-5-80- and the SHA-1 of the name in capitals (UTF-16LE) read as five 32-bit
+// numbers (what `sc showsid` prints). LookupAccountName knows the account only once the service
+// is installed, and set-up makes the data folder private before it installs the service.
+SidBuffer virtual_service_sid(const fs::path& folder, const std::wstring& service) {
+    std::wstring upper(service.size(), L'\0');
+    if (!service.empty() && LCMapStringEx(LOCALE_NAME_INVARIANT, LCMAP_UPPERCASE, service.data(),
+                                          static_cast<int>(service.size()), upper.data(),
+                                          static_cast<int>(upper.size()), nullptr, nullptr, 0) == 0)
+        fail(folder, "cannot spell the service name in capitals", GetLastError());
+    BYTE digest[20] = {};
+    BCRYPT_ALG_HANDLE sha1 = nullptr;
+    NTSTATUS status = BCryptOpenAlgorithmProvider(&sha1, BCRYPT_SHA1_ALGORITHM, nullptr, 0);
+    if (BCRYPT_SUCCESS(status)) {
+        status =
+            BCryptHash(sha1, nullptr, 0, reinterpret_cast<PUCHAR>(upper.data()),
+                       static_cast<ULONG>(upper.size() * sizeof(wchar_t)), digest, sizeof digest);
+        BCryptCloseAlgorithmProvider(sha1, 0);
+    }
+    if (!BCRYPT_SUCCESS(status))
+        fail(folder, "cannot hash the service name", static_cast<DWORD>(status));
+    DWORD parts[5];
+    std::memcpy(parts, digest, sizeof parts);  // little-endian, as Windows reads them
+    SID_IDENTIFIER_AUTHORITY nt = SECURITY_NT_AUTHORITY;
+    PSID sid = nullptr;
+    if (!AllocateAndInitializeSid(&nt, 6, SECURITY_SERVICE_ID_BASE_RID, parts[0], parts[1],
+                                  parts[2], parts[3], parts[4], 0, 0, &sid))
+        fail(folder, "cannot build the service's SID", GetLastError());
+    SidBuffer out(static_cast<BYTE*>(sid), static_cast<BYTE*>(sid) + GetLengthSid(sid));
+    FreeSid(sid);
+    return out;
+}
+
 SidBuffer account_sid(const fs::path& folder, const std::string& account) {
+    const std::wstring service_prefix = L"NT SERVICE\\";
+    const std::wstring wide_account = wide_from_utf8(account);
+    if (wide_account.size() > service_prefix.size() &&
+        CompareStringOrdinal(wide_account.data(), static_cast<int>(service_prefix.size()),
+                             service_prefix.data(), static_cast<int>(service_prefix.size()),
+                             TRUE) == CSTR_EQUAL)
+        return virtual_service_sid(folder, wide_account.substr(service_prefix.size()));
     DWORD sid_size = 0, domain_size = 0;
     SID_NAME_USE use{};
     const std::wstring name = wide_from_utf8(account);
@@ -122,10 +164,33 @@ std::vector<std::string> allowed_accounts(PACL acl) {
     return out;
 }
 
+// True when `folder`'s DACL is protected and, entry for entry, `acl`. Setting a DACL walks
+// everything the folder holds to pass the entries down (a data folder of many datasets: minutes,
+// and the agent's service must report within 30 s), so an unchanged one is left as it is.
+bool has_protected_acl(const fs::path& folder, PACL acl) {
+    PACL current = nullptr;
+    PSECURITY_DESCRIPTOR descriptor = nullptr;
+    if (GetNamedSecurityInfoW(folder.c_str(), SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, nullptr,
+                              nullptr, &current, nullptr, &descriptor) != ERROR_SUCCESS)
+        return false;
+    SECURITY_DESCRIPTOR_CONTROL control = 0;
+    DWORD revision = 0;
+    const bool same = GetSecurityDescriptorControl(descriptor, &control, &revision) &&
+                      (control & SE_DACL_PROTECTED) != 0 && current != nullptr &&
+                      current->AclSize == acl->AclSize &&
+                      std::memcmp(current, acl, acl->AclSize) == 0;
+    LocalFree(descriptor);
+    return same;
+}
+
 }  // namespace
 
 void make_folder_private(const fs::path& folder, const std::vector<std::string>& also) {
     PACL acl = private_acl(folder, also);
+    if (has_protected_acl(folder, acl)) {
+        LocalFree(acl);
+        return;
+    }
     std::wstring path = folder.wstring();
     // PROTECTED: nothing inherited from the parent (C:\ lets Authenticated Users modify). The
     // entries flow down to what the folder holds already and to all that is made in it later.
