@@ -121,25 +121,29 @@ int agent_main(int argc, char** argv) {
         return 0;
     }
 
-    crucible::agent::make_new_files_private();
-    std::filesystem::create_directories(config.data_dir);
-    // A data folder made by an older agent (0755, or on Windows one that inherits C:\'s
-    // access list) is closed too: it holds tokens, the TLS key and every user's datasets and
-    // weights.
-    crucible::make_folder_private(config.data_dir);
-    crucible::init_logging(
-        {.level = log_level, .file = config.data_dir / "agent.log", .console = !as_service});
-    crucible::jobs::load_agent_config_file(config);
-    // Every client connection is a descriptor: the soft limit (often 1,024) goes up to the hard
-    // one, and the server holds its connection cap under what it gets.
-    const std::uint64_t open_files = crucible::net::raise_open_file_limit();
-    if (open_files > 0) spdlog::info("open-file limit {}", open_files);
-    if (max_cpu_jobs > 0) config.scheduler.max_cpu_jobs = max_cpu_jobs;
-
     std::unique_ptr<crucible::jobs::AgentService> service;
+    // All of the start is inside `start`: a service must reach the Service Control Manager
+    // within 30 s (then it reports progress while this runs), and what fails here must reach
+    // its event log, which only the service's own code writes.
     auto start = [&] {
-        // Inside start: a service must reach the Service Control Manager within 30 s, and
-        // describing the tasks loads LibTorch in the worker (seconds, more on a cold disk).
+        crucible::agent::make_new_files_private();
+        std::filesystem::create_directories(config.data_dir);
+        // A data folder made by an older agent (0755, or on Windows one that inherits C:\'s
+        // access list) is closed too: it holds tokens, the TLS key and every user's datasets
+        // and weights.
+        crucible::make_folder_private(config.data_dir);
+        // As a service, warnings and errors (alarms among them) also go to the event log.
+        crucible::init_logging({.level = log_level,
+                                .file = config.data_dir / "agent.log",
+                                .console = !as_service,
+                                .event_log_source = as_service ? service_name : std::string()});
+        crucible::jobs::load_agent_config_file(config);
+        // Every client connection is a descriptor: the soft limit (often 1,024) goes up to the
+        // hard one, and the server holds its connection cap under what it gets.
+        const std::uint64_t open_files = crucible::net::raise_open_file_limit();
+        if (open_files > 0) spdlog::info("open-file limit {}", open_files);
+        if (max_cpu_jobs > 0) config.scheduler.max_cpu_jobs = max_cpu_jobs;
+        // Describing the tasks loads LibTorch in the worker (seconds, more on a cold disk).
         config.task_schemas = crucible::jobs::describe_tasks(config.scheduler.worker_program);
         service = std::make_unique<crucible::jobs::AgentService>(config);
         int port = service->start();
