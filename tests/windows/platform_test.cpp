@@ -21,6 +21,7 @@
 #include "core/base/child_process.h"
 #include "core/base/environment.h"
 #include "core/base/error.h"
+#include "core/base/event_log.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
 #include "core/base/mapped_file.h"
@@ -296,6 +297,36 @@ TEST_F(Stop, ThisProcessHearsItsOwnEvent) {
     set_stop_requested(false);
 }
 
+TEST_F(Stop, LogoffAndShutdownReachTheHiddenWindowWhichWaitsForTheCheckpoint) {
+    set_stop_requested(false);
+    listen_for_stop_requests();
+    HWND window = nullptr;  // made by listen_for_stop_requests' own thread
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!(window = FindWindowW(kSessionEndWindowClass, nullptr)) &&
+           std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(20ms);
+    ASSERT_NE(window, nullptr) << "no hidden window of class crucible-session-end";
+    // Windows asks first: the session may end.
+    EXPECT_EQ(SendMessageW(window, WM_QUERYENDSESSION, 0, ENDSESSION_LOGOFF), TRUE);
+    EXPECT_FALSE(stop_requested()) << "a question only: the user may still cancel the logoff";
+    // Then it ends: the window asks for the stop and holds Windows until the program is done.
+    std::thread program([] {
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (!stop_requested() && std::chrono::steady_clock::now() < until)
+            std::this_thread::sleep_for(10ms);
+        std::this_thread::sleep_for(300ms);  // the checkpoint
+        stop_finished();
+    });
+    const auto start = std::chrono::steady_clock::now();
+    SendMessageW(window, WM_ENDSESSION, TRUE, ENDSESSION_LOGOFF);
+    const auto held = std::chrono::steady_clock::now() - start;
+    program.join();
+    EXPECT_TRUE(stop_requested());
+    EXPECT_GE(held, 250ms) << "the window returned before the program's checkpoint";
+    EXPECT_LT(held, kStopGrace);
+    set_stop_requested(false);
+}
+
 using JobObject = WineTest;
 
 TEST_F(JobObject, AGrandchildEndsWithItsParent) {
@@ -415,6 +446,64 @@ TEST_F(Acl, PrivateFolderAllowsOnlySystemAdministratorsAndItsUser) {
         EXPECT_EQ(folder_access(inside).accounts, planned.accounts) << path_to_utf8(inside);
     write_file_atomically(data / "agent.json", "{}");  // made afterwards
     EXPECT_EQ(folder_access(data / "agent.json").accounts, planned.accounts);
+}
+
+TEST_F(Acl, AServiceAccountIsNamedBeforeItsServiceExists) {
+    // Set-up makes the data folder private before it installs the service, when Windows cannot
+    // yet look the account up: its SID comes from the name (what `sc showsid` prints).
+    const FolderAccess planned =
+        private_folder_access({"NT SERVICE\\TrustedInstaller", "nt service\\crucible-agent"});
+    ASSERT_EQ(planned.accounts.size(), 5u) << joined(planned.accounts);
+    // Shown by name where Windows knows the account, else as the SID itself.
+    EXPECT_TRUE(has_account_ending(planned, "\\TrustedInstaller") ||
+                has_account_ending(
+                    planned, "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464"))
+        << joined(planned.accounts);
+    EXPECT_TRUE(
+        has_account_ending(planned, "\\crucible-agent") ||
+        has_account_ending(planned, "S-1-5-80-1035277480-14019733-4120021967-2161494688-818785236"))
+        << joined(planned.accounts);
+}
+
+using EventLog = WineTest;
+
+TEST_F(EventLog, RegisteredSourceShowsEachEventsOwnText) {
+    const std::string source = "crucible-wine-test";
+    ASSERT_EQ(register_event_source(source, this_executable()), "");
+    // What Event Viewer reads to find the text.
+    const std::wstring key =
+        L"SYSTEM\\CurrentControlSet\\Services\\EventLog\\Application\\crucible-wine-test";
+    wchar_t file[1024] = {};
+    DWORD size = sizeof file;
+    ASSERT_EQ(RegGetValueW(HKEY_LOCAL_MACHINE, key.c_str(), L"EventMessageFile",
+                           RRF_RT_REG_EXPAND_SZ | RRF_NOEXPAND, nullptr, file, &size),
+              ERROR_SUCCESS);
+    EXPECT_EQ(fs::path(file), this_executable());
+    DWORD types = 0;
+    size = sizeof types;
+    ASSERT_EQ(RegGetValueW(HKEY_LOCAL_MACHINE, key.c_str(), L"TypesSupported", RRF_RT_REG_DWORD,
+                           nullptr, &types, &size),
+              ERROR_SUCCESS);
+    EXPECT_EQ(types, 7u);
+    // The executable's message table (crucible.rc.in) gives the event's text back unchanged.
+    const std::wstring text = L"data folder D:\\数据 José: access denied";
+    const DWORD_PTR inserts[] = {reinterpret_cast<DWORD_PTR>(text.c_str())};
+    wchar_t* formatted = nullptr;
+    const DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_HMODULE | FORMAT_MESSAGE_ARGUMENT_ARRAY |
+                                       FORMAT_MESSAGE_ALLOCATE_BUFFER,
+                                   GetModuleHandleW(nullptr), kEventMessageId, 0,
+                                   reinterpret_cast<LPWSTR>(&formatted), 0,
+                                   reinterpret_cast<va_list*>(const_cast<DWORD_PTR*>(inserts)));
+    ASSERT_GT(n, 0u) << "message " << kEventMessageId << " is missing: " << GetLastError();
+    EXPECT_EQ(std::wstring(formatted, n), text);
+    LocalFree(formatted);
+    EXPECT_TRUE(report_event(source, EventLogType::Error, "wine test: an error event"));
+    EXPECT_EQ(unregister_event_source(source), "");
+    size = sizeof types;
+    EXPECT_EQ(RegGetValueW(HKEY_LOCAL_MACHINE, key.c_str(), L"TypesSupported", RRF_RT_REG_DWORD,
+                           nullptr, &types, &size),
+              ERROR_FILE_NOT_FOUND);
+    EXPECT_EQ(unregister_event_source(source), "") << "removing it twice is fine";
 }
 
 using Secrets = WineTest;
