@@ -81,7 +81,9 @@ SetupStep admin_token_step(const fs::path& data, const std::string& token_file) 
         step.status = StepStatus::Done;
         if (!token_file.empty()) {
             const fs::path file = path_from_utf8(token_file);
-            write_file_atomically(file, token + "\n");
+            // Its folder may be readable by every local user (%ProgramData%\Crucible): the
+            // file alone is closed, from the moment it exists.
+            write_secret_file(file, token + "\n");
             step.detail = "'admin' created; its token is in " + token_file;
         } else {
             step.detail = "'admin' created: " + token + " (shown once: keep it)";

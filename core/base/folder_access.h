@@ -36,6 +36,11 @@ FolderAccess private_folder_access(const std::vector<std::string>& also = {});
 // others, not even for a moment. Windows: the file inherits its folder's access list
 // (make_folder_private decides who may read it). Throws Error when the write fails.
 void write_private_file(const std::filesystem::path& file, std::string_view bytes);
+// A file of secrets in a folder others may read (the first admin token that set-up hands to the
+// administrator): the file alone is closed, from the moment it exists, and its folder is left as
+// it is. POSIX: mode 0600. Windows: a protected DACL of SYSTEM, Administrators and this process's
+// user. Replaces an existing file. Throws Error naming the file.
+void write_secret_file(const std::filesystem::path& file, std::string_view bytes);
 // Throws Error when users other than the owner may read the existing `file` (POSIX: a group or
 // others mode bit); the message says how to close it. Windows: no check, the folder's access
 // list decides.

@@ -53,6 +53,22 @@ void write_private_file(const fs::path& file, std::string_view bytes) {
                     ec);
 }
 
+void write_secret_file(const fs::path& file, std::string_view bytes) {
+    // The umask covers the atomic writer's temporary file, which is renamed into place.
+    const mode_t old = ::umask(077);
+    try {
+        write_file_atomically(file, bytes);
+    } catch (...) {
+        ::umask(old);
+        throw;
+    }
+    ::umask(old);
+    std::error_code ec;
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace,
+                    ec);
+    if (ec) throw Error(path_to_utf8(file) + ": cannot make it private: " + ec.message());
+}
+
 void require_private_file(const fs::path& file) {
     std::error_code ec;
     const fs::perms p = fs::status(file, ec).permissions();

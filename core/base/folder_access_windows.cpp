@@ -124,8 +124,9 @@ std::string account_name(PSID sid) {
     return out;
 }
 
-// The DACL make_folder_private sets (LocalFree it).
-PACL private_acl(const fs::path& folder, const std::vector<std::string>& also) {
+// The DACL make_folder_private sets (LocalFree it); a file's entries have nothing to pass on.
+PACL private_acl(const fs::path& folder, const std::vector<std::string>& also,
+                 bool inheritable = true) {
     std::vector<SidBuffer> sids = {well_known_sid(WinLocalSystemSid),
                                    well_known_sid(WinBuiltinAdministratorsSid),
                                    this_process_user_sid()};
@@ -137,7 +138,7 @@ PACL private_acl(const fs::path& folder, const std::vector<std::string>& also) {
         EXPLICIT_ACCESS_W e{};
         e.grfAccessPermissions = GENERIC_ALL;
         e.grfAccessMode = SET_ACCESS;
-        e.grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
+        e.grfInheritance = inheritable ? SUB_CONTAINERS_AND_OBJECTS_INHERIT : NO_INHERITANCE;
         e.Trustee.TrusteeForm = TRUSTEE_IS_SID;
         e.Trustee.TrusteeType = TRUSTEE_IS_UNKNOWN;
         e.Trustee.ptstrName = reinterpret_cast<LPWSTR>(sid.data());
@@ -232,6 +233,34 @@ void write_private_file(const fs::path& file, std::string_view bytes) {
     // The new file inherits its folder's access list; std::filesystem::permissions would only
     // toggle the read-only attribute here.
     write_file_atomically(file, bytes);
+}
+
+void write_secret_file(const fs::path& file, std::string_view bytes) {
+    PACL acl = private_acl(file, {}, false);
+    SECURITY_DESCRIPTOR descriptor;
+    InitializeSecurityDescriptor(&descriptor, SECURITY_DESCRIPTOR_REVISION);
+    SetSecurityDescriptorDacl(&descriptor, TRUE, acl, FALSE);
+    SetSecurityDescriptorControl(&descriptor, SE_DACL_PROTECTED, SE_DACL_PROTECTED);
+    SECURITY_ATTRIBUTES attributes{sizeof attributes, &descriptor, FALSE};
+    // CreateFile applies the descriptor only to a file it creates: an old file goes first, so
+    // the secret never sits in a file that inherits its folder's access list.
+    if (!DeleteFileW(file.c_str()) && GetLastError() != ERROR_FILE_NOT_FOUND) {
+        const DWORD code = GetLastError();
+        LocalFree(acl);
+        fail(file, "cannot replace it", code);
+    }
+    HANDLE handle = CreateFileW(file.c_str(), GENERIC_WRITE, 0, &attributes, CREATE_NEW,
+                                FILE_ATTRIBUTE_NORMAL, nullptr);
+    const DWORD create_error = GetLastError();
+    LocalFree(acl);
+    if (handle == INVALID_HANDLE_VALUE) fail(file, "cannot create it", create_error);
+    DWORD written = 0;
+    const BOOL ok =
+        WriteFile(handle, bytes.data(), static_cast<DWORD>(bytes.size()), &written, nullptr) &&
+        written == bytes.size() && FlushFileBuffers(handle);
+    const DWORD write_error = GetLastError();
+    CloseHandle(handle);
+    if (!ok) fail(file, "cannot write it", write_error);
 }
 
 void require_private_file(const fs::path&) {}

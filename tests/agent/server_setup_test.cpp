@@ -128,6 +128,10 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
                       "--token-file",
                       path_to_utf8(dir / "admin.token"),
                       "--json"};
+#ifdef _WIN32
+        // Not from a unit test: the checklist's step 4b installs the service and opens the port.
+        child.args.insert(child.args.end(), {"--no-service", "--no-firewall"});
+#endif
         child.log_file = dir / (name + ".json");
         auto exit = ChildProcess::start(child)->wait_for(std::chrono::seconds(60));
         EXPECT_TRUE(exit.has_value());
@@ -149,8 +153,19 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
     EXPECT_EQ(status["admin token"], "done");
     EXPECT_EQ(status["firewall"], "skipped");  // Linux: advice only
     EXPECT_EQ(status["service"], "skipped");   // Linux: the systemd unit's job
+#ifndef _WIN32
     EXPECT_EQ(folder_access(data).accounts, std::vector<std::string>{"owner"});
-
+    // The token file alone is the owner's; its folder stays as it was.
+    EXPECT_EQ(folder_access(dir / "admin.token").accounts, std::vector<std::string>{"owner"});
+    EXPECT_EQ(std::filesystem::status(dir / "admin.token").permissions(),
+              std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    EXPECT_NE(std::filesystem::status(dir).permissions() & std::filesystem::perms::others_read,
+              std::filesystem::perms::none);
+#else
+    // The access lists themselves: wine.acl, and the checklist's steps 4.2 and 4b.1.
+    EXPECT_FALSE(folder_access(data).inherits_from_parent);
+    EXPECT_FALSE(folder_access(dir / "admin.token").inherits_from_parent);
+#endif
     std::string token = read_file_bytes(dir / "admin.token");
     token.erase(token.find_last_not_of("\n") + 1);
     net::TokenStore tokens(data / "tokens.json");
@@ -176,6 +191,9 @@ TEST(ServerSetup, CommandFailsWhenCudaMissesAGpu) {
     child.args = {
         "setup",  "--data",          path_to_utf8(dir / "data"), "--worker", CRUCIBLE_FAKE_WORKER,
         "--nvml", CRUCIBLE_FAKE_NVML};
+#ifdef _WIN32
+    child.args.push_back("--no-firewall");  // not from a unit test (checklist step 4b)
+#endif
     child.env = {{"FAKE_WORKER_CUDA_DEVICES", "[]"}};
     child.log_file = dir / "out.txt";
     auto exit = ChildProcess::start(child)->wait_for(std::chrono::seconds(60));

@@ -465,6 +465,18 @@ TEST_F(Acl, AServiceAccountIsNamedBeforeItsServiceExists) {
         << joined(planned.accounts);
 }
 
+TEST_F(Acl, ASecretFileIsClosedAloneAndReplaced) {
+    const fs::path file = dir_ / path_from_utf8("管理 admin.token");
+    write_secret_file(file, "first\n");
+    write_secret_file(file, "second\n");
+    EXPECT_EQ(read_file_bytes(file), "second\n");
+    if (running_under_wine()) return;  // wine accepts a DACL but keeps Unix modes instead
+    const FolderAccess access = folder_access(file);
+    EXPECT_FALSE(access.inherits_from_parent);
+    EXPECT_EQ(access.accounts, private_folder_access().accounts) << joined(access.accounts);
+    EXPECT_TRUE(folder_access(dir_).inherits_from_parent) << "the folder is left as it was";
+}
+
 using EventLog = WineTest;
 
 TEST_F(EventLog, RegisteredSourceShowsEachEventsOwnText) {
