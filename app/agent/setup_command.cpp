@@ -12,6 +12,7 @@
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
+#include "core/base/long_paths.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/server_setup.h"
 #include "core/jobs/worker_query.h"
@@ -92,6 +93,26 @@ SetupStep admin_token_step(const fs::path& data, const std::string& token_file) 
         step.status = StepStatus::Failed;
         step.detail = e.what();
         step.fix = "check that the data folder is writable";
+    }
+    return step;
+}
+
+// Windows only has something to do: elsewhere paths have no 260-character limit.
+SetupStep long_paths_step() {
+    SetupStep step{"long paths"};
+    if (long_paths_enabled()) {
+        step.detail = "paths over 260 characters work";
+        return step;
+    }
+    const std::string error = enable_long_paths();
+    if (error.empty()) {
+        step.status = StepStatus::Done;
+        step.detail = "enabled (LongPathsEnabled = 1): datasets and runs in deep folders work";
+    } else {
+        // The agent still runs; only paths over 260 characters fail.
+        step.status = StepStatus::Warning;
+        step.detail = error;
+        step.fix = "enable the policy 'Enable Win32 long paths' (or set LongPathsEnabled to 1)";
     }
     return step;
 }
@@ -178,6 +199,7 @@ int run_setup_command(int argc, char** argv) {
     report.steps.push_back(data_folder_step(data, o.service_name));
     if (report.steps.back().status != StepStatus::Failed)
         report.steps.push_back(admin_token_step(data, o.token_file));
+    report.steps.push_back(long_paths_step());
     report.steps.push_back(firewall_step(o, port));
     if (report.ok()) {
         report.steps.push_back(service_step(o, data));

@@ -24,6 +24,7 @@
 #include "core/base/event_log.h"
 #include "core/base/file_io.h"
 #include "core/base/folder_access.h"
+#include "core/base/long_paths.h"
 #include "core/base/mapped_file.h"
 #include "core/base/process_info.h"
 #include "core/base/secret_store.h"
@@ -516,6 +517,24 @@ TEST_F(EventLog, RegisteredSourceShowsEachEventsOwnText) {
                            nullptr, &types, &size),
               ERROR_FILE_NOT_FOUND);
     EXPECT_EQ(unregister_event_source(source), "") << "removing it twice is fine";
+}
+
+using LongPaths = WineTest;
+
+TEST_F(LongPaths, SetUpEnablesThemForTheMachine) {
+    const wchar_t* key = L"SYSTEM\\CurrentControlSet\\Control\\FileSystem";
+    const DWORD off = 0;
+    ASSERT_EQ(
+        RegSetKeyValueW(HKEY_LOCAL_MACHINE, key, L"LongPathsEnabled", REG_DWORD, &off, sizeof off),
+        ERROR_SUCCESS);
+    EXPECT_FALSE(long_paths_enabled());
+    EXPECT_EQ(enable_long_paths(), "");
+    EXPECT_TRUE(long_paths_enabled());
+    DWORD value = 0, size = sizeof value;
+    ASSERT_EQ(RegGetValueW(HKEY_LOCAL_MACHINE, key, L"LongPathsEnabled", RRF_RT_REG_DWORD, nullptr,
+                           &value, &size),
+              ERROR_SUCCESS);
+    EXPECT_EQ(value, 1u);
 }
 
 using Secrets = WineTest;
