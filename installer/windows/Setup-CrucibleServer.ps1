@@ -47,6 +47,14 @@ try {
         Expand-Archive -Path $Package -DestinationPath $unpacked
         # The ZIP holds one top folder (crucible-<version>-win64) with bin\ inside.
         $top = Get-ChildItem $unpacked | Select-Object -First 1
+        # A running agent holds its executables and DLLs open, so the copy would fail: stop it
+        # first. Its runs checkpoint, and resume when set-up starts the service again below.
+        $service = Get-Service -Name 'crucible-agent' -ErrorAction SilentlyContinue
+        if ($service -and $service.Status -ne 'Stopped') {
+            Write-Output 'Stopping the crucible-agent service to replace its files (running jobs checkpoint)'
+            Stop-Service -Name 'crucible-agent'
+            $service.WaitForStatus('Stopped', [TimeSpan]::FromMinutes(3))
+        }
         New-Item -ItemType Directory -Force -Path $InstallDir | Out-Null
         Copy-Item -Path (Join-Path $top.FullName '*') -Destination $InstallDir -Recurse -Force
         Remove-Item $unpacked -Recurse -Force
