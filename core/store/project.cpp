@@ -25,11 +25,6 @@ fs::path project_lock_file(const fs::path& project) {
     return lock;
 }
 
-std::string generic_utf8(const fs::path& path) {
-    std::u8string text = path.generic_u8string();
-    return std::string(text.begin(), text.end());
-}
-
 namespace {
 
 fs::path absolute_normal(const fs::path& path) {
@@ -175,8 +170,8 @@ void Project::require_writable(const char* what) const {
 std::string Project::to_stored_path(const fs::path& file) const {
     fs::path abs = absolute_normal(file);
     fs::path rel = abs.lexically_relative(folder());
-    if (rel.empty()) return generic_utf8(abs);
-    return generic_utf8(rel);
+    if (rel.empty()) return path_to_generic_utf8(abs);
+    return path_to_generic_utf8(rel);
 }
 
 fs::path Project::resolve_stored_path(const std::string& stored) const {
@@ -208,7 +203,7 @@ void Project::save_as(const fs::path& new_path) {
                 if (p.is_absolute() || stored.empty()) return stored;
                 fs::path abs = (old_folder / p).lexically_normal();
                 fs::path rel = abs.lexically_relative(new_folder);
-                return rel.empty() ? generic_utf8(abs) : generic_utf8(rel);
+                return rel.empty() ? path_to_generic_utf8(abs) : path_to_generic_utf8(rel);
             };
             if (old_folder != new_folder) {
                 auto read = out.prepare("SELECT id, path FROM images");

@@ -89,7 +89,4 @@ class Project {
 // The side file that carries the OS lock of a project.
 std::filesystem::path project_lock_file(const std::filesystem::path& project);
 
-// Text of a path with '/' separators in UTF-8.
-std::string generic_utf8(const std::filesystem::path& path);
-
 }  // namespace crucible::store
