@@ -45,7 +45,7 @@ void PredictProcess::start() {
         // "image 3/40 path: ..." per image predicted.
         static const QRegularExpression line(QStringLiteral("^image (\\d+)/(\\d+) "));
         pending_output_ += process_->readAllStandardOutput();
-        int newline;
+        qsizetype newline;
         while ((newline = pending_output_.indexOf('\n')) >= 0) {
             const QString text = QString::fromUtf8(pending_output_.left(newline));
             pending_output_.remove(0, newline + 1);

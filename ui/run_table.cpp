@@ -127,7 +127,8 @@ int RunTableModel::rowCount(const QModelIndex& parent) const {
 }
 
 int RunTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : kFixedColumns + options_.size() + metrics_.size();
+    return parent.isValid() ? 0
+                            : kFixedColumns + static_cast<int>(options_.size() + metrics_.size());
 }
 
 QVariant RunTableModel::headerData(int section, Qt::Orientation orientation, int role) const {

@@ -94,7 +94,7 @@ void ServerFileDialog::show_listing(const net::FolderListing& listing) {
         return;
     }
     const bool at_root = roots_.contains(folder_);
-    const int slash = folder_.lastIndexOf('/');
+    const qsizetype slash = folder_.lastIndexOf('/');
     // Up one folder; above a shared root is the list of roots.
     add_entry(list_, QStringLiteral("../"), at_root || slash <= 0 ? QString() : folder_.left(slash),
               true);

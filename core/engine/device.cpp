@@ -21,7 +21,8 @@ std::vector<std::string> cuda_device_uuids() {
     if (!cuda_available()) return out;
     const auto count = static_cast<int>(torch::cuda::device_count());
     for (int i = 0; i < count; ++i) {
-        const cudaDeviceProp* prop = at::cuda::getDeviceProperties(i);
+        const cudaDeviceProp* prop =
+            at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
         unsigned char bytes[16];
         std::memcpy(bytes, prop->uuid.bytes, sizeof bytes);
         out.push_back(format_gpu_uuid(bytes));

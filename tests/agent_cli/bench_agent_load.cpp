@@ -56,7 +56,8 @@ Stats stats_of(std::vector<double> v) {
     if (v.empty()) return s;
     std::sort(v.begin(), v.end());
     const auto at = [&](double p) {
-        return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+        return v[std::min(v.size() - 1,
+                          static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
     };
     s.min = v.front();
     s.p50 = at(0.5);
@@ -290,8 +291,9 @@ void long_log(const AgentProcess& agent, int mb) {
     sampler.join();
     std::printf("(c) 8 JSON + 8 SSE readers of a %d MB events.jsonl from its start\n", mb);
     std::printf("  read %.0f MB in %.1f s; agent RSS %.1f MB before, peak %.1f MB (+%.1f MB)\n",
-                static_cast<double>(bytes) / (1 << 20), seconds, before / 1024.0, peak / 1024.0,
-                (peak - before) / 1024.0);
+                static_cast<double>(bytes) / (1 << 20), seconds,
+                static_cast<double>(before) / 1024.0, static_cast<double>(peak) / 1024.0,
+                static_cast<double>(peak - before) / 1024.0);
 }
 
 // (a) and (b).
@@ -318,7 +320,8 @@ void under_load(const AgentProcess& agent, int slow, int sse, double seconds) {
         static_cast<double>(streams.bytes()) / (1 << 20));
     std::printf(
         "  agent RSS: %.1f MB before load, %.1f MB with it open, %.1f MB max while measured\n",
-        rss_idle / 1024.0, rss_loaded / 1024.0, loaded.rss_max_kb / 1024.0);
+        static_cast<double>(rss_idle) / 1024.0, static_cast<double>(rss_loaded) / 1024.0,
+        static_cast<double>(loaded.rss_max_kb) / 1024.0);
     const bool goal = loaded.health.failed == 0 && loaded.jobs.failed == 0 &&
                       loaded.health.max < 100 && loaded.jobs.max < 100 &&
                       loaded.rss_max_kb < 200 * 1024;

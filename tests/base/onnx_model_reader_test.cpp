@@ -603,7 +603,7 @@ TEST(OnnxModelReader, EveryPrefixOfAModelParsesOrIsAnInputError) {
 TEST(OnnxModelReader, EveryChangedByteParsesOrIsAnInputError) {
     const std::string bytes = small_model_bytes();
     for (std::size_t i = 0; i < bytes.size(); ++i) {
-        for (unsigned char x : {0x01, 0x07, 0x80, 0xff}) {
+        for (const int x : {0x01, 0x07, 0x80, 0xff}) {
             std::string changed = bytes;
             changed[i] = static_cast<char>(static_cast<unsigned char>(changed[i]) ^ x);
             try {

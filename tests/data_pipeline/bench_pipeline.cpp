@@ -50,7 +50,7 @@ double process_cpu_seconds() {
 #if defined(__unix__) || defined(__APPLE__)
     timespec ts{};
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 #else
     return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
 #endif
@@ -61,7 +61,7 @@ double thread_cpu_seconds() {
 #if defined(__unix__) || defined(__APPLE__)
     timespec ts{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 #else
     return static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
 #endif
@@ -103,9 +103,10 @@ Rate loader_rate(const std::vector<LoaderSample>& samples, int threads, bool cac
         }
     }
     Rate rate;
-    rate.wall = images / seconds_since(t0);
-    rate.cpu = images / (process_cpu_seconds() - c0);
-    rate.decodes = static_cast<double>(loader.stats().decoded) / std::max<std::int64_t>(1, images);
+    rate.wall = static_cast<double>(images) / seconds_since(t0);
+    rate.cpu = static_cast<double>(images) / (process_cpu_seconds() - c0);
+    rate.decodes = static_cast<double>(loader.stats().decoded) /
+                   static_cast<double>(std::max<std::int64_t>(1, images));
     if (sink == 1) std::printf(" ");
     return rate;
 }
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
         bytes += fs::file_size(samples.back().path);
     }
     std::printf("images: %d, mean JPEG %.0f kB; OpenCV %s; reference %.0f img/s per core\n\n",
-                count, bytes / 1024.0 / count, CV_VERSION, kReference);
+                count, static_cast<double>(bytes) / 1024.0 / count, CV_VERSION, kReference);
     cv::setNumThreads(0);
 
     // Decode only (one thread): read the file and decode it, as the loader does.
@@ -182,7 +183,9 @@ int main(int argc, char** argv) {
             for (const auto& s : samples)
                 n += read_image(s.path, {}, 640).cols > 0;
         print_rate("decode only (read + decode), 1 thread",
-                   Rate{n / seconds_since(t0), n / (process_cpu_seconds() - c0)}, 1);
+                   Rate{static_cast<double>(n) / seconds_since(t0),
+                        static_cast<double>(n) / (process_cpu_seconds() - c0)},
+                   1);
     }
 
     // Per-stage breakdown on one thread, from decoded + resized images.

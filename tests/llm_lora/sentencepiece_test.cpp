@@ -381,7 +381,7 @@ TEST(SentencePiece, TruncatedAndCorruptedFilesNeverCrash) {
     for (std::size_t n = 0; n < good.size(); ++n)
         attempt(good.substr(0, n), "truncated to " + std::to_string(n));
     for (std::size_t i = 0; i < good.size(); ++i)
-        for (unsigned char mask : {0x01, 0x80, 0xFF, 0x7F}) {
+        for (const int mask : {0x01, 0x80, 0xFF, 0x7F}) {
             std::string bad = good;
             bad[i] = static_cast<char>(bad[i] ^ mask);
             attempt(bad, "byte " + std::to_string(i) + " ^ " + std::to_string(mask));

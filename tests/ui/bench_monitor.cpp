@@ -46,7 +46,7 @@ void BM_ChartFrameDecimated(benchmark::State& state) {
     RunChart chart("train/loss");
     chart.resize(800, 400);
     chart.show();
-    chart.set_smoothing(state.range(0) / 100.0);
+    chart.set_smoothing(static_cast<double>(state.range(0)) / 100.0);
     chart.set_runs({{"run", &million()}});
     for (auto _ : state) {
         chart.refresh();

@@ -61,7 +61,7 @@ struct LocalRun {
 
 std::int64_t last_step(RunMonitor* monitor) {
     const Series* loss = monitor->series(0).find("train/loss");
-    return loss && loss->size() > 0 ? loss->step.back() : -1;
+    return loss && loss->size() > 0 ? static_cast<std::int64_t>(loss->step.back()) : -1;
 }
 
 }  // namespace
