@@ -5,10 +5,12 @@ function(crucible_warnings target)
     if(MSVC)
         target_compile_options(${target} PRIVATE /W4 /WX /utf-8 /permissive-)
     else()
-        # -Wshadow and -Wunused-parameter (in -Wextra) stand in for MSVC's C4456/C4458 and
-        # C4100, which /W4 /WX makes errors there: Linux CI sees what would stop a Windows build.
+        # -Wshadow, -Wunused-parameter (in -Wextra) and -Wconversion stand in for MSVC's
+        # C4456/C4458, C4100 and C4244/C4267 (a narrowing conversion), which /W4 /WX makes errors
+        # there: Linux CI sees what would stop a Windows build in the files mingw-w64 cannot
+        # compile (LibTorch's and Qt's). MSVC warns of no sign change at /W4, so neither do we.
         target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror -Wshadow
-            -Wno-missing-field-initializers)
+            -Wconversion -Wno-sign-conversion -Wno-missing-field-initializers)
     endif()
 endfunction()
 
