@@ -36,25 +36,15 @@ void write_private_file(const fs::path& file, std::string_view bytes) {
     const fs::path folder = file.parent_path();
     fs::create_directories(folder);
     std::error_code ec;
-    // Failures to change modes are not thrown: require_private_file refuses the file on the next
-    // read, naming the fix.
+    // A folder whose mode cannot change is not an error here: require_private_file refuses the
+    // file on the next read, naming the fix.
     fs::permissions(folder, fs::perms::owner_all, fs::perm_options::replace, ec);
-    // The umask covers the atomic writer's temporary file, which is renamed into place: without
-    // it the secret would sit world-readable until the chmod below.
-    const mode_t old = ::umask(077);
-    try {
-        write_file_atomically(file, bytes);
-    } catch (...) {
-        ::umask(old);
-        throw;
-    }
-    ::umask(old);
-    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace,
-                    ec);
+    write_secret_file(file, bytes);
 }
 
 void write_secret_file(const fs::path& file, std::string_view bytes) {
-    // The umask covers the atomic writer's temporary file, which is renamed into place.
+    // The umask covers the atomic writer's temporary file, which is renamed into place: without
+    // it the secret would sit world-readable until the chmod below.
     const mode_t old = ::umask(077);
     try {
         write_file_atomically(file, bytes);
