@@ -6,7 +6,6 @@
 #include <windows.h>
 
 #include "core/base/event_log.h"
-#include "core/base/file_io.h"
 #include "core/base/wide_text_windows.h"
 
 namespace crucible {
@@ -30,12 +29,6 @@ WORD event_type(EventLogType type) {
     return EVENTLOG_ERROR_TYPE;
 }
 
-std::string failure(const std::string& what, LSTATUS code) {
-    std::string text = what + ": " + platform::windows_error_text(static_cast<DWORD>(code));
-    if (code == ERROR_ACCESS_DENIED) text += " (run it from an administrator prompt)";
-    return text;
-}
-
 }  // namespace
 
 bool report_event(const std::string& source, EventLogType type, const std::string& text) {
@@ -54,7 +47,9 @@ std::string register_event_source(const std::string& source,
     HKEY key = nullptr;
     LSTATUS rc = RegCreateKeyExW(HKEY_LOCAL_MACHINE, registration_key(source).c_str(), 0, nullptr,
                                  0, KEY_SET_VALUE, nullptr, &key, nullptr);
-    if (rc != ERROR_SUCCESS) return failure("cannot register event source " + source, rc);
+    if (rc != ERROR_SUCCESS)
+        return platform::admin_failure("cannot register event source " + source,
+                                       static_cast<DWORD>(rc));
     const std::wstring file = message_file.wstring();
     const DWORD types = EVENTLOG_ERROR_TYPE | EVENTLOG_WARNING_TYPE | EVENTLOG_INFORMATION_TYPE;
     rc = RegSetValueExW(key, L"EventMessageFile", 0, REG_EXPAND_SZ,
@@ -65,13 +60,14 @@ std::string register_event_source(const std::string& source,
                             reinterpret_cast<const BYTE*>(&types), sizeof types);
     RegCloseKey(key);
     return rc == ERROR_SUCCESS ? std::string()
-                               : failure("cannot register event source " + source, rc);
+                               : platform::admin_failure("cannot register event source " + source,
+                                                         static_cast<DWORD>(rc));
 }
 
 std::string unregister_event_source(const std::string& source) {
     const LSTATUS rc = RegDeleteKeyW(HKEY_LOCAL_MACHINE, registration_key(source).c_str());
     if (rc == ERROR_SUCCESS || rc == ERROR_FILE_NOT_FOUND) return {};
-    return failure("cannot remove event source " + source, rc);
+    return platform::admin_failure("cannot remove event source " + source, static_cast<DWORD>(rc));
 }
 
 }  // namespace crucible

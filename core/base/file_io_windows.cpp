@@ -36,6 +36,12 @@ std::string windows_error_text(unsigned long code) {
     return out;
 }
 
+std::string admin_failure(const std::string& what, unsigned long code) {
+    std::string text = what + ": " + windows_error_text(code);
+    if (code == ERROR_ACCESS_DENIED) text += " (run it from an administrator prompt)";
+    return text;
+}
+
 namespace {
 std::string last_error_text() {
     return windows_error_text(GetLastError());

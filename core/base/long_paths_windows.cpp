@@ -5,8 +5,8 @@
 #define NOMINMAX
 #include <windows.h>
 
-#include "core/base/file_io.h"
 #include "core/base/long_paths.h"
+#include "core/base/wide_text_windows.h"
 
 namespace crucible {
 namespace {
@@ -28,12 +28,9 @@ std::string enable_long_paths() {
     const LSTATUS rc = RegSetKeyValueW(HKEY_LOCAL_MACHINE, kFileSystemKey, kLongPathsValue,
                                        REG_DWORD, &on, sizeof on);
     if (rc == ERROR_SUCCESS) return {};
-    std::string text =
-        "cannot set HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\"
-        "LongPathsEnabled: " +
-        platform::windows_error_text(static_cast<DWORD>(rc));
-    if (rc == ERROR_ACCESS_DENIED) text += " (run it from an administrator prompt)";
-    return text;
+    return platform::admin_failure(
+        "cannot set HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem\\LongPathsEnabled",
+        static_cast<DWORD>(rc));
 }
 
 }  // namespace crucible

@@ -9,4 +9,8 @@ namespace crucible::platform {
 std::wstring wide_from_utf8(const std::string& utf8);
 std::string utf8_from_wide(const std::wstring& text);
 
+// "<what>: <the system's text for code>", and when the code is ERROR_ACCESS_DENIED, what to do
+// about it: the failure of a machine-wide change (the registry's HKLM, services).
+std::string admin_failure(const std::string& what, unsigned long code);
+
 }  // namespace crucible::platform
