@@ -1,6 +1,7 @@
 #include "core/jobs/dataset_store.h"
 
 #include <fstream>
+#include <system_error>
 
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
@@ -55,7 +56,7 @@ void DatasetStore::create(const DatasetManifest& manifest, const std::string& ow
             const auto blob = blobs_.path(sha);
             fs::create_directories(target.parent_path());
             fs::create_hard_link(blob, target, ec);
-            if (ec) {
+            if (ec == std::errc::file_exists) {
                 // Never write through an existing `target`: it is a hard link to another stored
                 // blob when two entries land on one name (names a case-insensitive file system
                 // folds together), and copying over it would rewrite that blob in place for
@@ -63,8 +64,8 @@ void DatasetStore::create(const DatasetManifest& manifest, const std::string& ow
                 // the blob keeps its bytes, and the name is linked (or copied) afresh.
                 fs::remove(target);
                 fs::create_hard_link(blob, target, ec);
-                if (ec) fs::copy_file(blob, target);  // no hard links here: a copy of its own
             }
+            if (ec) fs::copy_file(blob, target);  // no hard links here: a copy of its own
         }
         write_json_file(temp / kStoredDatasetManifest,
                         {{"name", manifest.name}, {"files", manifest.canonical}});
