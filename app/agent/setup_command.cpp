@@ -15,6 +15,7 @@
 #include "core/base/long_paths.h"
 #include "core/jobs/gpu_inventory.h"
 #include "core/jobs/server_setup.h"
+#include "core/jobs/sysmem_fallback.h"
 #include "core/jobs/worker_query.h"
 #include "core/net/token_store.h"
 
@@ -189,6 +190,7 @@ int run_setup_command(int argc, char** argv) {
 
     jobs::MachineFacts facts;
     facts.nvml = jobs::GpuInventory::open(path_from_utf8(o.nvml))->read();
+    facts.sysmem_fallback = jobs::read_sysmem_fallback();
     try {
         facts.worker_devices = jobs::query_worker(worker, "devices");
     } catch (const std::exception& e) {

@@ -114,14 +114,21 @@ std::vector<SetupStep> check_machine(const MachineFacts& facts) {
                 "or turn MIG off (nvidia-smi -i " +
                 std::to_string(g.index) + " -mig 0)";
         } else if (g.driver_model == "WDDM") {
+            // TCC has no fallback; in WDDM the driver's policy decides what out of memory does.
+            const SysmemFallbackReading& fallback = facts.sysmem_fallback;
+            gpu.detail +=
+                std::string(", sysmem fallback: ") + sysmem_fallback_name(fallback.policy);
+            if (!fallback.note.empty()) gpu.detail += " (" + fallback.note + ")";
             gpu.status = StepStatus::Warning;
             gpu.fix =
                 "WDDM shares the GPU with the display: a data-center GPU trains faster in "
                 "TCC (nvidia-smi -i " +
-                std::to_string(g.index) +
-                " -dm 1, then reboot). In WDDM, set the NVIDIA Control Panel's 'CUDA - "
-                "Sysmem Fallback Policy' to 'Prefer No Sysmem Fallback', or a run that "
-                "does not fit in GPU memory crawls instead of failing";
+                std::to_string(g.index) + " -dm 1, then reboot)";
+            if (fallback.policy != SysmemFallback::PreferNoFallback)
+                gpu.fix +=
+                    ". In WDDM, set the NVIDIA Control Panel's 'CUDA - Sysmem Fallback Policy' "
+                    "to 'Prefer No Sysmem Fallback', or a run that does not fit in GPU memory "
+                    "crawls instead of failing";
         }
         steps.push_back(gpu);
     }

@@ -1,16 +1,17 @@
 #pragma once
 // `crucible-agent setup`: what the GPU-server guide asks of a person, checked and, where the
 // program can, done: the NVIDIA driver against the CUDA runtime our LibTorch needs, every GPU
-// with its driver model (WDDM/TCC) and MIG state, CUDA and NVML seeing the same GPUs, the data
-// folder with its access list, the first admin token, the firewall port, the service. This file
-// holds the report and the checks that need no system access (tested with tables); the steps
-// that change the machine are in app/agent/setup_command.cpp.
+// with its driver model (WDDM/TCC), MIG state and (WDDM) sysmem fallback policy, CUDA and NVML
+// seeing the same GPUs, the data folder with its access list, the first admin token, the firewall
+// port, the service. This file holds the report and the checks that need no system access (tested
+// with tables); the steps that change the machine are in app/agent/setup_command.cpp.
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/base/json.h"
+#include "core/jobs/sysmem_fallback.h"
 #include "core/net/api_types.h"
 
 namespace crucible::jobs {
@@ -46,10 +47,12 @@ struct SetupReport {
     std::string to_text() const;
 };
 
-// What the machine told us: NVML's report, and `crucible-worker devices` (what LibTorch and
-// CUDA see) or why it could not be asked.
+// What the machine told us: NVML's report, Windows' sysmem fallback policy (it matters for GPUs
+// in WDDM mode), and `crucible-worker devices` (what LibTorch and CUDA see) or why it could not
+// be asked.
 struct MachineFacts {
     net::GpuReport nvml;
+    SysmemFallbackReading sysmem_fallback{SysmemFallback::NotApplicable, {}};
     std::optional<Json> worker_devices;
     std::string worker_error;
 };

@@ -100,6 +100,65 @@ TEST(ServerSetup, MachineChecksNameWhatToFix) {
     }
 }
 
+// Windows' sysmem fallback decides what "out of memory" does on a GPU in WDDM mode: the report
+// names the policy it read, and asks for a change only when the policy lets a run crawl.
+TEST(ServerSetup, WddmGpuNamesTheSysmemFallbackPolicy) {
+    using jobs::SysmemFallback;
+    struct Case {
+        jobs::SysmemFallbackReading reading;
+        const char* detail_mentions;
+        bool asks_for_the_policy;
+    };
+    const std::vector<Case> cases = {
+        {{SysmemFallback::PreferNoFallback, ""},
+         "sysmem fallback: prefer no sysmem fallback",
+         false},
+        {{SysmemFallback::DriverDefault, ""}, "sysmem fallback: driver default (falls back)", true},
+        {{SysmemFallback::PreferFallback, ""}, "sysmem fallback: prefer sysmem fallback", true},
+        {{SysmemFallback::Unknown, "nvapi64.dll not found (no NVIDIA driver)"},
+         "sysmem fallback: unknown (nvapi64.dll not found (no NVIDIA driver))",
+         true},
+    };
+    for (const auto& c : cases) {
+        jobs::MachineFacts facts = healthy();
+        facts.nvml.gpus[0].driver_model = "WDDM";
+        facts.nvml.gpus[1].driver_model = "TCC";
+        facts.sysmem_fallback = c.reading;
+        const auto steps = jobs::check_machine(facts);
+        const auto& wddm = step(steps, "gpu 0");
+        EXPECT_EQ(wddm.status, StepStatus::Warning) << c.detail_mentions;
+        EXPECT_NE(wddm.detail.find(c.detail_mentions), std::string::npos) << wddm.detail;
+        EXPECT_NE(wddm.fix.find("-dm 1"), std::string::npos) << wddm.fix;
+        EXPECT_EQ(wddm.fix.find("Prefer No Sysmem Fallback") != std::string::npos,
+                  c.asks_for_the_policy)
+            << wddm.fix;
+        // TCC never falls back: nothing about the policy there.
+        const auto& tcc = step(steps, "gpu 1");
+        EXPECT_EQ(tcc.status, StepStatus::Ok);
+        EXPECT_EQ(tcc.detail.find("sysmem"), std::string::npos) << tcc.detail;
+    }
+}
+
+// NvAPI's status and value as the report reads them (the Windows read itself runs under wine:
+// wine.nvapi).
+TEST(ServerSetup, SysmemFallbackFromNvapiAnswers) {
+    using jobs::SysmemFallback;
+    EXPECT_EQ(jobs::sysmem_fallback_from_nvapi(0, 1).policy, SysmemFallback::PreferNoFallback);
+    EXPECT_EQ(jobs::sysmem_fallback_from_nvapi(0, 2).policy, SysmemFallback::PreferFallback);
+    EXPECT_EQ(jobs::sysmem_fallback_from_nvapi(0, 0).policy, SysmemFallback::DriverDefault);
+    // Not in the profile: nobody changed it, so the driver's default applies.
+    EXPECT_EQ(jobs::sysmem_fallback_from_nvapi(-160, 99).policy, SysmemFallback::DriverDefault);
+    const auto odd = jobs::sysmem_fallback_from_nvapi(0, 3);
+    EXPECT_EQ(odd.policy, SysmemFallback::Unknown);
+    EXPECT_NE(odd.note.find("(3)"), std::string::npos) << odd.note;
+    const auto denied = jobs::sysmem_fallback_from_nvapi(-175, 1);
+    EXPECT_EQ(denied.policy, SysmemFallback::Unknown);
+    EXPECT_NE(denied.note.find("status -175"), std::string::npos) << denied.note;
+#ifndef _WIN32
+    EXPECT_EQ(jobs::read_sysmem_fallback().policy, SysmemFallback::NotApplicable);
+#endif
+}
+
 TEST(ServerSetup, CudaVersionTextIsReadStrictly) {
     EXPECT_EQ(jobs::cuda_version_number("13.0"), 13000);
     EXPECT_EQ(jobs::cuda_version_number("12.4"), 12040);

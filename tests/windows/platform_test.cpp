@@ -31,6 +31,7 @@
 #include "core/base/shared_read_file.h"
 #include "core/base/stop_signal.h"
 #include "core/base/tcp_listeners.h"
+#include "core/jobs/sysmem_fallback.h"
 
 namespace crucible {
 namespace {
@@ -535,6 +536,45 @@ TEST_F(LongPaths, SetUpEnablesThemForTheMachine) {
                            &value, &size),
               ERROR_SUCCESS);
     EXPECT_EQ(value, 1u);
+}
+
+using NvapiSettings = WineTest;
+
+TEST_F(NvapiSettings, SysmemFallbackPolicyIsReadFromTheBaseProfile) {
+    const fs::path fake = this_executable().parent_path() / "fake_nvapi.dll";
+    // Held here as well, so the fake's count of what was left open outlives each read.
+    HMODULE held = LoadLibraryW(fake.c_str());
+    ASSERT_NE(held, nullptr) << fake.string();
+    const auto left_open = reinterpret_cast<int (*)()>(
+        reinterpret_cast<void*>(GetProcAddress(held, "fake_nvapi_left_open")));
+    ASSERT_NE(left_open, nullptr);
+    struct Case {
+        const char* mode;
+        jobs::SysmemFallback policy;
+        const char* note_mentions;
+    };
+    const Case cases[] = {
+        {"1", jobs::SysmemFallback::PreferNoFallback, ""},
+        {"0", jobs::SysmemFallback::DriverDefault, ""},
+        {"2", jobs::SysmemFallback::PreferFallback, ""},
+        {"unset", jobs::SysmemFallback::DriverDefault, ""},
+        {"7", jobs::SysmemFallback::Unknown, "(7)"},
+        {"text", jobs::SysmemFallback::Unknown, "not a number"},
+        {"no-driver", jobs::SysmemFallback::Unknown, "status -6"},
+    };
+    for (const auto& c : cases) {
+        SetEnvironmentVariableA("CRUCIBLE_FAKE_NVAPI", c.mode);
+        const auto reading = jobs::read_sysmem_fallback(fake);
+        EXPECT_EQ(reading.policy, c.policy) << c.mode << ": " << reading.note;
+        EXPECT_NE(reading.note.find(c.note_mentions), std::string::npos) << c.mode;
+        EXPECT_EQ(left_open(), 0) << c.mode << ": a session or NvAPI itself was left open";
+    }
+    SetEnvironmentVariableA("CRUCIBLE_FAKE_NVAPI", nullptr);
+    FreeLibrary(held);
+
+    const auto no_driver = jobs::read_sysmem_fallback(dir_ / "nvapi64.dll");
+    EXPECT_EQ(no_driver.policy, jobs::SysmemFallback::Unknown);
+    EXPECT_NE(no_driver.note.find("not found"), std::string::npos) << no_driver.note;
 }
 
 using Secrets = WineTest;
