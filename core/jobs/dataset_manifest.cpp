@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "core/base/case_fold.h"
 #include "core/base/error.h"
 #include "core/base/file_io.h"
 #include "core/base/sha256.h"
@@ -44,19 +45,6 @@ std::string entry_path_problem(const std::string& text) {
     return {};
 }
 
-// ASCII letters folded to lower case. NTFS folds far more: its upcase table maps every cased
-// letter (É/é, Ä/ä, Greek, Cyrillic, fullwidth Latin...), so "É.jpg" and "é.jpg" pass this check
-// yet are one file on Windows (and on macOS, which also ignores the difference between composed
-// and decomposed accents). A full fold needs Unicode tables: core/data/text's
-// unicode_lowercase has them (with ICU only), but core/jobs may not use core/data and the agent
-// links no ICU. What this misses cannot corrupt the store, though: DatasetStore::create
-// never writes through an existing name (the last entry wins, each blob keeps its bytes).
-std::string ascii_lower(std::string text) {
-    for (char& c : text)
-        if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    return text;
-}
-
 }  // namespace
 
 DatasetManifest DatasetManifest::from_json(const Json& body) {
@@ -67,8 +55,8 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
     if (!files.is_array() || files.empty())
         throw InputError("files", "expected a non-empty list of {path, sha256}");
     std::set<std::string> seen;
-    // Windows (and macOS) file systems ignore case: IMG.jpg and img.jpg are one file there, and
-    // writing both would put two blobs' bytes through one name.
+    // Windows (and macOS) file systems ignore case: IMG.jpg and img.jpg, or É.jpg and é.jpg, are
+    // one file there, and the dataset would silently lose one of the two images.
     std::map<std::string, std::string> seen_folded;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const std::string where = "files[" + std::to_string(i) + "]";
@@ -81,7 +69,7 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
             throw InputError(where, "path '" + printable(path) + "' " + problem);
         if (!seen.insert(path).second)
             throw InputError(where, "path '" + path + "' is listed twice");
-        const auto [other, added] = seen_folded.emplace(ascii_lower(path), path);
+        const auto [other, added] = seen_folded.emplace(case_insensitive_key(path), path);
         if (!added)
             throw InputError(where, "path '" + path + "' differs from '" + other->second +
                                         "' only in case; Windows would store them as one file");

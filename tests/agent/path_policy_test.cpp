@@ -177,15 +177,31 @@ TEST(DatasetManifest, HostileEntryNamesAreRefusedNamingTheEntry) {
     Json twice = {{"files", Json::array({{{"path", "a.jpg"}, {"sha256", sha}},
                                          {{"path", "a.jpg"}, {"sha256", sha}}})}};
     EXPECT_THROW(DatasetManifest::from_json(twice), InputError);
-    Json case_only = {{"files", Json::array({{{"path", "images/IMG.jpg"}, {"sha256", sha}},
-                                             {{"path", "images/img.jpg"}, {"sha256", sha}}})}};
-    try {
-        DatasetManifest::from_json(case_only);
-        ADD_FAILURE() << "accepted two names that differ only in case";
-    } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find("files[1]"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("only in case"), std::string::npos) << e.what();
+    // Pairs NTFS files as one name: ASCII, accented Latin, Greek, Cyrillic, fullwidth Latin.
+    const std::pair<std::string, std::string> case_pairs[] = {
+        {"images/IMG.jpg", "images/img.jpg"},
+        {"Été/É.jpg", "été/é.jpg"},
+        {"ΣΟΦΙΑ.png", "σοφια.png"},
+        {"Кошка.jpg", "кошка.jpg"},
+        {"\xEF\xBC\xA1.jpg", "\xEF\xBD\x81.jpg"},  // Ａ and ａ
+    };
+    for (const auto& [first, second] : case_pairs) {
+        Json case_only = {{"files", Json::array({{{"path", first}, {"sha256", sha}},
+                                                 {{"path", second}, {"sha256", sha}}})}};
+        try {
+            DatasetManifest::from_json(case_only);
+            ADD_FAILURE() << "accepted '" << first << "' and '" << second << "'";
+        } catch (const InputError& e) {
+            EXPECT_NE(std::string(e.what()).find("files[1]"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("only in case"), std::string::npos) << e.what();
+        }
     }
+    // Different names on NTFS too: "ß" has no one-letter capital, and Turkish dotted İ is not I.
+    Json distinct = {{"files", Json::array({{{"path", "straße.jpg"}, {"sha256", sha}},
+                                            {{"path", "strasse.jpg"}, {"sha256", sha}},
+                                            {{"path", "İ.jpg"}, {"sha256", sha}},
+                                            {{"path", "i.jpg"}, {"sha256", sha}}})}};
+    EXPECT_EQ(DatasetManifest::from_json(distinct).files.size(), 4u);
     Json fine = {{"files", Json::array({{{"path", "图片/猫 1.jpg"}, {"sha256", sha}}})}};
     EXPECT_EQ(DatasetManifest::from_json(fine).files.size(), 1u);
 }
