@@ -1,5 +1,6 @@
 #include "core/base/log.h"
 
+#include "core/base/burst_limit.h"
 #include "core/base/event_log.h"
 #include "core/base/file_io.h"
 
@@ -26,22 +27,13 @@ class EventLogSink : public spdlog::sinks::base_sink<std::mutex> {
 
   protected:
     void sink_it_(const spdlog::details::log_msg& msg) override {
-        const auto now = std::chrono::steady_clock::now();
-        if (now - window_start_ >= std::chrono::minutes(1)) {
-            if (held_back_ > 0)
-                report_event(source_, EventLogType::Warning,
-                             std::to_string(held_back_) +
-                                 " further warnings and errors of the last minute are only in "
-                                 "the agent's log file");
-            window_start_ = now;
-            in_window_ = 0;
-            held_back_ = 0;
-        }
-        if (in_window_ >= kPerMinute) {
-            ++held_back_;
-            return;
-        }
-        ++in_window_;
+        const auto verdict = limit_.admit(BurstLimit::Clock::now());
+        if (verdict.held_back_before > 0)
+            report_event(source_, EventLogType::Warning,
+                         std::to_string(verdict.held_back_before) +
+                             " further warnings and errors were only written to the agent's "
+                             "log file");
+        if (!verdict.pass) return;
         const auto type =
             msg.level >= spdlog::level::err ? EventLogType::Error : EventLogType::Warning;
         report_event(source_, type, std::string(msg.payload.data(), msg.payload.size()));
@@ -51,9 +43,7 @@ class EventLogSink : public spdlog::sinks::base_sink<std::mutex> {
   private:
     static constexpr int kPerMinute = 30;
     std::string source_;
-    std::chrono::steady_clock::time_point window_start_{};
-    int in_window_ = 0;
-    int held_back_ = 0;
+    BurstLimit limit_{kPerMinute, std::chrono::minutes(1)};
 };
 
 }  // namespace
