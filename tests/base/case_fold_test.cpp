@@ -41,8 +41,12 @@ TEST(CaseFold, NamesNtfsKeepApartKeepTheirOwnKeys) {
 TEST(CaseFold, UncasedAndIllFormedTextIsKeptByteForByte) {
     EXPECT_EQ(case_insensitive_key(""), "");
     EXPECT_EQ(case_insensitive_key("图片/猫 1.jpg"), "图片/猫 1.JPG");
-    const std::string broken = "a\xFF\xC3" "b\xE4\xB8";  // a stray byte, a cut 2- and 3-byte char
-    EXPECT_EQ(case_insensitive_key(broken), "A\xFF\xC3" "B\xE4\xB8");
+    const std::string broken =
+        "a\xFF\xC3"
+        "b\xE4\xB8";  // a stray byte, a cut 2- and 3-byte char
+    EXPECT_EQ(case_insensitive_key(broken),
+              "A\xFF\xC3"
+              "B\xE4\xB8");
     EXPECT_EQ(simple_uppercase(U'\u00B5'), U'\u039C');  // micro sign: Greek capital mu
     EXPECT_EQ(simple_uppercase(U'Z'), U'Z');
     EXPECT_EQ(simple_uppercase(0x10FFFF), char32_t{0x10FFFF});
