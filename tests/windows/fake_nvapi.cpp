@@ -2,8 +2,8 @@
 // out the driver-settings entry points by their NvAPI ids and answers a read of the sysmem
 // fallback policy as CRUCIBLE_FAKE_NVAPI says: a number (the setting's value), "unset" (not in
 // the profile), "no-driver" (NvAPI cannot start) or "text" (a setting of another type).
-// It fills the reply at NVDRS_SETTING_V1's byte offsets, written out here on their own, so a
-// wrong layout in the product's copy shows as a wrong value.
+// The entry point ids, the setting id and NVDRS_SETTING_V1's byte offsets are written out here
+// on their own, not taken from the product: a wrong id or layout there shows as a failed read.
 #define WIN32_LEAN_AND_MEAN
 #define NOMINMAX
 #include <windows.h>
