@@ -182,10 +182,11 @@ int run_setup_command(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
     const int port = port_of(o.listen);
-    const fs::path data =
-        o.data.empty() ? default_data_folder() : fs::absolute(path_from_utf8(o.data));
-    const fs::path worker = o.worker.empty() ? sibling_program("crucible-worker", "worker")
-                                             : fs::absolute(path_from_utf8(o.worker));
+    const fs::path data = o.data.empty() ? default_data_folder()
+                                         : fs::absolute(path_from_utf8(o.data)).lexically_normal();
+    const fs::path worker = o.worker.empty()
+                                ? sibling_program("crucible-worker", "worker")
+                                : fs::absolute(path_from_utf8(o.worker)).lexically_normal();
     if (!o.worker.empty()) o.worker = path_to_utf8(worker);
 
     jobs::MachineFacts facts;

@@ -174,12 +174,12 @@ TEST(ServerSetup, CudaVersionTextIsReadStrictly) {
 TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
     const auto dir = test::fresh_dir("setup");
     const auto data = dir / "agent data";
-    const auto run_setup = [&](const std::string& name) {
+    const auto run_setup = [&](const std::string& name, const std::filesystem::path& data_arg) {
         ChildOptions child;
         child.program = CRUCIBLE_AGENT_EXE;
         child.args = {"setup",
                       "--data",
-                      path_to_utf8(data),
+                      path_to_utf8(data_arg),
                       "--worker",
                       CRUCIBLE_FAKE_WORKER,
                       "--nvml",
@@ -198,7 +198,7 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
         return std::make_pair(exit ? exit->code : -1, Json::parse(out));
     };
 
-    const auto [code, report] = run_setup("first");
+    const auto [code, report] = run_setup("first", data);
     EXPECT_EQ(code, 0) << report.dump(2);
     EXPECT_TRUE(report["ok"].get<bool>());
     std::map<std::string, std::string> status;
@@ -235,12 +235,17 @@ TEST(ServerSetup, CommandPreparesTheDataFolderAndTheFirstAdminOnceAndReports) {
     ASSERT_TRUE(who.has_value());
     EXPECT_EQ(who->role, net::TokenRole::Admin);
 
-    // Again: nothing new, the same token still the only one.
-    const auto [code2, report2] = run_setup("second");
+    // Again, named the long way round: nothing new, the same token still the only one, and the
+    // report names the folder plainly.
+    const auto [code2, report2] = run_setup("second", dir / "." / "agent data");
     EXPECT_EQ(code2, 0);
     for (const auto& s : report2["steps"]) {
         if (s["step"] == "data folder" || s["step"] == "admin token") {
             EXPECT_EQ(s["status"], "ok") << s.dump();
+        }
+        if (s["step"] == "data folder") {
+            EXPECT_EQ(s["detail"].get<std::string>().rfind(path_to_utf8(data) + " (", 0), 0u)
+                << s.dump();
         }
     }
     EXPECT_EQ(tokens.list().size(), 1u);
