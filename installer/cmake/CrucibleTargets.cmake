@@ -3,7 +3,11 @@
 # Warnings are errors in our own code; third-party headers come in as SYSTEM includes.
 function(crucible_warnings target)
     if(MSVC)
-        target_compile_options(${target} PRIVATE /W4 /WX /utf-8 /permissive-)
+        # LibTorch's and Qt's headers do not build warning-free at /W4: headers reached through
+        # <...> are external, at warning level 0. (CMake also passes imported targets' folders
+        # as /external:I; this holds for a header found through a plain include folder too.)
+        target_compile_options(${target} PRIVATE /W4 /WX /utf-8 /permissive-
+            /external:anglebrackets /external:W0)
     else()
         # -Wshadow, -Wunused-parameter (in -Wextra) and -Wconversion stand in for MSVC's
         # C4456/C4458, C4100 and C4244/C4267 (a narrowing conversion), which /W4 /WX makes errors
