@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "core/base/case_fold.h"
 #include "core/base/error.h"
@@ -54,10 +53,10 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
     const Json& files = require_field(body, "files", "body");
     if (!files.is_array() || files.empty())
         throw InputError("files", "expected a non-empty list of {path, sha256}");
-    std::set<std::string> seen;
-    // Windows (and macOS) file systems ignore case: IMG.jpg and img.jpg, or É.jpg and é.jpg, are
-    // one file there, and the dataset would silently lose one of the two images.
-    std::map<std::string, std::string> seen_folded;
+    // Each name so far under its case-insensitive key. Windows (and macOS) file systems ignore
+    // case: IMG.jpg and img.jpg, or É.jpg and é.jpg, are one file there, and the dataset would
+    // silently lose one of the two images.
+    std::map<std::string, std::string> seen;
     for (std::size_t i = 0; i < files.size(); ++i) {
         const std::string where = "files[" + std::to_string(i) + "]";
         if (!files[i].is_object()) throw InputError(where, "expected {path, sha256}");
@@ -67,12 +66,12 @@ DatasetManifest DatasetManifest::from_json(const Json& body) {
             throw InputError(where, "sha256 must be 64 lower-case hex digits");
         if (const std::string problem = entry_path_problem(path); !problem.empty())
             throw InputError(where, "path '" + printable(path) + "' " + problem);
-        if (!seen.insert(path).second)
-            throw InputError(where, "path '" + path + "' is listed twice");
-        const auto [other, added] = seen_folded.emplace(case_insensitive_key(path), path);
-        if (!added)
+        if (const auto [other, added] = seen.emplace(case_insensitive_key(path), path); !added) {
+            if (other->second == path)
+                throw InputError(where, "path '" + path + "' is listed twice");
             throw InputError(where, "path '" + path + "' differs from '" + other->second +
                                         "' only in case; Windows would store them as one file");
+        }
         out.files.emplace_back(path_from_utf8(path), sha);
         out.canonical.push_back({path, sha});
     }

@@ -177,6 +177,11 @@ TEST(DatasetManifest, HostileEntryNamesAreRefusedNamingTheEntry) {
     Json twice = {{"files", Json::array({{{"path", "a.jpg"}, {"sha256", sha}},
                                          {{"path", "a.jpg"}, {"sha256", sha}}})}};
     EXPECT_THROW(DatasetManifest::from_json(twice), InputError);
+    try {
+        DatasetManifest::from_json(twice);
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("listed twice"), std::string::npos) << e.what();
+    }
     // Pairs NTFS files as one name: ASCII, accented Latin, Greek, Cyrillic, fullwidth Latin.
     const std::pair<std::string, std::string> case_pairs[] = {
         {"images/IMG.jpg", "images/img.jpg"},
