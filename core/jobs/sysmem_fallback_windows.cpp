@@ -1,6 +1,7 @@
 #ifdef _WIN32
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/jobs/shared_library.h"
 #include "core/jobs/sysmem_fallback.h"
@@ -50,6 +51,49 @@ Fn entry(QueryInterface query, std::uint32_t id) {
     return reinterpret_cast<Fn>(query(id));
 }
 
+// The driver-settings entry points, null where this driver's NvAPI lacks one.
+struct DrsCalls {
+    explicit DrsCalls(QueryInterface query)
+        : initialize(entry<int (*)()>(query, kInitialize)),
+          unload(entry<int (*)()>(query, kUnload)),
+          create_session(entry<int (*)(Handle*)>(query, kCreateSession)),
+          destroy_session(entry<int (*)(Handle)>(query, kDestroySession)),
+          load_settings(entry<int (*)(Handle)>(query, kLoadSettings)),
+          base_profile(entry<int (*)(Handle, Handle*)>(query, kGetBaseProfile)),
+          get_setting(
+              entry<int (*)(Handle, Handle, std::uint32_t, DrsSetting*)>(query, kGetSetting)) {}
+    bool complete() const {
+        return initialize && unload && create_session && destroy_session && load_settings &&
+               base_profile && get_setting;
+    }
+    int (*initialize)();
+    int (*unload)();
+    int (*create_session)(Handle*);
+    int (*destroy_session)(Handle);
+    int (*load_settings)(Handle);
+    int (*base_profile)(Handle, Handle*);
+    int (*get_setting)(Handle, Handle, std::uint32_t, DrsSetting*);
+};
+
+SysmemFallbackReading unknown(const std::string& what, int status) {
+    return {SysmemFallback::Unknown, what + " (status " + std::to_string(status) + ")"};
+}
+
+// The policy from the base profile, in an open session.
+SysmemFallbackReading read_in_session(const DrsCalls& nvapi, Handle session) {
+    Handle profile = nullptr;
+    int status = nvapi.load_settings(session);
+    if (status == 0) status = nvapi.base_profile(session, &profile);
+    if (status != 0) return unknown("NvAPI could not load the driver's profiles", status);
+    // Heap, not stack: the structure is 12 KB of mostly unused string buffers.
+    auto setting = std::make_unique<DrsSetting>();
+    setting->version = kDrsSettingVersion1;
+    status = nvapi.get_setting(session, profile, kSysmemFallbackSetting, setting.get());
+    if (status == 0 && setting->type != kDwordType)
+        return {SysmemFallback::Unknown, "the setting is not a number in this driver"};
+    return sysmem_fallback_from_nvapi(status, setting->current.u32);
+}
+
 }  // namespace
 
 SysmemFallbackReading read_sysmem_fallback(const std::filesystem::path& nvapi) {
@@ -58,48 +102,21 @@ SysmemFallbackReading read_sysmem_fallback(const std::filesystem::path& nvapi) {
     if (!lib) return {SysmemFallback::Unknown, "nvapi64.dll not found (no NVIDIA driver)"};
     const auto query = lib->symbol<QueryInterface>("nvapi_QueryInterface");
     if (!query) return {SysmemFallback::Unknown, "nvapi64.dll has no nvapi_QueryInterface"};
-
-    const auto initialize = entry<int (*)()>(query, kInitialize);
-    const auto unload = entry<int (*)()>(query, kUnload);
-    const auto create_session = entry<int (*)(Handle*)>(query, kCreateSession);
-    const auto destroy_session = entry<int (*)(Handle)>(query, kDestroySession);
-    const auto load_settings = entry<int (*)(Handle)>(query, kLoadSettings);
-    const auto base_profile = entry<int (*)(Handle, Handle*)>(query, kGetBaseProfile);
-    const auto get_setting =
-        entry<int (*)(Handle, Handle, std::uint32_t, DrsSetting*)>(query, kGetSetting);
-    if (!initialize || !unload || !create_session || !destroy_session || !load_settings ||
-        !base_profile || !get_setting)
+    const DrsCalls calls(query);
+    if (!calls.complete())
         return {SysmemFallback::Unknown, "this driver's NvAPI lacks the driver-settings calls"};
 
-    if (const int status = initialize(); status != 0)
-        return {SysmemFallback::Unknown, "NvAPI could not start (status " + std::to_string(status) +
-                                             "): no NVIDIA display driver?"};
-    SysmemFallbackReading reading;
+    if (const int status = calls.initialize(); status != 0)
+        return unknown("NvAPI could not start, no NVIDIA display driver?", status);
     Handle session = nullptr;
-    if (const int opened = create_session(&session); opened != 0) {
-        reading = {SysmemFallback::Unknown,
-                   "NvAPI opened no settings session (status " + std::to_string(opened) + ")"};
+    SysmemFallbackReading reading;
+    if (const int status = calls.create_session(&session); status != 0) {
+        reading = unknown("NvAPI opened no settings session", status);
     } else {
-        Handle profile = nullptr;
-        int status = load_settings(session);
-        if (status == 0) status = base_profile(session, &profile);
-        if (status != 0) {
-            reading = {SysmemFallback::Unknown,
-                       "NvAPI could not load the driver's profiles (status " +
-                           std::to_string(status) + ")"};
-        } else {
-            // Heap, not stack: the structure is 12 KB of mostly unused string buffers.
-            auto setting = std::make_unique<DrsSetting>();
-            setting->version = kDrsSettingVersion1;
-            status = get_setting(session, profile, kSysmemFallbackSetting, setting.get());
-            if (status == 0 && setting->type != kDwordType)
-                reading = {SysmemFallback::Unknown, "the setting is not a number in this driver"};
-            else
-                reading = sysmem_fallback_from_nvapi(status, setting->current.u32);
-        }
-        destroy_session(session);
+        reading = read_in_session(calls, session);
+        calls.destroy_session(session);
     }
-    unload();
+    calls.unload();
     return reading;
 }
 
