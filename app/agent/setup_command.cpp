@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -191,7 +192,10 @@ int run_setup_command(int argc, char** argv) {
 
     jobs::MachineFacts facts;
     facts.nvml = jobs::GpuInventory::open(path_from_utf8(o.nvml))->read();
-    facts.sysmem_fallback = jobs::read_sysmem_fallback();
+    // The policy matters only to a GPU in WDDM mode: servers without one never load NvAPI.
+    if (std::any_of(facts.nvml.gpus.begin(), facts.nvml.gpus.end(),
+                    [](const net::GpuInfo& g) { return g.driver_model == "WDDM"; }))
+        facts.sysmem_fallback = jobs::read_sysmem_fallback();
     try {
         facts.worker_devices = jobs::query_worker(worker, "devices");
     } catch (const std::exception& e) {
