@@ -34,6 +34,13 @@ fs::path absolute_normal(const fs::path& path) {
     return p;
 }
 
+// How the project stores `abs`: relative to `folder` where it lies below it, otherwise
+// absolute; '/'-separated UTF-8 either way.
+std::string stored_form(const fs::path& abs, const fs::path& folder) {
+    const fs::path rel = abs.lexically_relative(folder);
+    return path_to_generic_utf8(rel.empty() ? abs : rel);
+}
+
 }  // namespace
 
 Project::Project(fs::path path, const OpenOptions& options)
@@ -168,10 +175,7 @@ void Project::require_writable(const char* what) const {
 }
 
 std::string Project::to_stored_path(const fs::path& file) const {
-    fs::path abs = absolute_normal(file);
-    fs::path rel = abs.lexically_relative(folder());
-    if (rel.empty()) return path_to_generic_utf8(abs);
-    return path_to_generic_utf8(rel);
+    return stored_form(absolute_normal(file), folder());
 }
 
 fs::path Project::resolve_stored_path(const std::string& stored) const {
@@ -201,9 +205,7 @@ void Project::save_as(const fs::path& new_path) {
             auto rebase = [&](const std::string& stored) -> std::string {
                 fs::path p = path_from_utf8(stored);
                 if (p.is_absolute() || stored.empty()) return stored;
-                fs::path abs = (old_folder / p).lexically_normal();
-                fs::path rel = abs.lexically_relative(new_folder);
-                return rel.empty() ? path_to_generic_utf8(abs) : path_to_generic_utf8(rel);
+                return stored_form((old_folder / p).lexically_normal(), new_folder);
             };
             if (old_folder != new_folder) {
                 auto read = out.prepare("SELECT id, path FROM images");
