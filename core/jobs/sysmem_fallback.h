@@ -11,7 +11,7 @@
 namespace crucible::jobs {
 
 enum class SysmemFallback {
-    NotApplicable,     // not Windows: the driver never falls back
+    NotApplicable,     // not Windows, or no GPU in WDDM mode: nothing falls back
     Unknown,           // NvAPI missing or failing: `note` says why
     DriverDefault,     // not set in the profile: the driver falls back
     PreferNoFallback,  // what training wants: out of memory fails at once
